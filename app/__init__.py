@@ -1,0 +1,1 @@
+"""xstreams: Redis 7.0 stream semantics served over HTTP."""

@@ -1,0 +1,171 @@
+"""Shape engine replies the way the Upstash REST protocol carries Redis replies.
+
+RESP2 arrays become JSON arrays, bulk and simple strings JSON strings, integers numbers and
+nils null. With ``Upstash-Encoding: base64`` every bulk string and every simple string but
+``OK`` is base64-encoded, recursively; integers and nulls stay raw.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from app.engine.ids import StreamID
+from app.engine.replies import (
+    AutoClaim,
+    ConsumerFull,
+    ConsumerInfo,
+    GroupFull,
+    GroupInfo,
+    Help,
+    MissingEntry,
+    PendingDelivery,
+    PendingRow,
+    PendingSummary,
+    ScanPage,
+    Status,
+    StreamFullInfo,
+    StreamInfo,
+    StreamRead,
+)
+from app.engine.stream import Entry
+
+
+def _b64(s: str) -> str:
+    return base64.b64encode(s.encode()).decode()
+
+
+class Shaper:
+    """Turns a reply into JSON-ready values; ``b64`` selects Upstash's base64 encoding."""
+
+    __slots__ = ("b64",)
+
+    def __init__(self, b64: bool = False) -> None:
+        self.b64 = b64
+
+    def s(self, value: str) -> str:
+        return _b64(value) if self.b64 else value
+
+    def id(self, sid: StreamID) -> str:
+        text = f"{sid.ms}-{sid.seq}"
+        return _b64(text) if self.b64 else text
+
+    def entry(self, e: Entry) -> list[Any]:
+        if self.b64:
+            return [self.id(e.id), [_b64(x) for x in e.fields]]
+        return [f"{e.id.ms}-{e.id.seq}", list(e.fields)]
+
+    def map(self, pairs: list[tuple[str, Any]]) -> list[Any]:
+        out: list[Any] = []
+        for k, v in pairs:
+            out.append(self.s(k))
+            out.append(v)
+        return out
+
+    def __call__(self, r: Any) -> Any:
+        if r is None or isinstance(r, bool):
+            return r
+        if isinstance(r, int):
+            return r
+        if isinstance(r, Status):
+            return str(r) if (r == "OK" or not self.b64) else _b64(r)
+        if isinstance(r, str):
+            return self.s(r)
+        if isinstance(r, StreamID):
+            return self.id(r)
+        if isinstance(r, Entry):
+            return self.entry(r)
+        if isinstance(r, list):
+            return [self(x) for x in r]
+        if isinstance(r, MissingEntry):
+            return [self.id(r.id), None]
+        if isinstance(r, StreamRead):
+            return [self.s(r.key), [self(e) for e in r.entries]]
+        if isinstance(r, PendingSummary):
+            consumers = (
+                [[self.s(name), self.s(str(n))] for name, n in r.consumers] if r.count else None
+            )
+            first = self.id(r.first) if r.first is not None else None
+            last = self.id(r.last) if r.last is not None else None
+            return [r.count, first, last, consumers]
+        if isinstance(r, PendingRow):
+            return [self.id(r.id), self.s(r.consumer), r.idle_ms, r.delivery_count]
+        if isinstance(r, AutoClaim):
+            return [
+                self.id(r.next_id),
+                [self(x) for x in r.claimed],
+                [self.id(x) for x in r.deleted],
+            ]
+        if isinstance(r, ScanPage):
+            return [self.s(str(r.cursor)), [self.s(k) for k in r.keys]]
+        if isinstance(r, StreamInfo):
+            return self.map(
+                [
+                    ("length", r.length),
+                    ("radix-tree-keys", r.radix_tree_keys),
+                    ("radix-tree-nodes", r.radix_tree_nodes),
+                    ("last-generated-id", self.id(r.last_generated_id)),
+                    ("max-deleted-entry-id", self.id(r.max_deleted_entry_id)),
+                    ("entries-added", r.entries_added),
+                    ("recorded-first-entry-id", self.id(r.recorded_first_entry_id)),
+                    ("groups", r.groups),
+                    ("first-entry", self(r.first_entry)),
+                    ("last-entry", self(r.last_entry)),
+                ]
+            )
+        if isinstance(r, StreamFullInfo):
+            return self.map(
+                [
+                    ("length", r.length),
+                    ("radix-tree-keys", r.radix_tree_keys),
+                    ("radix-tree-nodes", r.radix_tree_nodes),
+                    ("last-generated-id", self.id(r.last_generated_id)),
+                    ("max-deleted-entry-id", self.id(r.max_deleted_entry_id)),
+                    ("entries-added", r.entries_added),
+                    ("recorded-first-entry-id", self.id(r.recorded_first_entry_id)),
+                    ("entries", [self.entry(e) for e in r.entries]),
+                    ("groups", [self(g) for g in r.groups]),
+                ]
+            )
+        if isinstance(r, GroupFull):
+            return self.map(
+                [
+                    ("name", self.s(r.name)),
+                    ("last-delivered-id", self.id(r.last_delivered_id)),
+                    ("entries-read", r.entries_read),
+                    ("lag", r.lag),
+                    ("pel-count", r.pel_count),
+                    ("pending", [self._delivery(p, with_consumer=True) for p in r.pending]),
+                    ("consumers", [self(c) for c in r.consumers]),
+                ]
+            )
+        if isinstance(r, ConsumerFull):
+            return self.map(
+                [
+                    ("name", self.s(r.name)),
+                    ("seen-time", r.seen_time_ms),
+                    ("pel-count", r.pel_count),
+                    ("pending", [self._delivery(p, with_consumer=False) for p in r.pending]),
+                ]
+            )
+        if isinstance(r, GroupInfo):
+            return self.map(
+                [
+                    ("name", self.s(r.name)),
+                    ("consumers", r.consumers),
+                    ("pending", r.pending),
+                    ("last-delivered-id", self.id(r.last_delivered_id)),
+                    ("entries-read", r.entries_read),
+                    ("lag", r.lag),
+                ]
+            )
+        if isinstance(r, ConsumerInfo):
+            return self.map([("name", self.s(r.name)), ("pending", r.pending), ("idle", r.idle_ms)])
+        if isinstance(r, Help):
+            return [self(Status(line)) for line in r.lines]
+        raise TypeError(f"no wire shape for {type(r).__name__}")
+
+    def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:
+        if with_consumer:
+            return [self.id(p.id), self.s(p.consumer), p.delivered_at_ms, p.delivery_count]
+        return [self.id(p.id), p.delivered_at_ms, p.delivery_count]

@@ -1,0 +1,86 @@
+"""Clients blocked on keys (XREAD / XREADGROUP BLOCK), served in arrival order after writes.
+
+The synchronous half: which waiter waits for which keys, and serving them right after the
+command that made a key ready, inside the same atomic step — so an entry added by XADD goes
+to exactly one waiting consumer of a group, as Redis's ``handleClientsBlockedOnKeys`` does.
+The asynchronous half (parking a request until served or timed out) is in ``waiting``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.errors import CommandError
+
+# What a blocked read replies once served: a reply, or a Redis error.
+Served = Any
+Retry = Callable[[str], Served | None]
+"""Called with a key that became ready; returns the reply, or None to keep waiting."""
+
+
+@dataclass(eq=False, slots=True)
+class Block:
+    """A read that found nothing and asked to wait: for these keys, up to ``timeout_ms``."""
+
+    keys: list[str]
+    timeout_ms: int  # 0 waits forever
+    retry: Retry
+
+
+@dataclass(eq=False, slots=True)
+class Waiter:
+    block: Block
+    deliver: Callable[[Served | CommandError], None]
+    done: bool = False
+
+
+@dataclass(slots=True)
+class BlockedClients:
+    """Waiters per key in arrival order, and the keys signalled since the last serve."""
+
+    by_key: dict[str, list[Waiter]] = field(default_factory=dict)
+    ready: dict[str, None] = field(default_factory=dict)  # ordered set
+
+    def add(self, block: Block, deliver: Callable[[Served | CommandError], None]) -> Waiter:
+        waiter = Waiter(block, deliver)
+        for key in dict.fromkeys(block.keys):
+            self.by_key.setdefault(key, []).append(waiter)
+        return waiter
+
+    def remove(self, waiter: Waiter) -> None:
+        waiter.done = True
+        for key in dict.fromkeys(waiter.block.keys):
+            queue = self.by_key.get(key)
+            if queue is None:
+                continue
+            with contextlib.suppress(ValueError):
+                queue.remove(waiter)
+            if not queue:
+                del self.by_key[key]
+
+    def signal(self, key: str) -> None:
+        if key in self.by_key:
+            self.ready[key] = None
+
+    def count(self) -> int:
+        return len({id(w) for q in self.by_key.values() for w in q})
+
+    def serve(self) -> None:
+        """Offer each ready key to its waiters, oldest first, until no key is ready."""
+        while self.ready:
+            key = next(iter(self.ready))
+            del self.ready[key]
+            for waiter in list(self.by_key.get(key, ())):
+                if waiter.done:
+                    continue
+                try:
+                    reply = waiter.block.retry(key)
+                except CommandError as e:
+                    reply = e
+                if reply is None:
+                    continue
+                self.remove(waiter)
+                waiter.deliver(reply)

@@ -1,0 +1,20 @@
+"""Redis commands over the engine: the table, parsers and typed operations.
+
+Importing this package registers every command in ``COMMANDS``.
+"""
+
+from app.engine.commands import groups, info, keys, reads, streams
+from app.engine.commands.table import COMMANDS, Command, Flag, Reply, lookup
+
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "Flag",
+    "Reply",
+    "groups",
+    "info",
+    "keys",
+    "lookup",
+    "reads",
+    "streams",
+]

@@ -1,0 +1,438 @@
+"""XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM: consumer-group commands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import islice
+
+from app.engine.commands.args import eq, int_arg
+from app.engine.commands.table import Flag, command, container, subcommand_syntax_error
+from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
+from app.engine.groups import ConsumerGroup, PendingEntry
+from app.engine.ids import (
+    MIN_ID,
+    StreamID,
+    parse_id,
+    parse_range_end,
+    parse_range_start,
+    parse_strict_id,
+)
+from app.engine.keyspace import Keyspace
+from app.engine.replies import OK, AutoClaim, Help, PendingRow, PendingSummary, Status
+from app.engine.stream import Entry, Stream
+
+W, R = Flag.WRITE, Flag.READONLY
+
+container("xgroup")
+
+XGROUP_HELP = [
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+    "HELP",
+    "    Prints this help.",
+]
+
+
+def no_such_group(key: str, group: str) -> NoGroup:
+    return NoGroup(f"NOGROUP No such key '{key}' or consumer group '{group}'")
+
+
+def _xgroup_target(
+    ks: Keyspace, argv: list[str], *, create: bool = False
+) -> tuple[Stream | None, ConsumerGroup | None, bool, int | None]:
+    """The checks common to XGROUP subcommands, in ``xgroupCommand``'s order."""
+    mkstream = False
+    entries_read: int | None = None
+    sub = argv[1].lower()
+    if sub in ("create", "setid"):
+        i = 5
+        while i < len(argv):
+            if create and eq(argv[i], "mkstream"):
+                mkstream = True
+                i += 1
+            elif eq(argv[i], "entriesread") and i + 1 < len(argv):
+                entries_read = int_arg(argv[i + 1])
+                if entries_read < 0 and entries_read != -1:
+                    raise CommandError.err("value for ENTRIESREAD must be positive or -1")
+                if entries_read == -1:
+                    entries_read = None
+                i += 2
+            else:
+                raise subcommand_syntax_error(argv)
+    stream = ks.get(argv[2])
+    group = stream.groups.get(argv[3]) if stream is not None else None
+    if not mkstream:
+        if stream is None:
+            raise CommandError.err(
+                "The XGROUP subcommand requires the key to exist. Note that for CREATE you may "
+                "want to use the MKSTREAM option to create an empty stream automatically."
+            )
+        if group is None and sub in ("setid", "createconsumer", "delconsumer"):
+            raise NoGroup(f"NOGROUP No such consumer group '{argv[3]}' for key name '{argv[2]}'")
+    return stream, group, mkstream, entries_read
+
+
+def xgroup_create(
+    ks: Keyspace, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
+) -> Status:
+    stream = ks.get(key)
+    if id_text == "$":
+        sid = stream.last_id if stream is not None else MIN_ID
+    else:
+        sid = parse_strict_id(id_text)
+    if stream is None:
+        stream = ks.create(key)
+    if name in stream.groups:
+        raise BusyGroup()
+    stream.groups[name] = ConsumerGroup(name, sid, entries_read)
+    return OK
+
+
+@command("xgroup|create", -5, W)
+def _create(ks: Keyspace, argv: list[str]) -> Status:
+    _, _, mkstream, entries_read = _xgroup_target(ks, argv, create=True)
+    if len(argv) > 8:
+        raise subcommand_syntax_error(argv)
+    return xgroup_create(ks, argv[2], argv[3], argv[4], mkstream, entries_read)
+
+
+@command("xgroup|setid", -5, W)
+def _setid(ks: Keyspace, argv: list[str]) -> Status:
+    stream, group, _, entries_read = _xgroup_target(ks, argv)
+    if len(argv) not in (5, 7):
+        raise subcommand_syntax_error(argv)
+    assert stream is not None and group is not None
+    sid = stream.last_id if argv[4] == "$" else parse_id(argv[4])[0]
+    group.last_id = sid
+    group.entries_read = entries_read
+    return OK
+
+
+def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
+    stream = ks.get(key)
+    if stream is None or stream.groups.pop(name, None) is None:
+        return 0
+    ks.blocked.signal(key)  # blocked XREADGROUP consumers get NOGROUP
+    return 1
+
+
+@command("xgroup|destroy", 4, W)
+def _destroy(ks: Keyspace, argv: list[str]) -> int:
+    _xgroup_target(ks, argv)
+    return xgroup_destroy(ks, argv[2], argv[3])
+
+
+@command("xgroup|createconsumer", 5, W)
+def _createconsumer(ks: Keyspace, argv: list[str]) -> int:
+    _, group, _, _ = _xgroup_target(ks, argv)
+    assert group is not None
+    if argv[4] in group.consumers:
+        return 0
+    group.consumer(argv[4], ks.clock.now_ms())
+    return 1
+
+
+@command("xgroup|delconsumer", 5, W)
+def _delconsumer(ks: Keyspace, argv: list[str]) -> int:
+    _, group, _, _ = _xgroup_target(ks, argv)
+    assert group is not None
+    consumer = group.consumers.pop(argv[4], None)
+    if consumer is None:
+        return 0
+    for sid in list(consumer.pel):
+        group.pel.pop(sid, None)
+    return len(consumer.pel)
+
+
+@command("xgroup|help", 2, R)
+def _xgroup_help(ks: Keyspace, argv: list[str]) -> Help:
+    return Help(XGROUP_HELP)
+
+
+def _group(ks: Keyspace, key: str, name: str) -> tuple[Stream, ConsumerGroup]:
+    stream = ks.get(key)
+    group = stream.groups.get(name) if stream is not None else None
+    if stream is None or group is None:
+        raise no_such_group(key, name)
+    return stream, group
+
+
+def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
+    stream = ks.get(key)
+    group = stream.groups.get(group_name) if stream is not None else None
+    if group is None:
+        return 0
+    return sum(group.ack(sid) for sid in ids)
+
+
+@command("xack", -4, W)
+def _xack(ks: Keyspace, argv: list[str]) -> int:
+    stream = ks.get(argv[1])
+    if stream is None or argv[2] not in stream.groups:
+        return 0
+    return xack(ks, argv[1], argv[2], [parse_strict_id(a) for a in argv[3:]])
+
+
+@dataclass(frozen=True, slots=True)
+class PendingArgs:
+    key: str
+    group: str
+    start: StreamID
+    end: StreamID
+    count: int
+    consumer: str | None = None
+    min_idle_ms: int = 0
+
+
+def xpending_summary(ks: Keyspace, key: str, group_name: str) -> PendingSummary:
+    _, group = _group(ks, key, group_name)
+    if not group.pel:
+        return PendingSummary(0, None, None, [])
+    consumers = [(c.name, len(c.pel)) for _, c in sorted(group.consumers.items()) if c.pel]
+    return PendingSummary(len(group.pel), group.pel.keys()[0], group.pel.keys()[-1], consumers)
+
+
+def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
+    _, group = _group(ks, a.key, a.group)
+    pel = group.pel
+    if a.consumer is not None:
+        consumer = group.consumers.get(a.consumer)
+        if consumer is None:
+            return []
+        pel = consumer.pel
+    now = ks.clock.now_ms()
+    out: list[PendingRow] = []
+    count = a.count
+    if count <= 0 or a.start > a.end:
+        return out
+    for sid in pel.irange(a.start, a.end):
+        pending: PendingEntry = pel[sid]
+        idle = now - pending.delivered_at_ms
+        if a.min_idle_ms and idle < a.min_idle_ms:
+            continue
+        assert pending.consumer is not None
+        out.append(PendingRow(sid, pending.consumer.name, max(idle, 0), pending.delivery_count))
+        if len(out) >= count:
+            break
+    return out
+
+
+@command("xpending", -3, R)
+def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow]:
+    n = len(argv)
+    if n != 3 and (n < 6 or n > 9):
+        raise SyntaxError_()
+    if n == 3:
+        return xpending_summary(ks, argv[1], argv[2])
+    startidx = 3
+    min_idle = 0
+    if eq(argv[3], "idle"):
+        min_idle = int_arg(argv[4])
+        if n < 8:
+            raise SyntaxError_()
+        startidx += 2
+    count = max(int_arg(argv[startidx + 2]), 0)
+    start = parse_range_start(argv[startidx])
+    end = parse_range_end(argv[startidx + 1])
+    consumer = argv[startidx + 3] if startidx + 3 < n else None
+    return xpending_range(ks, PendingArgs(argv[1], argv[2], start, end, count, consumer, min_idle))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimArgs:
+    key: str
+    group: str
+    consumer: str
+    min_idle_ms: int
+    ids: list[StreamID]
+    idle_ms: int | None = None
+    time_ms: int | None = None
+    retry_count: int | None = None
+    force: bool = False
+    justid: bool = False
+    last_id: StreamID | None = None
+
+
+def parse_xclaim(argv: list[str]) -> ClaimArgs:
+    min_idle = max(int_arg(argv[4], "Invalid min-idle-time argument for XCLAIM"), 0)
+    j = 5
+    ids: list[StreamID] = []
+    while j < len(argv):
+        try:
+            ids.append(parse_strict_id(argv[j]))
+        except CommandError:
+            break
+        j += 1
+    idle = time = retry = None
+    force = justid = False
+    last_id = None
+    n = len(argv)
+    while j < n:
+        moreargs = n - 1 - j
+        opt = argv[j].lower()
+        if opt == "force":
+            force = True
+        elif opt == "justid":
+            justid = True
+        elif opt == "idle" and moreargs:
+            j += 1
+            idle = int_arg(argv[j], "Invalid IDLE option argument for XCLAIM")
+            time = None
+        elif opt == "time" and moreargs:
+            j += 1
+            time = int_arg(argv[j], "Invalid TIME option argument for XCLAIM")
+            idle = None
+        elif opt == "retrycount" and moreargs:
+            j += 1
+            retry = int_arg(argv[j], "Invalid RETRYCOUNT option argument for XCLAIM")
+        elif opt == "lastid" and moreargs:
+            j += 1
+            last_id = parse_strict_id(argv[j])
+        else:
+            raise CommandError.err(f"Unrecognized XCLAIM option '{argv[j]}'")
+        j += 1
+    return ClaimArgs(
+        argv[1], argv[2], argv[3], min_idle, ids, idle, time, retry, force, justid, last_id
+    )
+
+
+def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
+    """Change the owner of pending entries (XCLAIM); entries gone from the stream leave the PEL."""
+    stream, group = _group(ks, a.key, a.group)
+    now = ks.clock.now_ms()
+    if a.last_id is not None and a.last_id > group.last_id:
+        group.last_id = a.last_id
+    if a.idle_ms is not None:
+        delivered_at = now - a.idle_ms
+    elif a.time_ms is not None:
+        delivered_at = a.time_ms
+    else:
+        delivered_at = now
+    if delivered_at < 0 or delivered_at > now:
+        delivered_at = now
+    out: list[Entry | StreamID] = []
+    consumer = None
+    for sid in a.ids:
+        pending = group.pel.get(sid)
+        fields = stream.get(sid)
+        if fields is None:
+            if pending is not None:
+                group.drop_pending(sid)
+            continue
+        if a.force and pending is None:
+            pending = PendingEntry(None, now, 0)
+            group.pel[sid] = pending
+        if pending is None:
+            continue
+        idle = now - pending.delivered_at_ms
+        if pending.consumer is not None and a.min_idle_ms and idle < a.min_idle_ms:
+            continue
+        if consumer is None:
+            consumer = group.consumer(a.consumer, now)
+        pending.delivered_at_ms = delivered_at
+        if a.retry_count is not None and a.retry_count >= 0:
+            pending.delivery_count = a.retry_count
+        elif not a.justid:
+            pending.delivery_count += 1
+        group.assign(sid, pending, consumer)
+        out.append(sid if a.justid else Entry(sid, fields))
+    return out
+
+
+@command("xclaim", -6, W)
+def _xclaim(ks: Keyspace, argv: list[str]) -> list[Entry | StreamID]:
+    _group(ks, argv[1], argv[2])
+    return xclaim(ks, parse_xclaim(argv))
+
+
+ATTEMPTS_FACTOR = 10
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class AutoClaimArgs:
+    key: str
+    group: str
+    consumer: str
+    min_idle_ms: int
+    start: StreamID
+    count: int = 100
+    justid: bool = False
+
+
+def parse_xautoclaim(argv: list[str]) -> AutoClaimArgs:
+    min_idle = max(int_arg(argv[4], "Invalid min-idle-time argument for XAUTOCLAIM"), 0)
+    start = parse_range_start(argv[5])
+    count = 100
+    justid = False
+    j = 6
+    n = len(argv)
+    while j < n:
+        moreargs = n - 1 - j
+        opt = argv[j].lower()
+        if opt == "count" and moreargs:
+            count = int_arg(argv[j + 1], "COUNT must be > 0")
+            if count < 1 or count > LONG_MAX // max(16, ATTEMPTS_FACTOR):
+                raise CommandError.err("COUNT must be > 0")
+            j += 1
+        elif opt == "justid":
+            justid = True
+        else:
+            raise SyntaxError_()
+        j += 1
+    return AutoClaimArgs(argv[1], argv[2], argv[3], min_idle, start, count, justid)
+
+
+def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
+    """Claim idle pending entries from a cursor (XAUTOCLAIM), at most ``count * 10`` looked at."""
+    stream, group = _group(ks, a.key, a.group)
+    now = ks.clock.now_ms()
+    attempts = a.count * ATTEMPTS_FACTOR
+    count = a.count
+    # The keys this call can visit: at most `attempts`, plus one to report the cursor.
+    keys = list(islice(group.pel.irange(minimum=a.start), min(attempts, len(group.pel)) + 1))
+    pos = 0
+    claimed: list[Entry | StreamID] = []
+    deleted: list[StreamID] = []
+    consumer = None
+    while attempts > 0 and count > 0 and pos < len(keys):
+        attempts -= 1
+        sid = keys[pos]
+        pos += 1
+        fields = stream.get(sid)
+        if fields is None:
+            group.drop_pending(sid)
+            deleted.append(sid)
+            count -= 1
+            continue
+        pending: PendingEntry = group.pel[sid]
+        if a.min_idle_ms and now - pending.delivered_at_ms < a.min_idle_ms:
+            continue
+        if consumer is None:
+            consumer = group.consumer(a.consumer, now)
+        pending.delivered_at_ms = now
+        if not a.justid:
+            pending.delivery_count += 1
+        group.assign(sid, pending, consumer)
+        claimed.append(sid if a.justid else Entry(sid, fields))
+        count -= 1
+    next_id = keys[pos] if pos < len(keys) else MIN_ID
+    return AutoClaim(next_id, claimed, deleted)
+
+
+@command("xautoclaim", -6, W)
+def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
+    return xautoclaim(ks, parse_xautoclaim(argv))

@@ -1,0 +1,169 @@
+"""XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP."""
+
+from __future__ import annotations
+
+from app.engine.commands.args import int_arg
+from app.engine.commands.table import Flag, command, container
+from app.engine.errors import CommandError, NoGroup, SyntaxError_
+from app.engine.groups import ConsumerGroup, PendingEntry
+from app.engine.keyspace import Keyspace
+from app.engine.replies import (
+    ConsumerFull,
+    ConsumerInfo,
+    GroupFull,
+    GroupInfo,
+    Help,
+    PendingDelivery,
+    StreamFullInfo,
+    StreamInfo,
+)
+from app.engine.stream import Stream
+
+R = Flag.READONLY
+
+container("xinfo")
+
+XINFO_HELP = [
+    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+    "HELP",
+    "    Prints this help.",
+]
+
+
+def _stream(ks: Keyspace, key: str) -> Stream:
+    stream = ks.get(key)
+    if stream is None:
+        raise CommandError.err("no such key")
+    return stream
+
+
+def _tree(stream: Stream) -> tuple[int, int]:
+    # Redis reports its radix tree's key and node counts; ours is a list of nodes.
+    keys = len(stream.nodes)
+    return keys, keys + 1
+
+
+def stream_info(ks: Keyspace, key: str) -> StreamInfo:
+    s = _stream(ks, key)
+    first = s.range(count=1)
+    last = s.range(count=1, rev=True)
+    rkeys, rnodes = _tree(s)
+    return StreamInfo(
+        length=s.length,
+        radix_tree_keys=rkeys,
+        radix_tree_nodes=rnodes,
+        last_generated_id=s.last_id,
+        max_deleted_entry_id=s.max_deleted_id,
+        entries_added=s.entries_added,
+        recorded_first_entry_id=s.first_id,
+        groups=len(s.groups),
+        first_entry=first[0] if first else None,
+        last_entry=last[0] if last else None,
+    )
+
+
+def _deliveries(items: list[tuple[object, PendingEntry]], count: int) -> list[PendingDelivery]:
+    out = []
+    for sid, p in items[: count or None]:
+        assert p.consumer is not None
+        out.append(PendingDelivery(sid, p.consumer.name, p.delivered_at_ms, p.delivery_count))  # type: ignore[arg-type]
+    return out
+
+
+def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
+    """XINFO STREAM FULL: ``count`` bounds entries and each PEL listed (0: everything)."""
+    s = _stream(ks, key)
+    groups = []
+    for name in sorted(s.groups):
+        g = s.groups[name]
+        consumers = []
+        for cname in sorted(g.consumers):
+            c = g.consumers[cname]
+            consumers.append(
+                ConsumerFull(
+                    c.name, c.seen_time_ms, len(c.pel), _deliveries(list(c.pel.items()), count)
+                )
+            )
+        groups.append(
+            GroupFull(
+                name=g.name,
+                last_delivered_id=g.last_id,
+                entries_read=g.entries_read,
+                lag=g.lag(s),
+                pel_count=len(g.pel),
+                pending=_deliveries(list(g.pel.items()[: count or None]), count),
+                consumers=consumers,
+            )
+        )
+    rkeys, rnodes = _tree(s)
+    return StreamFullInfo(
+        length=s.length,
+        radix_tree_keys=rkeys,
+        radix_tree_nodes=rnodes,
+        last_generated_id=s.last_id,
+        max_deleted_entry_id=s.max_deleted_id,
+        entries_added=s.entries_added,
+        recorded_first_entry_id=s.first_id,
+        entries=s.range(count=count),
+        groups=groups,
+    )
+
+
+def group_info(stream: Stream, g: ConsumerGroup) -> GroupInfo:
+    return GroupInfo(g.name, len(g.consumers), len(g.pel), g.last_id, g.entries_read, g.lag(stream))
+
+
+def groups_info(ks: Keyspace, key: str) -> list[GroupInfo]:
+    s = _stream(ks, key)
+    return [group_info(s, s.groups[name]) for name in sorted(s.groups)]
+
+
+def consumers_info(ks: Keyspace, key: str, group_name: str) -> list[ConsumerInfo]:
+    s = _stream(ks, key)
+    g = s.groups.get(group_name)
+    if g is None:
+        raise NoGroup(f"NOGROUP No such consumer group '{group_name}' for key name '{key}'")
+    now = ks.clock.now_ms()
+    return [
+        ConsumerInfo(c.name, len(c.pel), max(now - c.seen_time_ms, 0))
+        for _, c in sorted(g.consumers.items())
+    ]
+
+
+@command("xinfo|stream", -3, R)
+def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
+    _stream(ks, argv[2])
+    rest = argv[3:]
+    if not rest:
+        return stream_info(ks, argv[2])
+    if rest[0].lower() != "full":
+        raise SyntaxError_()
+    count = 10
+    if len(rest) > 1:
+        if len(rest) != 3 or rest[1].lower() != "count":
+            raise SyntaxError_()
+        count = int_arg(rest[2])
+        if count < 0:
+            count = 10
+    return stream_full_info(ks, argv[2], count)
+
+
+@command("xinfo|groups", 3, R)
+def _xinfo_groups(ks: Keyspace, argv: list[str]) -> list[GroupInfo]:
+    return groups_info(ks, argv[2])
+
+
+@command("xinfo|consumers", 4, R)
+def _xinfo_consumers(ks: Keyspace, argv: list[str]) -> list[ConsumerInfo]:
+    return consumers_info(ks, argv[2], argv[3])
+
+
+@command("xinfo|help", 2, R)
+def _xinfo_help(ks: Keyspace, argv: list[str]) -> Help:
+    return Help(XINFO_HELP)

@@ -1,0 +1,191 @@
+"""XREAD and XREADGROUP, including BLOCK: one parser and one serving rule for both, as in
+Redis's ``xreadCommand``; a read that finds nothing and may block returns a ``Block``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.blocking import Block, Retry
+from app.engine.commands.args import int_arg, timeout_arg
+from app.engine.commands.table import Flag, command
+from app.engine.errors import CommandError, NoGroup, SyntaxError_
+from app.engine.groups import ConsumerGroup
+from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
+from app.engine.keyspace import Keyspace
+from app.engine.replies import MissingEntry, StreamRead
+from app.engine.stream import Entry
+
+XREAD_BLOCKED_DEFAULT_COUNT = 1000
+NEW = MAX_ID  # XREADGROUP's ">" is carried as the maximum ID, as Redis does
+
+
+@dataclass(frozen=True, slots=True)
+class ReadArgs:
+    keys: list[str]
+    ids: list[StreamID]  # `$` already resolved; `>` is NEW
+    count: int = 0  # 0: no limit
+    block_ms: int | None = None  # None: don't block; 0: forever
+    group: str | None = None
+    consumer: str | None = None
+    noack: bool = False
+
+
+def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
+    xreadgroup = len(argv[0]) == 10
+    name = "XREADGROUP" if xreadgroup else "XREAD"
+    block: int | None = None
+    count = 0
+    streams_arg = 0
+    nstreams = 0
+    group = consumer = None
+    noack = False
+    i = 1
+    n = len(argv)
+    while i < n:
+        moreargs = n - i - 1
+        o = argv[i].lower()
+        if o == "block" and moreargs:
+            i += 1
+            block = timeout_arg(argv[i], ks.clock.now_ms())
+        elif o == "count" and moreargs:
+            i += 1
+            count = max(int_arg(argv[i]), 0)
+        elif o == "streams" and moreargs:
+            streams_arg = i + 1
+            nstreams = n - streams_arg
+            if nstreams % 2:
+                symbol = ">" if xreadgroup else "$"
+                raise CommandError.err(
+                    f"Unbalanced '{name.lower()}' list of streams: for each stream key an ID "
+                    f"or '{symbol}' must be specified."
+                )
+            nstreams //= 2
+            break
+        elif o == "group" and moreargs >= 2:
+            if not xreadgroup:
+                raise CommandError.err(
+                    "The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+                )
+            group, consumer = argv[i + 1], argv[i + 2]
+            i += 2
+        elif o == "noack":
+            if not xreadgroup:
+                raise CommandError.err(
+                    "The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+                )
+            noack = True
+        else:
+            raise SyntaxError_()
+        i += 1
+    if streams_arg == 0:
+        raise SyntaxError_()
+    if xreadgroup and group is None:
+        raise CommandError.err("Missing GROUP option for XREADGROUP")
+    keys = argv[streams_arg : streams_arg + nstreams]
+    ids: list[StreamID] = []
+    for key, text in zip(keys, argv[streams_arg + nstreams :], strict=True):
+        stream = ks.get(key)
+        if group is not None and (stream is None or group not in stream.groups):
+            raise NoGroup(
+                f"NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP "
+                "with GROUP option"
+            )
+        if text == "$":
+            if xreadgroup:
+                raise CommandError.err(
+                    "The $ ID is meaningless in the context of XREADGROUP: you want to read the "
+                    "history of this consumer by specifying a proper ID, or use the > ID to get "
+                    "new messages. The $ ID would just return an empty result set."
+                )
+            ids.append(stream.last_id if stream is not None else MIN_ID)
+        elif text == ">":
+            if not xreadgroup:
+                raise CommandError.err(
+                    "The > ID can be specified only when calling XREADGROUP using the GROUP "
+                    "<group> <consumer> option."
+                )
+            ids.append(NEW)
+        else:
+            ids.append(parse_strict_id(text))
+    return ReadArgs(keys, ids, count, block, group, consumer, noack)
+
+
+def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRead] | Block | None:
+    """Serve what can be served now (XREAD / XREADGROUP); else a ``Block`` or nil."""
+    now = ks.clock.now_ms()
+    out: list[StreamRead] = []
+    for key, gt in zip(a.keys, a.ids, strict=True):
+        stream = ks.get(key)
+        if stream is None:
+            continue
+        if a.group is not None:
+            group = stream.groups[a.group]
+            assert a.consumer is not None
+            if gt != NEW:
+                consumer = group.consumer(a.consumer, now)
+                history = group.read_history(stream, consumer, gt, a.count, now)
+                out.append(
+                    StreamRead(
+                        key,
+                        [Entry(i, f) if f is not None else MissingEntry(i) for i, f in history],
+                    )
+                )
+                continue
+            if not stream.length or stream.last_valid_id() <= group.last_id:
+                continue
+            consumer = group.consumer(a.consumer, now)
+            out.append(
+                StreamRead(key, list(group.read_new(stream, consumer, a.count, a.noack, now)))
+            )
+        else:
+            if not stream.length or stream.last_valid_id() <= gt:
+                continue
+            start = gt.incr()
+            assert start is not None
+            out.append(StreamRead(key, list(stream.range(start, MAX_ID, a.count))))
+    if out:
+        return out
+    if a.block_ms is not None and may_block:
+        return Block(list(a.keys), a.block_ms, _retry(ks, a))
+    return None
+
+
+def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
+    """What a blocked read does when one of its keys is signalled (``serveClientsBlockedOnKey``)."""
+    count = a.count or XREAD_BLOCKED_DEFAULT_COUNT
+    positions = dict(zip(a.keys, a.ids, strict=True))
+
+    def retry(key: str) -> list[StreamRead] | None:
+        stream = ks.get(key)
+        if a.group is None:
+            if stream is None:
+                return None
+            gt = positions[key]
+            if stream.last_id <= gt:
+                return None
+            start = gt.incr()
+            assert start is not None
+            return [StreamRead(key, list(stream.range(start, MAX_ID, count)))]
+        if stream is None:
+            raise CommandError("UNBLOCKED the stream key no longer exists")
+        group: ConsumerGroup | None = stream.groups.get(a.group)
+        if group is None:
+            raise NoGroup("NOGROUP the consumer group this client was blocked on no longer exists")
+        if stream.last_id <= group.last_id:
+            return None
+        now = ks.clock.now_ms()
+        assert a.consumer is not None
+        consumer = group.consumer(a.consumer, now)
+        return [StreamRead(key, list(group.read_new(stream, consumer, count, a.noack, now)))]
+
+    return retry
+
+
+@command("xread", -4, Flag.READONLY, Flag.MAY_BLOCK)
+def _xread(ks: Keyspace, argv: list[str]) -> list[StreamRead] | Block | None:
+    return xread(ks, parse_read(ks, argv))
+
+
+@command("xreadgroup", -7, Flag.WRITE, Flag.MAY_BLOCK)
+def _xreadgroup(ks: Keyspace, argv: list[str]) -> list[StreamRead] | Block | None:
+    return xread(ks, parse_read(ks, argv))

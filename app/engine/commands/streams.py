@@ -1,0 +1,332 @@
+"""XADD, XTRIM, XRANGE, XREVRANGE, XLEN, XDEL, XSETID: parsing and the operations behind them.
+
+Each command is a typed operation (``xadd(ks, XAddArgs)``) plus a parser from Redis
+arguments; the REST layer builds the same argument objects and calls the same operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.commands.args import eq, int_arg
+from app.engine.commands.table import Flag, command
+from app.engine.errors import CommandError, SyntaxError_
+from app.engine.ids import (
+    MAX_ID,
+    MIN_ID,
+    UINT64_MAX,
+    StreamID,
+    parse_id,
+    parse_range_end,
+    parse_range_start,
+    parse_strict_id,
+)
+from app.engine.keyspace import Keyspace
+from app.engine.replies import OK, Status
+from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Entry, Fields, TrimSpec, TrimStrategy
+
+W, R = Flag.WRITE, Flag.READONLY
+
+
+@dataclass(frozen=True, slots=True)
+class XAddArgs:
+    key: str
+    fields: Fields
+    id: StreamID | None = None  # None: `*`
+    seq_given: bool = True  # False for `ms-*`
+    nomkstream: bool = False
+    trim: TrimSpec | None = None
+
+
+def parse_trim_options(
+    ks: Keyspace, argv: list[str], xadd: bool
+) -> tuple[int, TrimSpec | None, dict[str, object]]:
+    """The options of XADD / XTRIM (``streamParseAddOrTrimArgsOrReply``).
+
+    Returns the index where parsing stopped (XADD: the ID), the trim clause, and for XADD
+    the ID-related values (``id``, ``seq_given``, ``nomkstream``).
+    """
+    strategy: TrimStrategy | None = None
+    approx = False
+    maxlen = 0
+    minid = MIN_ID
+    limit = 0
+    limit_given = False
+    extra: dict[str, object] = {"id": None, "seq_given": True, "nomkstream": False}
+    i = 2
+    n = len(argv)
+    while i < n:
+        moreargs = n - 1 - i
+        opt = argv[i]
+        if xadd and opt == "*":
+            break
+        low = opt.lower()
+        if low in ("maxlen", "minid") and moreargs:
+            if strategy is not None:
+                raise CommandError.err(
+                    "syntax error, MAXLEN and MINID options at the same time are not compatible"
+                )
+            approx = False
+            nxt = argv[i + 1]
+            if moreargs >= 2 and nxt == "~":
+                approx = True
+                i += 1
+            elif moreargs >= 2 and nxt == "=":
+                i += 1
+            if low == "maxlen":
+                maxlen = int_arg(argv[i + 1])
+                if maxlen < 0:
+                    raise CommandError.err("The MAXLEN argument must be >= 0.")
+                strategy = TrimStrategy.MAXLEN
+            else:
+                minid = parse_strict_id(argv[i + 1])
+                strategy = TrimStrategy.MINID
+            i += 1
+        elif low == "limit" and moreargs:
+            limit = int_arg(argv[i + 1])
+            if limit < 0:
+                raise CommandError.err("The LIMIT argument must be >= 0.")
+            limit_given = True
+            i += 1
+        elif xadd and low == "nomkstream":
+            extra["nomkstream"] = True
+        elif xadd:
+            sid, seq_given = parse_id(opt, 0, strict=True, allow_seq_auto=True)
+            extra["id"] = sid
+            extra["seq_given"] = seq_given
+            break
+        else:
+            raise SyntaxError_()
+        i += 1
+    if limit and strategy is None:
+        raise CommandError.err(
+            "syntax error, LIMIT cannot be used without specifying a trimming strategy"
+        )
+    if not xadd and strategy is None:
+        raise CommandError.err("syntax error, XTRIM must be called with a trimming strategy")
+    if limit_given:
+        if not approx:
+            raise CommandError.err(
+                "syntax error, LIMIT cannot be used without the special ~ option"
+            )
+    elif approx:
+        limit = 100 * ks.config.node_max_entries
+        if limit <= 0 or limit > STREAM_LISTPACK_MAX_SIZE:
+            limit = 10000
+    else:
+        limit = 0
+    spec = None if strategy is None else TrimSpec(strategy, maxlen, minid, approx, limit)
+    return i, spec, extra
+
+
+def parse_xadd(ks: Keyspace, argv: list[str]) -> XAddArgs:
+    idpos, spec, extra = parse_trim_options(ks, argv, xadd=True)
+    nfields = len(argv) - (idpos + 1)
+    if nfields < 2 or nfields % 2:
+        raise CommandError.err("wrong number of arguments for 'xadd' command")
+    sid = extra["id"]
+    assert sid is None or isinstance(sid, StreamID)
+    return XAddArgs(
+        key=argv[1],
+        fields=tuple(argv[idpos + 1 :]),
+        id=sid,
+        seq_given=bool(extra["seq_given"]),
+        nomkstream=bool(extra["nomkstream"]),
+        trim=spec,
+    )
+
+
+def next_auto_id(last: StreamID, now_ms: int) -> StreamID | None:
+    """``streamNextID``: the clock's millisecond, or the last ID plus one if the clock is
+    behind (so IDs never go backwards even when the clock does)."""
+    if now_ms > last.ms:
+        return StreamID(now_ms, 0)
+    return last.incr()
+
+
+def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
+    """Append an entry (XADD); None when NOMKSTREAM met a missing key."""
+    if a.id is not None and a.seq_given and a.id == MIN_ID:
+        raise CommandError.err("The ID specified in XADD must be greater than 0-0")
+    stream = ks.get(a.key)
+    if stream is None:
+        if a.nomkstream:
+            return None
+        stream = ks.create(a.key)
+    last = stream.last_id
+    if last == MAX_ID:
+        raise CommandError.err(
+            "The stream has exhausted the last possible ID, unable to add more items"
+        )
+    sid: StreamID | None
+    if a.id is None:
+        sid = next_auto_id(last, ks.clock.now_ms())
+    elif a.seq_given:
+        sid = a.id
+    elif last.ms == a.id.ms:
+        sid = None if last.seq == UINT64_MAX else StreamID(last.ms, last.seq + 1)
+    else:
+        sid = a.id
+    if sid is None or sid <= last:
+        raise CommandError.err(
+            "The ID specified in XADD is equal or smaller than the target stream top item"
+        )
+    total = sum(len(x.encode()) for x in a.fields)
+    if total > STREAM_LISTPACK_MAX_SIZE:
+        raise CommandError.err("Elements are too large to be stored")
+    stream.append(sid, a.fields)
+    if a.trim is not None:
+        stream.trim(a.trim)
+    ks.blocked.signal(a.key)
+    return sid
+
+
+@command("xadd", -5, W)
+def _xadd(ks: Keyspace, argv: list[str]) -> StreamID | None:
+    return xadd(ks, parse_xadd(ks, argv))
+
+
+def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
+    stream = ks.get(key)
+    return 0 if stream is None else stream.trim(spec)
+
+
+@command("xtrim", -4, W)
+def _xtrim(ks: Keyspace, argv: list[str]) -> int:
+    _, spec, _ = parse_trim_options(ks, argv, xadd=False)
+    assert spec is not None
+    return xtrim(ks, argv[1], spec)
+
+
+@dataclass(frozen=True, slots=True)
+class RangeArgs:
+    key: str
+    start: StreamID
+    end: StreamID
+    count: int | None = None  # None: no COUNT; 0 after COUNT 0 / negative
+
+
+def parse_range(argv: list[str], rev: bool) -> RangeArgs:
+    start_text, end_text = (argv[3], argv[2]) if rev else (argv[2], argv[3])
+    start = parse_range_start(start_text)
+    end = parse_range_end(end_text)
+    count: int | None = None
+    j = 4
+    while j < len(argv):
+        if eq(argv[j], "count") and j + 1 < len(argv):
+            count = max(int_arg(argv[j + 1]), 0)
+            j += 2
+        else:
+            raise SyntaxError_()
+    return RangeArgs(argv[1], start, end, count)
+
+
+def xrange(ks: Keyspace, a: RangeArgs, rev: bool = False) -> list[Entry] | None:
+    """Entries between two IDs (XRANGE / XREVRANGE); None for COUNT 0, as Redis's nil."""
+    if a.count == 0:
+        return None
+    stream = ks.get(a.key)
+    if stream is None:
+        return []
+    return stream.range(a.start, a.end, a.count or 0, rev)
+
+
+@command("xrange", -4, R)
+def _xrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
+    return xrange(ks, parse_range(argv, rev=False))
+
+
+@command("xrevrange", -4, R)
+def _xrevrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
+    return xrange(ks, parse_range(argv, rev=True), rev=True)
+
+
+@command("xlen", 2, R)
+def _xlen(ks: Keyspace, argv: list[str]) -> int:
+    stream = ks.get(argv[1])
+    return 0 if stream is None else stream.length
+
+
+def xdel(ks: Keyspace, key: str, ids: list[StreamID]) -> int:
+    """Delete entries (XDEL), keeping ``max_deleted_id`` for lag tracking."""
+    stream = ks.get(key)
+    if stream is None:
+        return 0
+    deleted = 0
+    for sid in ids:
+        if stream.delete(sid):
+            if sid > stream.max_deleted_id:
+                stream.max_deleted_id = sid
+            deleted += 1
+    return deleted
+
+
+@command("xdel", -3, W)
+def _xdel(ks: Keyspace, argv: list[str]) -> int:
+    if ks.get(argv[1]) is None:
+        return 0  # Redis answers 0 before looking at the IDs
+    return xdel(ks, argv[1], [parse_strict_id(a) for a in argv[2:]])
+
+
+@dataclass(frozen=True, slots=True)
+class XSetIdArgs:
+    key: str
+    last_id: StreamID
+    entries_added: int | None = None
+    max_deleted_id: StreamID | None = None
+
+
+def parse_xsetid(argv: list[str]) -> XSetIdArgs:
+    last_id = parse_strict_id(argv[2])
+    entries_added: int | None = None
+    max_deleted: StreamID | None = None
+    i = 3
+    n = len(argv)
+    while i < n:
+        moreargs = n - 1 - i
+        opt = argv[i].lower()
+        if opt == "entriesadded" and moreargs:
+            entries_added = int_arg(argv[i + 1])
+            if entries_added < 0:
+                raise CommandError.err("entries_added must be positive")
+            i += 2
+        elif opt == "maxdeletedid" and moreargs:
+            max_deleted = parse_strict_id(argv[i + 1])
+            if last_id < max_deleted:
+                raise CommandError.err(
+                    "The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+                )
+            i += 2
+        else:
+            raise SyntaxError_()
+    return XSetIdArgs(argv[1], last_id, entries_added, max_deleted)
+
+
+def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
+    stream = ks.get(a.key)
+    if stream is None:
+        raise CommandError.err("no such key")
+    if a.last_id < stream.max_deleted_id:
+        raise CommandError.err(
+            "The ID specified in XSETID is smaller than current max_deleted_entry_id"
+        )
+    if stream.length > 0:
+        if a.last_id < stream.last_valid_id():
+            raise CommandError.err(
+                "The ID specified in XSETID is smaller than the target stream top item"
+            )
+        if a.entries_added is not None and stream.length > a.entries_added:
+            raise CommandError.err(
+                "The entries_added specified in XSETID is smaller than the target stream length"
+            )
+    stream.last_id = a.last_id
+    if a.entries_added is not None:
+        stream.entries_added = a.entries_added
+    if a.max_deleted_id is not None and a.max_deleted_id != MIN_ID:
+        stream.max_deleted_id = a.max_deleted_id
+    return OK
+
+
+@command("xsetid", -3, W)
+def _xsetid(ks: Keyspace, argv: list[str]) -> Status:
+    return xsetid(ks, parse_xsetid(argv))

@@ -1,0 +1,60 @@
+"""Byte sizes of Redis listpack elements, so stream nodes split exactly where Redis splits them.
+
+Redis closes a stream node when it holds ``stream-node-max-entries`` entries (live and
+deleted) or when ``lpBytes + field/value bytes >= stream-node-max-bytes``. Approximate
+trimming (``~``) only drops whole nodes, so its result depends on these boundaries; modelling
+the listpack's size (not its bytes) is what makes ``MAXLEN ~`` agree with redis-server.
+"""
+
+from __future__ import annotations
+
+from app.engine.ids import string2ll
+
+LP_EMPTY_BYTES = 7  # 6-byte header + end marker
+_TWO_64 = 1 << 64
+_TWO_63 = 1 << 63
+
+
+def _backlen(encoded: int) -> int:
+    if encoded <= 127:
+        return 1
+    if encoded < 16383:
+        return 2
+    if encoded < 2097151:
+        return 3
+    if encoded < 268435455:
+        return 4
+    return 5
+
+
+def int_size(v: int) -> int:
+    """Bytes taken by an integer element (encoding plus back-length)."""
+    v %= _TWO_64  # int64 wrap-around, as C's cast does
+    if v >= _TWO_63:
+        v -= _TWO_64
+    if 0 <= v <= 127:
+        return 2
+    if -4096 <= v <= 4095:
+        return 3
+    if -32768 <= v <= 32767:
+        return 4
+    if -8388608 <= v <= 8388607:
+        return 5
+    if -2147483648 <= v <= 2147483647:
+        return 6
+    return 10
+
+
+def str_size(s: str) -> int:
+    """Bytes taken by a string element; integer-looking strings are stored as integers."""
+    as_int = string2ll(s) if len(s) <= 20 else None
+    if as_int is not None:
+        return int_size(as_int)
+    n = len(s) if s.isascii() else len(s.encode())
+    if n < 64:
+        enc = 1 + n
+    elif n < 4096:
+        enc = 2 + n
+    else:
+        enc = 5 + n
+    return enc + _backlen(enc)

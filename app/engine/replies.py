@@ -1,0 +1,160 @@
+"""What commands return: domain objects, never wire shapes.
+
+The command endpoint turns these into Redis-style arrays, the REST layer into JSON
+resources, the SSE layer into events — each from the same objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.ids import StreamID
+from app.engine.stream import Entry
+
+
+class Status(str):
+    """A Redis simple-string reply (``+OK``, ``+PONG``, ``+stream``)."""
+
+    __slots__ = ()
+
+
+OK = Status("OK")
+PONG = Status("PONG")
+
+
+@dataclass(frozen=True, slots=True)
+class MissingEntry:
+    """A pending entry whose stream entry was deleted: XREADGROUP history gives [id, nil]."""
+
+    id: StreamID
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRead:
+    """One stream's part of an XREAD / XREADGROUP reply."""
+
+    key: str
+    entries: list[Entry | MissingEntry]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSummary:
+    """XPENDING key group: count, smallest and greatest pending ID, count per consumer."""
+
+    count: int
+    first: StreamID | None
+    last: StreamID | None
+    consumers: list[tuple[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    """One row of extended XPENDING."""
+
+    id: StreamID
+    consumer: str
+    idle_ms: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AutoClaim:
+    """XAUTOCLAIM: the cursor to continue from, what was claimed, and IDs found deleted."""
+
+    next_id: StreamID
+    claimed: list[Entry | StreamID]
+    deleted: list[StreamID]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPage:
+    cursor: int
+    keys: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """XINFO STREAM: Redis's fields in Redis's order."""
+
+    length: int
+    radix_tree_keys: int
+    radix_tree_nodes: int
+    last_generated_id: StreamID
+    max_deleted_entry_id: StreamID
+    entries_added: int
+    recorded_first_entry_id: StreamID
+    groups: int
+    first_entry: Entry | None
+    last_entry: Entry | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """XINFO GROUPS row."""
+
+    name: str
+    consumers: int
+    pending: int
+    last_delivered_id: StreamID
+    entries_read: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """XINFO CONSUMERS row (Redis 7.0: name, pending, idle)."""
+
+    name: str
+    pending: int
+    idle_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class PendingDelivery:
+    """A pending entry as XINFO STREAM FULL lists it."""
+
+    id: StreamID
+    consumer: str
+    delivered_at_ms: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerFull:
+    name: str
+    seen_time_ms: int
+    pel_count: int
+    pending: list[PendingDelivery]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFull:
+    name: str
+    last_delivered_id: StreamID
+    entries_read: int | None
+    lag: int | None
+    pel_count: int
+    pending: list[PendingDelivery]
+    consumers: list[ConsumerFull]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFullInfo:
+    """XINFO STREAM key FULL."""
+
+    length: int
+    radix_tree_keys: int
+    radix_tree_nodes: int
+    last_generated_id: StreamID
+    max_deleted_entry_id: StreamID
+    entries_added: int
+    recorded_first_entry_id: StreamID
+    entries: list[Entry]
+    groups: list[GroupFull]
+
+
+@dataclass(frozen=True, slots=True)
+class Help:
+    """A HELP reply: lines sent as simple strings."""
+
+    lines: list[str]

@@ -1,0 +1,320 @@
+"""A stream's entries, kept in nodes the way Redis keeps them in listpack macro nodes.
+
+Each node holds up to ``node_max_entries`` entries (live and deleted) and closes early when
+its modelled listpack size reaches ``node_max_bytes``. Deleting an entry only flags it, and a
+node goes away when its last live entry does — so ``~`` trimming, which drops whole nodes,
+gives the same result as redis-server. The node is also the unit a future compact encoding
+(and snapshots) works on.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.listpack import LP_EMPTY_BYTES, int_size, str_size
+
+if TYPE_CHECKING:
+    from app.engine.groups import ConsumerGroup
+
+STREAM_LISTPACK_MAX_SIZE = 1 << 30
+_SAMEFIELDS = 2  # STREAM_ITEM_FLAG_SAMEFIELDS; the flags element costs 2 bytes either way
+
+Fields = tuple[str, ...]
+"""Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    id: StreamID
+    fields: Fields
+
+
+class TrimStrategy(StrEnum):
+    MAXLEN = "MAXLEN"  # keep at most `threshold` entries
+    MINID = "MINID"  # drop entries with IDs below `minid`
+
+
+@dataclass(frozen=True, slots=True)
+class TrimSpec:
+    """A parsed MAXLEN/MINID clause. ``limit`` 0 means unlimited (exact trimming)."""
+
+    strategy: TrimStrategy
+    maxlen: int = 0
+    minid: StreamID = MIN_ID
+    approx: bool = False
+    limit: int = 0
+
+
+class Node:
+    """One macro node: entries in ID order, deletion flags, and the modelled listpack size."""
+
+    __slots__ = ("deleted", "fields", "ids", "live", "lp_bytes", "master_fields", "ndeleted")
+
+    def __init__(self, first: StreamID, fields: Fields) -> None:
+        names = fields[0::2]
+        self.master_fields: Fields = names
+        self.ids: list[StreamID] = []
+        self.fields: list[Fields] = []
+        self.deleted = bytearray()
+        self.live = 0
+        self.ndeleted = 0
+        self.lp_bytes = (
+            LP_EMPTY_BYTES
+            + int_size(1)
+            + int_size(0)
+            + int_size(len(names))
+            + sum(str_size(f) for f in names)
+            + int_size(0)
+        )
+
+    @property
+    def master_id(self) -> StreamID:
+        return self.ids[0]
+
+    def append(self, sid: StreamID, fields: Fields) -> None:
+        if self.ids:
+            self.lp_bytes += int_size(self.live + 1) - int_size(self.live)
+            master = self.ids[0]
+        else:
+            master = sid
+        names = fields[0::2]
+        nfields = len(names)
+        same = names == self.master_fields
+        size = int_size(_SAMEFIELDS) + int_size(sid.ms - master.ms) + int_size(sid.seq - master.seq)
+        if same:
+            size += sum(str_size(v) for v in fields[1::2]) + int_size(nfields + 3)
+        else:
+            size += int_size(nfields) + sum(str_size(x) for x in fields)
+            size += int_size(2 * nfields + 4)
+        self.lp_bytes += size
+        self.ids.append(sid)
+        self.fields.append(fields)
+        self.deleted.append(0)
+        self.live += 1
+
+    def mark_deleted(self, i: int) -> None:
+        self.deleted[i] = 1
+        self.lp_bytes += int_size(self.live - 1) - int_size(self.live)
+        self.lp_bytes += int_size(self.ndeleted + 1) - int_size(self.ndeleted)
+        self.live -= 1
+        self.ndeleted += 1
+
+
+class Stream:
+    """Entries plus the metadata Redis 7 keeps: last ID, entries added, max deleted ID, groups."""
+
+    __slots__ = (
+        "entries_added",
+        "firsts",
+        "groups",
+        "last_id",
+        "length",
+        "max_deleted_id",
+        "node_max_bytes",
+        "node_max_entries",
+        "nodes",
+    )
+
+    def __init__(self, node_max_entries: int = 100, node_max_bytes: int = 4096) -> None:
+        self.nodes: list[Node] = []
+        self.firsts: list[StreamID] = []  # master ID of each node, for bisection
+        self.length = 0
+        self.last_id = MIN_ID
+        self.max_deleted_id = MIN_ID
+        self.entries_added = 0
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.node_max_entries = node_max_entries
+        if node_max_bytes <= 0 or node_max_bytes > STREAM_LISTPACK_MAX_SIZE:
+            node_max_bytes = STREAM_LISTPACK_MAX_SIZE
+        self.node_max_bytes = node_max_bytes
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(self, sid: StreamID, fields: Fields) -> None:
+        """Add an entry whose ID the caller has checked is greater than ``last_id``."""
+        node = self.nodes[-1] if self.nodes else None
+        if node is not None:
+            total = sum(len(x) if x.isascii() else len(x.encode()) for x in fields)
+            if node.lp_bytes + total >= self.node_max_bytes or (
+                self.node_max_entries and node.live + node.ndeleted >= self.node_max_entries
+            ):
+                node = None
+        if node is None:
+            node = Node(sid, fields)
+            self.nodes.append(node)
+            self.firsts.append(sid)
+        node.append(sid, fields)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+
+    def delete(self, sid: StreamID) -> bool:
+        """Flag one entry deleted (XDEL); a node whose last live entry goes is dropped."""
+        found = self._locate(sid)
+        if found is None:
+            return False
+        k, i = found
+        node = self.nodes[k]
+        if node.live == 1:
+            del self.nodes[k]
+            del self.firsts[k]
+        else:
+            node.mark_deleted(i)
+        self.length -= 1
+        return True
+
+    def trim(self, spec: TrimSpec) -> int:
+        """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does; returns how many."""
+        deleted = 0
+        drop = 0
+        maxlen = spec.maxlen
+        for node in self.nodes:
+            if spec.strategy is TrimStrategy.MAXLEN and self.length <= maxlen:
+                break
+            entries = node.live
+            if spec.limit and deleted + entries > spec.limit:
+                break
+            if spec.strategy is TrimStrategy.MAXLEN:
+                remove_node = self.length - entries >= maxlen
+            else:
+                remove_node = node.ids[-1] < spec.minid
+            if remove_node:
+                drop += 1
+                self.length -= entries
+                deleted += entries
+                continue
+            if spec.approx:
+                break
+            for i, sid in enumerate(node.ids):
+                if spec.strategy is TrimStrategy.MAXLEN:
+                    if self.length <= maxlen:
+                        break
+                elif sid >= spec.minid:
+                    break
+                if not node.deleted[i]:
+                    node.mark_deleted(i)
+                    self.length -= 1
+                    deleted += 1
+            break
+        if drop:
+            del self.nodes[:drop]
+            del self.firsts[:drop]
+        return deleted
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _locate(self, sid: StreamID) -> tuple[int, int] | None:
+        k = bisect_right(self.firsts, sid) - 1
+        if k < 0:
+            return None
+        node = self.nodes[k]
+        i = bisect_left(node.ids, sid)
+        if i < len(node.ids) and node.ids[i] == sid and not node.deleted[i]:
+            return k, i
+        return None
+
+    def get(self, sid: StreamID) -> Fields | None:
+        found = self._locate(sid)
+        if found is None:
+            return None
+        k, i = found
+        return self.nodes[k].fields[i]
+
+    def exists(self, sid: StreamID) -> bool:
+        return self._locate(sid) is not None
+
+    def range(
+        self, start: StreamID = MIN_ID, end: StreamID = MAX_ID, count: int = 0, rev: bool = False
+    ) -> list[Entry]:
+        """Live entries with start <= ID <= end, at most ``count`` (0: all)."""
+        out: list[Entry] = []
+        if start > end:
+            return out
+        it = self._iter_rev(start, end) if rev else self._iter(start, end)
+        for entry in it:
+            out.append(entry)
+            if count and len(out) >= count:
+                break
+        return out
+
+    def _iter(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
+        nodes = self.nodes
+        k = max(bisect_right(self.firsts, start) - 1, 0)
+        i = bisect_left(nodes[k].ids, start) if k < len(nodes) else 0
+        while k < len(nodes):
+            node = nodes[k]
+            ids, deleted, fields = node.ids, node.deleted, node.fields
+            for j in range(i, len(ids)):
+                sid = ids[j]
+                if sid > end:
+                    return
+                if not deleted[j]:
+                    yield Entry(sid, fields[j])
+            k += 1
+            i = 0
+
+    def _iter_rev(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
+        nodes = self.nodes
+        k = bisect_right(self.firsts, end) - 1
+        if k < 0:
+            return
+        j = bisect_right(nodes[k].ids, end) - 1
+        while k >= 0:
+            node = nodes[k]
+            ids, deleted, fields = node.ids, node.deleted, node.fields
+            while j >= 0:
+                sid = ids[j]
+                if sid < start:
+                    return
+                if not deleted[j]:
+                    yield Entry(sid, fields[j])
+                j -= 1
+            k -= 1
+            if k >= 0:
+                j = len(nodes[k].ids) - 1
+
+    @property
+    def first_id(self) -> StreamID:
+        """The first live entry's ID, 0-0 when empty (Redis's ``first_id``)."""
+        for entry in self._iter(MIN_ID, MAX_ID):
+            return entry.id
+        return MIN_ID
+
+    def last_valid_id(self) -> StreamID:
+        """The last live entry's ID (``streamLastValidID``), 0-0 when empty."""
+        for entry in self._iter_rev(MIN_ID, MAX_ID):
+            return entry.id
+        return MIN_ID
+
+    # -- Redis 7 read counters (lag) -----------------------------------------------------
+
+    def range_has_tombstones(self, start: StreamID | None) -> bool:
+        """Whether a deleted entry may lie at or after ``start`` (``streamRangeHasTombstones``)."""
+        if not self.length or self.max_deleted_id == MIN_ID:
+            return False
+        if self.first_id > self.max_deleted_id:
+            return False
+        return (start or MIN_ID) <= self.max_deleted_id
+
+    def estimate_entries_read(self, sid: StreamID) -> int | None:
+        """The logical read counter of ``sid`` (``streamEstimateDistanceFromFirstEverEntry``)."""
+        if not self.entries_added:
+            return 0
+        if not self.length and sid <= self.last_id:
+            return self.entries_added
+        if sid == self.last_id:
+            return self.entries_added
+        if sid > self.last_id:
+            return None
+        first = self.first_id
+        if self.max_deleted_id == MIN_ID or self.max_deleted_id < first:
+            if sid < first:
+                return self.entries_added - self.length
+            if sid == first:
+                return self.entries_added - self.length + 1
+        return None

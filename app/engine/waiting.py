@@ -1,0 +1,84 @@
+"""Parking a blocked read until it is served, times out, or its client goes away.
+
+The only async module of the engine. Every way out (served, timeout, disconnect) first
+unregisters the waiter synchronously, so no entry is ever handed to a reader that has
+already stopped waiting; the ``finally`` makes a cancelled request leak nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from app.engine.blocking import Block
+from app.engine.commands import Reply
+from app.engine.errors import CommandError
+from app.engine.store import Store
+
+_TIMED_OUT = object()
+_GONE = object()
+
+
+class ClientGone(Exception):
+    """The client disconnected while its read was blocked."""
+
+
+Disconnected = Callable[[], Awaitable[Any]]
+"""Makes an awaitable that finishes when the client goes away."""
+
+
+async def wait(store: Store, block: Block, disconnected: Disconnected | None = None) -> Reply:
+    """Wait for ``block`` to be served; None at timeout (Redis's nil)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    blocked = store.keyspace.blocked
+
+    def deliver(reply: Any) -> None:
+        if not fut.done():
+            fut.set_result(reply)
+
+    waiter = blocked.add(block, deliver)
+
+    def finish(value: object) -> None:
+        if not fut.done():
+            blocked.remove(waiter)
+            fut.set_result(value)
+
+    timer = (
+        loop.call_later(block.timeout_ms / 1000, finish, _TIMED_OUT) if block.timeout_ms else None
+    )
+    watcher: asyncio.Task[None] | None = None
+    if disconnected is not None:
+        gone = disconnected
+
+        async def watch() -> None:
+            await gone()
+            finish(_GONE)
+
+        watcher = asyncio.ensure_future(watch())
+    try:
+        result = await fut
+    finally:
+        blocked.remove(waiter)
+        if timer is not None:
+            timer.cancel()
+        if watcher is not None:
+            watcher.cancel()
+    if result is _TIMED_OUT:
+        return None
+    if result is _GONE:
+        raise ClientGone
+    if isinstance(result, CommandError):
+        raise result
+    return result
+
+
+async def execute(
+    store: Store, argv: Sequence[str], disconnected: Disconnected | None = None
+) -> Reply:
+    """Run a command, waiting on the server if it blocks (XREAD / XREADGROUP BLOCK)."""
+    reply = store.execute(argv)
+    if isinstance(reply, Block):
+        return await wait(store, reply, disconnected)
+    return reply

@@ -1,0 +1,410 @@
+"""XREAD / XREADGROUP with BLOCK over ``POST /``, following redis-server 7.0's behaviour.
+
+Each blocked command is one HTTP request held open by the server; another request (XADD, XGROUP
+DESTROY, DEL) wakes it. Timings are generous but bounded, so a server that polls slowly or never
+wakes its waiters fails instead of hanging (pytest-timeout is 60 s; each test takes a few seconds).
+The Redis texts for the "deleted while blocked" cases were taken from redis-server 7.0.15 with two
+redis-cli sessions, and are re-checked live by the ``redis``-marked tests at the bottom.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.support import (
+    NOGROUP_WHILE_BLOCKED,
+    STREAM_DELETED_WHILE_BLOCKED,
+    error_text,
+    result_of,
+)
+from tests.conftest import Commands, Server
+
+# How long a started request is given to reach the server and start waiting.
+SETTLE = 0.3
+# Upper bound for "woken within milliseconds": generous for a loaded CI box, far below any timeout.
+WAKE_LIMIT = 1.0
+
+
+async def call(client: httpx.AsyncClient, *args: str) -> httpx.Response:
+    """One command through ``POST /``."""
+    return await client.post("/", json=list(args))
+
+
+async def timed(client: httpx.AsyncClient, *args: str) -> tuple[httpx.Response, float]:
+    """The response and the monotonic time at which it arrived."""
+    r = await call(client, *args)
+    return r, time.monotonic()
+
+
+async def still_waiting(task: asyncio.Task[Any], seconds: float = SETTLE) -> None:
+    """Let ``task`` reach the server, and check it hasn't answered."""
+    await asyncio.sleep(seconds)
+    if task.done():
+        r = task.result()
+        resp = r[0] if isinstance(r, tuple) else r
+        pytest.fail(f"blocking call returned early: {resp.status_code} {resp.text}")
+
+
+async def test_xread_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
+    """XREAD BLOCK 5000 on an empty stream returns the entry right after another client's XADD."""
+    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "XADD", "s", "1-1", "f", "v")) == "1-1"
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert arrived_at - added_at < WAKE_LIMIT, f"woken {arrived_at - added_at:.3f}s after XADD"
+
+
+async def test_xread_block_on_existing_key_from_id(ahttp: httpx.AsyncClient) -> None:
+    """Blocking from an explicit ID: only entries after it wake the reader."""
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "1-1"))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "2-1", "f", "w")
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["2-1", ["f", "w"]]]]]
+    assert arrived_at - added_at < WAKE_LIMIT
+
+
+async def test_xread_block_returns_at_once_when_data_exists(ahttp: httpx.AsyncClient) -> None:
+    """Nothing to wait for: XREAD BLOCK answers immediately with what's there."""
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    t0 = time.monotonic()
+    r = await call(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "0")
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert time.monotonic() - t0 < WAKE_LIMIT
+
+
+@pytest.mark.parametrize("key_exists", [False, True])
+async def test_xread_block_timeout_is_null(ahttp: httpx.AsyncClient, key_exists: bool) -> None:
+    """XREAD BLOCK 100 with nothing new answers ``{"result": null}`` after ≈100 ms, not before."""
+    if key_exists:
+        await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    t0 = time.monotonic()
+    r = await call(ahttp, "XREAD", "BLOCK", "100", "STREAMS", "s", "$")
+    elapsed = time.monotonic() - t0
+    assert result_of(r) is None
+    assert 0.095 <= elapsed < 1.5, f"answered after {elapsed:.3f}s"
+
+
+async def test_xreadgroup_block_timeout_is_null(ahttp: httpx.AsyncClient) -> None:
+    """XREADGROUP BLOCK 200 on a group with nothing new answers null after ≈200 ms."""
+    await call(ahttp, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    t0 = time.monotonic()
+    r = await call(ahttp, "XREADGROUP", "GROUP", "g", "c", "BLOCK", "200", "STREAMS", "s", ">")
+    elapsed = time.monotonic() - t0
+    assert result_of(r) is None
+    assert 0.195 <= elapsed < 1.6, f"answered after {elapsed:.3f}s"
+
+
+async def test_dollar_sees_only_later_entries(ahttp: httpx.AsyncClient) -> None:
+    """``$`` means "after the last entry at call time": old entries are never returned."""
+    await call(ahttp, "XADD", "s", "1-1", "f", "old")
+    await call(ahttp, "XADD", "s", "2-1", "f", "old")
+    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "3-1", "f", "new")
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["3-1", ["f", "new"]]]]]
+
+
+async def test_dollar_across_several_streams(ahttp: httpx.AsyncClient) -> None:
+    """With several keys, the reply names the key that got data (and only it)."""
+    await call(ahttp, "XADD", "a", "1-1", "f", "v")
+    waiter = asyncio.create_task(
+        timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "a", "b", "$", "$")
+    )
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "b", "7-7", "g", "w")
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["b", [["7-7", ["g", "w"]]]]]
+
+
+async def test_block_0_waits_until_data(ahttp: httpx.AsyncClient) -> None:
+    """BLOCK 0 means forever: still waiting after well over a second, answered on XADD."""
+    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
+    await still_waiting(waiter, 1.5)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 5)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert arrived_at - added_at < WAKE_LIMIT
+
+
+async def test_all_plain_readers_get_the_entry(ahttp: httpx.AsyncClient) -> None:
+    """Without a group, every blocked XREAD sees the same new entry (it's a broadcast)."""
+    waiters = [
+        asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+        for _ in range(3)
+    ]
+    for w in waiters:
+        await still_waiting(w, 0.1)
+    await asyncio.sleep(SETTLE)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    for w in waiters:
+        r, _ = await asyncio.wait_for(w, 6)
+        assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+async def test_blocked_request_does_not_block_the_server(ahttp: httpx.AsyncClient) -> None:
+    """While several requests block, other requests are served promptly."""
+    waiters = [
+        asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "2000", "STREAMS", f"k{i}", "$"))
+        for i in range(10)
+    ]
+    await asyncio.sleep(SETTLE)
+    t0 = time.monotonic()
+    for i in range(20):
+        assert result_of(await call(ahttp, "XADD", "other", "*", "i", str(i)))
+    assert time.monotonic() - t0 < 2
+    for w in waiters:
+        r, _ = await asyncio.wait_for(w, 5)
+        assert result_of(r) is None
+
+
+# --------------------------------------------------------------------------- consumer groups
+
+
+async def group(ahttp: httpx.AsyncClient) -> None:
+    """An empty stream ``s`` with group ``g`` at ``$``."""
+    assert result_of(await call(ahttp, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")) == "OK"
+
+
+def readgroup(consumer: str, block: str = "5000") -> list[str]:
+    """XREADGROUP of new entries (``>``) for ``consumer`` of group ``g``."""
+    return ["XREADGROUP", "GROUP", "g", consumer, "BLOCK", block, "STREAMS", "s", ">"]
+
+
+async def test_xreadgroup_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
+    """A blocked group reader gets the new entry and it becomes pending for that consumer."""
+    await group(ahttp)
+    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1")))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert arrived_at - added_at < WAKE_LIMIT
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["c1", "1"]]]
+
+
+async def test_each_entry_goes_to_one_waiting_consumer_fcfs(ahttp: httpx.AsyncClient) -> None:
+    """Three consumers blocked on ``>``, three XADDs: each consumer gets one different entry,
+    in the order the consumers started waiting (Redis serves blocked clients FIFO)."""
+    await group(ahttp)
+    waiters = {}
+    for name in ("c1", "c2", "c3"):
+        waiters[name] = asyncio.create_task(timed(ahttp, *readgroup(name)))
+        await still_waiting(waiters[name], 0.25)
+    for i in (1, 2, 3):
+        assert result_of(await call(ahttp, "XADD", "s", f"{i}-1", "n", str(i))) == f"{i}-1"
+    got = {}
+    for name, task in waiters.items():
+        r, _ = await asyncio.wait_for(task, 6)
+        got[name] = result_of(r)
+    assert got == {
+        "c1": [["s", [["1-1", ["n", "1"]]]]],
+        "c2": [["s", [["2-1", ["n", "2"]]]]],
+        "c3": [["s", [["3-1", ["n", "3"]]]]],
+    }
+    pending = result_of(await call(ahttp, "XPENDING", "s", "g"))
+    assert pending == [3, "1-1", "3-1", [["c1", "1"], ["c2", "1"], ["c3", "1"]]]
+
+
+async def test_one_entry_many_group_waiters(ahttp: httpx.AsyncClient) -> None:
+    """One XADD with three consumers waiting: exactly one (the first) gets it, the others keep
+    waiting and time out with null — the entry is never delivered twice."""
+    await group(ahttp)
+    waiters = {}
+    for name in ("c1", "c2", "c3"):
+        waiters[name] = asyncio.create_task(timed(ahttp, *readgroup(name, "1500")))
+        await still_waiting(waiters[name], 0.2)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    results = {}
+    for name, task in waiters.items():
+        r, _ = await asyncio.wait_for(task, 5)
+        results[name] = result_of(r)
+    assert results == {"c1": [["s", [["1-1", ["f", "v"]]]]], "c2": None, "c3": None}
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["c1", "1"]]]
+
+
+async def abandon(server: Server, *commands: list[str]) -> None:
+    """Send each command on a connection of its own, then drop them all while the server waits.
+
+    The clients are built before any request is sent (building one takes a while), so every
+    request has had ``SETTLE`` seconds to reach the server before it is abandoned.
+    """
+    clients = [httpx.AsyncClient(base_url=server.url, timeout=30) for _ in commands]
+    try:
+        tasks = [
+            asyncio.create_task(call(c, *args)) for c, args in zip(clients, commands, strict=True)
+        ]
+        await asyncio.sleep(SETTLE + 0.2)
+        assert not any(t.done() for t in tasks), "a blocking call answered before it was abandoned"
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with pytest.raises(asyncio.CancelledError):
+                await t
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+async def test_disconnected_group_reader_gets_nothing(
+    server: Server, ahttp: httpx.AsyncClient
+) -> None:
+    """A client that goes away stops waiting: the next entry is not assigned to the departed
+    consumer (XPENDING stays empty) and a live consumer gets it instead."""
+    await group(ahttp)
+    await abandon(server, readgroup("c1", "0"))
+    await asyncio.sleep(0.5)  # let the server notice the closed connection
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    await asyncio.sleep(0.2)
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
+    r = await call(ahttp, "XREADGROUP", "GROUP", "g", "c2", "COUNT", "10", "STREAMS", "s", ">")
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+async def test_disconnected_reader_does_not_steal_from_live_one(
+    server: Server, ahttp: httpx.AsyncClient
+) -> None:
+    """A departed waiter ahead in the queue must not take the entry from a live waiter behind it."""
+    await group(ahttp)
+    await abandon(server, readgroup("gone", "0"))
+    live = asyncio.create_task(timed(ahttp, *readgroup("live")))
+    await still_waiting(live, 0.5)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(live, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert arrived_at - added_at < WAKE_LIMIT
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["live", "1"]]]
+
+
+async def test_many_abandoned_waiters_leak_nothing(
+    server: Server, ahttp: httpx.AsyncClient
+) -> None:
+    """Twenty abandoned BLOCK 0 requests (plain and group) leave no waiter behind: new entries
+    all go to the one live consumer and nothing is pending for the departed ones."""
+    await group(ahttp)
+    await abandon(
+        server,
+        *(readgroup(f"gone{i}", "0") for i in range(10)),
+        *(["XREAD", "BLOCK", "0", "STREAMS", "s", "$"] for _ in range(10)),
+    )
+    await asyncio.sleep(0.5)
+    for i in range(1, 6):
+        await call(ahttp, "XADD", "s", f"{i}-1", "n", str(i))
+    await asyncio.sleep(0.2)
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
+    r = await call(ahttp, "XREADGROUP", "GROUP", "g", "live", "STREAMS", "s", ">")
+    got = result_of(r)
+    assert [e[0] for e in got[0][1]] == ["1-1", "2-1", "3-1", "4-1", "5-1"]
+
+
+async def test_group_destroyed_while_waiting(ahttp: httpx.AsyncClient) -> None:
+    """XGROUP DESTROY wakes the blocked XREADGROUP at once with Redis's NOGROUP error."""
+    await group(ahttp)
+    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1", "5000")))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "XGROUP", "DESTROY", "s", "g")) == 1
+    destroyed_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert error_text(r) == NOGROUP_WHILE_BLOCKED
+    assert arrived_at - destroyed_at < WAKE_LIMIT
+
+
+async def test_stream_deleted_while_group_waiting(ahttp: httpx.AsyncClient) -> None:
+    """DEL of the stream wakes the blocked XREADGROUP at once with Redis's UNBLOCKED error."""
+    await group(ahttp)
+    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1", "5000")))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "DEL", "s")) == 1
+    deleted_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert error_text(r) == STREAM_DELETED_WHILE_BLOCKED
+    assert arrived_at - deleted_at < WAKE_LIMIT
+
+
+async def test_stream_deleted_while_plain_reader_waits(ahttp: httpx.AsyncClient) -> None:
+    """A plain XREAD is *not* woken by DEL: it keeps waiting and times out with null (Redis 7.0)."""
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    t0 = time.monotonic()
+    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "DEL", "s")) == 1
+    r, arrived_at = await asyncio.wait_for(waiter, 5)
+    assert result_of(r) is None
+    assert arrived_at - t0 >= 0.95
+
+
+# --------------------------------------------------------------------------- redis-server check
+
+
+def _blocked_redis_reply(real_redis: Any, args: list[str], then: list[str]) -> str:
+    """Run ``args`` (a blocking call) on one connection and ``then`` on another; the error text."""
+    import redis
+
+    out: list[str] = []
+
+    def blocked() -> None:
+        conn = redis.Redis(connection_pool=real_redis.connection_pool)
+        try:
+            out.append(repr(conn.execute_command(*args)))
+        except redis.ResponseError as e:
+            out.append(str(e))
+
+    t = threading.Thread(target=blocked)
+    t.start()
+    time.sleep(SETTLE)
+    real_redis.execute_command(*then)
+    t.join(6)
+    assert not t.is_alive()
+    return out[0]
+
+
+@pytest.mark.redis
+def test_redis_texts_for_deleted_while_blocked(real_redis: Any) -> None:
+    """The constants above are what redis-server itself replies (guards the test's own premise)."""
+    key = f"api-blocking-{uuid.uuid4().hex}"
+    blocked = ["XREADGROUP", "GROUP", "g", "c1", "BLOCK", "5000", "STREAMS", key, ">"]
+    try:
+        real_redis.execute_command("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+        text = _blocked_redis_reply(real_redis, blocked, ["XGROUP", "DESTROY", key, "g"])
+        assert text == NOGROUP_WHILE_BLOCKED
+        real_redis.execute_command("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+        text = _blocked_redis_reply(real_redis, blocked, ["DEL", key])
+        assert text == STREAM_DELETED_WHILE_BLOCKED
+    finally:
+        real_redis.delete(key)
+
+
+def test_sync_clients_from_threads_also_wake(server: Server, xs: Commands) -> None:
+    """The same wake-up seen from plain blocking HTTP clients on threads (no asyncio involved)."""
+    out: list[Any] = []
+
+    def reader() -> None:
+        with httpx.Client(base_url=server.url, timeout=10) as c:
+            r = c.post("/", json=["XREAD", "BLOCK", "5000", "STREAMS", "s", "$"])
+            out.append((r.json(), time.monotonic()))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    time.sleep(SETTLE)
+    assert xs("XADD", "s", "1-1", "f", "v") == "1-1"
+    added_at = time.monotonic()
+    t.join(6)
+    assert not t.is_alive()
+    body, arrived_at = out[0]
+    assert body == {"result": [["s", [["1-1", ["f", "v"]]]]]}
+    assert arrived_at - added_at < WAKE_LIMIT

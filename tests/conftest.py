@@ -1,0 +1,137 @@
+"""Shared fixtures: a real xstreams server on loopback and the real redis-server.
+
+Tests that need redis-server skip when it is absent, unless ``XSTREAMS_REQUIRE_SERVICES=1``
+(set by .ci/run), which turns that skip into a failure so CI never passes by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REDIS_HOST = os.environ.get("XSTREAMS_TEST_REDIS_HOST", "127.0.0.1")
+REDIS_PORT = int(os.environ.get("XSTREAMS_TEST_REDIS_PORT", "6379"))
+# A database index of the tests' own, flushed by them; nothing else on the server is touched.
+REDIS_DB = int(os.environ.get("XSTREAMS_TEST_REDIS_DB", "9"))
+REQUIRE_SERVICES = os.environ.get("XSTREAMS_REQUIRE_SERVICES") == "1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """An ``xstreams serve`` subprocess on a free loopback port."""
+
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [
+            sys.executable, "-m", "app.cli", "serve",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--data-dir", str(data_dir), "--log-level", "warning", *extra,
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})})
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"xstreams exited with {self.proc.returncode}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("xstreams did not become healthy within 30 s")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Commands:
+    """Sends Redis commands to the Upstash-protocol endpoint, one JSON array per request."""
+
+    def __init__(self, url: str, token: str | None = None) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=url, headers=headers, timeout=30)
+
+    def raw(self, *args: Any, **kwargs: Any) -> httpx.Response:
+        return self.client.post("/", json=[str(a) for a in args], **kwargs)
+
+    def __call__(self, *args: Any) -> Any:
+        """The command's result; a Redis error comes back as a ``ReplyError``."""
+        r = self.raw(*args)
+        body = r.json()
+        if "error" in body:
+            assert r.status_code == 400, (r.status_code, body)
+            return ReplyError(body["error"])
+        assert r.status_code == 200, (r.status_code, body)
+        return body["result"]
+
+
+class ReplyError(str):
+    """A Redis error reply, compared by its text."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"ReplyError({str(self)!r})"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("data"))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def xs(server: Server) -> Iterator[Commands]:
+    """The xstreams command endpoint, flushed before each test."""
+    c = Commands(server.url)
+    assert c("FLUSHALL") == "OK"
+    yield c
+    c.client.close()
+
+
+def _redis_available() -> bool:
+    try:
+        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def real_redis() -> Iterator[Any]:
+    """A redis-py client on the tests' own database index, flushed before each test."""
+    import redis
+
+    if not _redis_available():
+        msg = f"redis-server is not reachable on {REDIS_HOST}:{REDIS_PORT}"
+        if REQUIRE_SERVICES:
+            pytest.fail(msg + " and XSTREAMS_REQUIRE_SERVICES=1")
+        pytest.skip(msg)
+    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB, decode_responses=True)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()

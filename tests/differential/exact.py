@@ -1,0 +1,127 @@
+"""Exact replies from redis-server, and a ``Pair`` that compares xstreams against them.
+
+``support.redis_raw`` reads replies through redis-py, whose error parser strips the error code
+of some errors: ``ERR unknown command ...`` reaches the test as ``unknown command ...`` (while
+``NOGROUP``/``BUSYGROUP``/``WRONGTYPE`` keep theirs). The Upstash protocol carries Redis's error
+text verbatim, so the comparison needs redis-server's own bytes: ``RespClient`` speaks RESP2 over
+a plain socket and keeps every reply exactly as the server sent it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import Any
+
+import redis
+
+from tests.conftest import ReplyError
+from tests.differential.support import Pair, mask
+
+ID_RE = re.compile(r"^\d+-\d+$")
+
+
+class RespClient:
+    """A minimal RESP2 client: one socket, replies as str/int/None/list/ReplyError."""
+
+    def __init__(self, host: str, port: int, db: int = 0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=10)
+        self.file = self.sock.makefile("rb")
+        if db:
+            assert self("SELECT", db) == "OK"
+
+    def __call__(self, *args: Any) -> Any:
+        parts = [str(a).encode() for a in args]
+        out = [b"*%d\r\n" % len(parts)]
+        for p in parts:
+            out.append(b"$%d\r\n%s\r\n" % (len(p), p))
+        self.sock.sendall(b"".join(out))
+        return self._read()
+
+    def _read(self) -> Any:
+        line = self.file.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError("connection closed by redis-server")
+        kind, rest = line[:1], line[1:-2].decode()
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            return ReplyError(rest)
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.file.read(n + 2)
+            return data[:-2].decode()
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self._read() for _ in range(n)]
+        raise ValueError(f"unexpected RESP line {line!r}")
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
+def resp_for(client: redis.Redis) -> RespClient:
+    """A ``RespClient`` on the same host, port and database as a redis-py client."""
+    kw = client.connection_pool.connection_kwargs
+    return RespClient(kw.get("host", "127.0.0.1"), int(kw.get("port", 6379)), int(kw.get("db", 0)))
+
+
+class RedisCommands:
+    """A stand-in for xstreams backed by another redis-server (to check the suite itself)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.resp = RespClient(host, port)
+        assert self.resp("FLUSHALL") == "OK"
+
+    def __call__(self, *args: Any) -> Any:
+        return self.resp(*args)
+
+    def close(self) -> None:
+        self.resp.close()
+
+
+class ExactPair(Pair):
+    """``Pair`` with redis-server's replies read verbatim (error codes included)."""
+
+    def __init__(self, xs: Any, rr: redis.Redis) -> None:
+        super().__init__(xs, rr)
+        self.resp = resp_for(rr)
+
+    def both(self, *args: Any) -> tuple[Any, Any]:
+        """Sends ``args`` to both; returns (redis reply, xstreams reply), unmasked."""
+        return self.resp(*args), self.xs(*args)
+
+    def __call__(self, *args: Any) -> Any:
+        expected, actual = self.both(*args)
+        if isinstance(expected, ReplyError):
+            assert isinstance(actual, ReplyError), (args, expected, actual)
+        else:
+            assert not isinstance(actual, ReplyError), (args, expected, actual)
+        assert mask(args, actual) == mask(args, expected), (args, expected, actual)
+        return actual
+
+    def err(self, *args: Any) -> str:
+        """Sends a command that must fail on both; returns the (equal) error text."""
+        reply = self(*args)
+        assert isinstance(reply, ReplyError), (args, reply)
+        return str(reply)
+
+    def run(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Runs several commands in order, comparing each reply."""
+        return [self(*c) for c in commands]
+
+    def fill(self, key: str, n: int, *fields: Any, start: int = 1, seq: int = 0) -> None:
+        """Adds ``n`` entries with IDs ``start-seq`` .. ``start+n-1-seq`` to ``key`` on both."""
+        body = fields or ("f", "v")
+        for i in range(start, start + n):
+            self("XADD", key, f"{i}-{seq}", *body)
+
+    def close(self) -> None:
+        self.resp.close()
