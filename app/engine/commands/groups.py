@@ -109,16 +109,22 @@ def _create(ks: Keyspace, argv: list[str]) -> Status:
     return xgroup_create(ks, argv[2], argv[3], argv[4], mkstream, entries_read)
 
 
-@command("xgroup|setid", -5, W)
-def _setid(ks: Keyspace, argv: list[str]) -> Status:
-    stream, group, _, entries_read = _xgroup_target(ks, argv)
-    if len(argv) not in (5, 7):
-        raise subcommand_syntax_error(argv)
-    assert stream is not None and group is not None
-    sid = stream.last_id if argv[4] == "$" else parse_id(argv[4])[0]
-    group.last_id = sid
+def xgroup_setid(
+    ks: Keyspace, key: str, name: str, id_text: str, entries_read: int | None
+) -> Status:
+    """Move a group's last-delivered ID (XGROUP SETID); ``$`` is the stream's last ID."""
+    stream, group = _group_or_nogroup(ks, key, name)
+    group.last_id = stream.last_id if id_text == "$" else parse_id(id_text)[0]
     group.entries_read = entries_read
     return OK
+
+
+@command("xgroup|setid", -5, W)
+def _setid(ks: Keyspace, argv: list[str]) -> Status:
+    _, _, _, entries_read = _xgroup_target(ks, argv)
+    if len(argv) not in (5, 7):
+        raise subcommand_syntax_error(argv)
+    return xgroup_setid(ks, argv[2], argv[3], argv[4], entries_read)
 
 
 def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
@@ -135,31 +141,51 @@ def _destroy(ks: Keyspace, argv: list[str]) -> int:
     return xgroup_destroy(ks, argv[2], argv[3])
 
 
+def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
+    """Create a consumer (XGROUP CREATECONSUMER): 1 if created, 0 if it existed."""
+    _, group = _group_or_nogroup(ks, key, name)
+    if consumer in group.consumers:
+        return 0
+    group.consumer(consumer, ks.clock.now_ms())
+    return 1
+
+
 @command("xgroup|createconsumer", 5, W)
 def _createconsumer(ks: Keyspace, argv: list[str]) -> int:
-    _, group, _, _ = _xgroup_target(ks, argv)
-    assert group is not None
-    if argv[4] in group.consumers:
+    _xgroup_target(ks, argv)
+    return xgroup_createconsumer(ks, argv[2], argv[3], argv[4])
+
+
+def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
+    """Delete a consumer and its pending entries (XGROUP DELCONSUMER); returns how many
+    pending entries it had."""
+    _, group = _group_or_nogroup(ks, key, name)
+    gone = group.consumers.pop(consumer, None)
+    if gone is None:
         return 0
-    group.consumer(argv[4], ks.clock.now_ms())
-    return 1
+    for sid in gone.pel:
+        group.pel.pop(sid, None)
+    return len(gone.pel)
 
 
 @command("xgroup|delconsumer", 5, W)
 def _delconsumer(ks: Keyspace, argv: list[str]) -> int:
-    _, group, _, _ = _xgroup_target(ks, argv)
-    assert group is not None
-    consumer = group.consumers.pop(argv[4], None)
-    if consumer is None:
-        return 0
-    for sid in list(consumer.pel):
-        group.pel.pop(sid, None)
-    return len(consumer.pel)
+    _xgroup_target(ks, argv)
+    return xgroup_delconsumer(ks, argv[2], argv[3], argv[4])
 
 
 @command("xgroup|help", 2, R)
 def _xgroup_help(ks: Keyspace, argv: list[str]) -> Help:
     return Help(XGROUP_HELP)
+
+
+def _group_or_nogroup(ks: Keyspace, key: str, name: str) -> tuple[Stream, ConsumerGroup]:
+    """XGROUP's lookup: a missing key or group is a NOGROUP error naming both."""
+    stream = ks.get(key)
+    group = stream.groups.get(name) if stream is not None else None
+    if stream is None or group is None:
+        raise NoGroup(f"NOGROUP No such consumer group '{name}' for key name '{key}'")
+    return stream, group
 
 
 def _group(ks: Keyspace, key: str, name: str) -> tuple[Stream, ConsumerGroup]:
