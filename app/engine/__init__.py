@@ -1,4 +1,5 @@
 """The stream engine: Redis 7.0 stream semantics, free of HTTP and SQL.
 
-Imports only the standard library and sortedcontainers (checked by tests/test_layers.py).
+Imports only the standard library, sortedcontainers and orjson (a pure codec for snapshots),
+checked by tests/test_layers.py.
 """

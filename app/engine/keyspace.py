@@ -8,6 +8,7 @@ from __future__ import annotations
 import zlib
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
@@ -30,23 +31,32 @@ class Keyspace:
     config: StreamConfig = field(default_factory=StreamConfig)
     streams: dict[str, Stream] = field(default_factory=dict)
     blocked: BlockedClients = field(default_factory=BlockedClients)
+    # The running command's effects while a journal is attached (see journal.py), else None.
+    effects: list[list[Any]] | None = None
+
+    def record(self, effect: list[Any]) -> None:
+        if self.effects is not None:
+            self.effects.append(effect)
 
     def get(self, key: str) -> Stream | None:
         return self.streams.get(key)
 
     def create(self, key: str) -> Stream:
         s = self.streams[key] = Stream(self.config.node_max_entries, self.config.node_max_bytes)
+        self.record(["new", key])
         return s
 
     def delete(self, key: str) -> bool:
         if self.streams.pop(key, None) is None:
             return False
+        self.record(["del", key])
         self.blocked.signal(key)
         return True
 
     def flush(self) -> None:
         keys = list(self.streams)
         self.streams.clear()
+        self.record(["flush"])
         for key in keys:
             self.blocked.signal(key)
 

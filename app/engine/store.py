@@ -6,18 +6,39 @@ readers that a command made ready are served before it returns, inside the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
 from app.engine.errors import CommandError
+from app.engine.journal import Effect, JournalSink, SnapshotView, restore, snapshot_view
 from app.engine.keyspace import Keyspace, StreamConfig
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Store:
-    def __init__(self, clock: Clock | None = None, config: StreamConfig | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        config: StreamConfig | None = None,
+        journal: JournalSink | None = None,
+    ) -> None:
         self.keyspace = Keyspace(clock or SystemClock(), config or StreamConfig())
+        self.journal = journal
+
+    def snapshot_view(self) -> SnapshotView:
+        """A consistent copy for a background snapshot (see ``journal.encode_snapshot``)."""
+        return snapshot_view(self.keyspace)
+
+    def restore(self, snapshot: bytes | None, records: Iterable[list[Effect]]) -> int:
+        """Rebuild the (empty) keyspace from a snapshot and later journal records."""
+        if self.keyspace.streams:
+            raise RuntimeError("restore needs an empty store")
+        return restore(self.keyspace, snapshot, records)
 
     @property
     def clock(self) -> Clock:
@@ -35,13 +56,33 @@ class Store:
         args = list(argv)
         cmd = self.command(args)
         assert cmd.handler is not None
-        try:
-            reply = cmd.handler(self.keyspace, args)
-        finally:
-            self.keyspace.blocked.serve()
+        reply = self.run(cmd.handler, args)
         if isinstance(reply, Block) and not may_block:
             return None
         return reply
+
+    def run(
+        self, operation: Callable[Concatenate[Keyspace, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run a typed operation (``xadd(ks, XAddArgs(...))``...) as one atomic step.
+
+        Every surface goes through here (or ``execute``): the operation's effects reach the
+        journal as one record, and readers it made ready are served before it returns.
+        """
+        ks = self.keyspace
+        journal = self.journal
+        if journal is not None:
+            ks.effects = []
+        try:
+            return operation(ks, *args, **kwargs)
+        finally:
+            try:
+                ks.blocked.serve()
+            finally:
+                if journal is not None:
+                    effects, ks.effects = ks.effects, None
+                    if effects:
+                        journal.append(effects)
 
     def execute_atomic(self, commands: Sequence[Sequence[str]]) -> list[Reply | CommandError]:
         """MULTI/EXEC: every command checked first (one bad command discards them all), then

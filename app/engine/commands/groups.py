@@ -17,6 +17,7 @@ from app.engine.ids import (
     parse_range_start,
     parse_strict_id,
 )
+from app.engine.journal import consumer_state, group_state, pending_state, sid_text
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, AutoClaim, Help, PendingRow, PendingSummary, Status
 from app.engine.stream import Entry, Stream
@@ -98,6 +99,7 @@ def xgroup_create(
     if name in stream.groups:
         raise BusyGroup()
     stream.groups[name] = ConsumerGroup(name, sid, entries_read)
+    ks.record(["gcreate", key, name, sid_text(sid), entries_read])
     return OK
 
 
@@ -116,6 +118,7 @@ def xgroup_setid(
     stream, group = _group_or_nogroup(ks, key, name)
     group.last_id = stream.last_id if id_text == "$" else parse_id(id_text)[0]
     group.entries_read = entries_read
+    ks.record(group_state(key, group))
     return OK
 
 
@@ -131,6 +134,7 @@ def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
     stream = ks.get(key)
     if stream is None or stream.groups.pop(name, None) is None:
         return 0
+    ks.record(["gdestroy", key, name])
     ks.blocked.signal(key)  # blocked XREADGROUP consumers get NOGROUP
     return 1
 
@@ -146,7 +150,8 @@ def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> i
     _, group = _group_or_nogroup(ks, key, name)
     if consumer in group.consumers:
         return 0
-    group.consumer(consumer, ks.clock.now_ms())
+    c = group.consumer(consumer, ks.clock.now_ms())
+    ks.record(consumer_state(key, group, c))
     return 1
 
 
@@ -165,6 +170,7 @@ def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
         return 0
     for sid in gone.pel:
         group.pel.pop(sid, None)
+    ks.record(["cdel", key, name, consumer])
     return len(gone.pel)
 
 
@@ -201,7 +207,10 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     group = stream.groups.get(group_name) if stream is not None else None
     if group is None:
         return 0
-    return sum(group.ack(sid) for sid in ids)
+    acked = [sid_text(sid) for sid in ids if group.ack(sid)]
+    if acked:
+        ks.record(["ack", key, group_name, acked])
+    return len(acked)
 
 
 @command("xack", -4, W)
@@ -341,6 +350,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     now = ks.clock.now_ms()
     if a.last_id is not None and a.last_id > group.last_id:
         group.last_id = a.last_id
+        ks.record(group_state(a.key, group))
     if a.idle_ms is not None:
         delivered_at = now - a.idle_ms
     elif a.time_ms is not None:
@@ -357,6 +367,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
         if fields is None:
             if pending is not None:
                 group.drop_pending(sid)
+                ks.record(["ack", a.key, a.group, [sid_text(sid)]])
             continue
         if a.force and pending is None:
             pending = PendingEntry(None, now, 0)
@@ -368,12 +379,14 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
+            ks.record(consumer_state(a.key, group, consumer))
         pending.delivered_at_ms = delivered_at
         if a.retry_count is not None and a.retry_count >= 0:
             pending.delivery_count = a.retry_count
         elif not a.justid:
             pending.delivery_count += 1
         group.assign(sid, pending, consumer)
+        ks.record(pending_state(a.key, group, sid, pending))
         out.append(sid if a.justid else Entry(sid, fields))
     return out
 
@@ -441,6 +454,7 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
         fields = stream.get(sid)
         if fields is None:
             group.drop_pending(sid)
+            ks.record(["ack", a.key, a.group, [sid_text(sid)]])
             deleted.append(sid)
             count -= 1
             continue
@@ -449,10 +463,12 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
+            ks.record(consumer_state(a.key, group, consumer))
         pending.delivered_at_ms = now
         if not a.justid:
             pending.delivery_count += 1
         group.assign(sid, pending, consumer)
+        ks.record(pending_state(a.key, group, sid, pending))
         claimed.append(sid if a.justid else Entry(sid, fields))
         count -= 1
     next_id = keys[pos] if pos < len(keys) else MIN_ID

@@ -11,6 +11,7 @@ from app.engine.commands.table import Flag, command
 from app.engine.errors import CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
+from app.engine.journal import consumer_state, group_state, pending_state
 from app.engine.keyspace import Keyspace
 from app.engine.replies import MissingEntry, StreamRead
 from app.engine.stream import Entry
@@ -123,7 +124,11 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             assert a.consumer is not None
             if gt != NEW:
                 consumer = group.consumer(a.consumer, now)
+                ks.record(consumer_state(key, group, consumer))
                 history = group.read_history(stream, consumer, gt, a.count, now)
+                for sid, fields in history:
+                    if fields is not None:
+                        ks.record(pending_state(key, group, sid, consumer.pel[sid]))
                 out.append(
                     StreamRead(
                         key,
@@ -133,10 +138,7 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                 continue
             if not stream.length or stream.last_valid_id() <= group.last_id:
                 continue
-            consumer = group.consumer(a.consumer, now)
-            out.append(
-                StreamRead(key, list(group.read_new(stream, consumer, a.count, a.noack, now)))
-            )
+            out.append(StreamRead(key, deliver_new(ks, key, group, a.consumer, a.count, a.noack)))
         else:
             if not stream.length or stream.last_valid_id() <= gt:
                 continue
@@ -148,6 +150,23 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
     if a.block_ms is not None and may_block:
         return Block(list(a.keys), a.block_ms, _retry(ks, a))
     return None
+
+
+def deliver_new(
+    ks: Keyspace, key: str, group: ConsumerGroup, consumer_name: str, count: int, noack: bool
+) -> list[Entry | MissingEntry]:
+    """XREADGROUP ``>`` for one stream: deliver, record as pending, journal the effects."""
+    stream = ks.streams[key]
+    now = ks.clock.now_ms()
+    consumer = group.consumer(consumer_name, now)
+    ks.record(consumer_state(key, group, consumer))
+    entries = group.read_new(stream, consumer, count, noack, now)
+    if entries:
+        ks.record(group_state(key, group))
+        if not noack:
+            for e in entries:
+                ks.record(pending_state(key, group, e.id, group.pel[e.id]))
+    return list(entries)
 
 
 def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
@@ -173,10 +192,8 @@ def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
             raise NoGroup("NOGROUP the consumer group this client was blocked on no longer exists")
         if stream.last_id <= group.last_id:
             return None
-        now = ks.clock.now_ms()
         assert a.consumer is not None
-        consumer = group.consumer(a.consumer, now)
-        return [StreamRead(key, list(group.read_new(stream, consumer, count, a.noack, now)))]
+        return [StreamRead(key, deliver_new(ks, key, group, a.consumer, count, a.noack))]
 
     return retry
 

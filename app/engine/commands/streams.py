@@ -21,6 +21,7 @@ from app.engine.ids import (
     parse_range_start,
     parse_strict_id,
 )
+from app.engine.journal import sid_text
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, Status
 from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Entry, Fields, TrimSpec, TrimStrategy
@@ -179,8 +180,9 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     if total > STREAM_LISTPACK_MAX_SIZE:
         raise CommandError.err("Elements are too large to be stored")
     stream.append(sid, a.fields)
-    if a.trim is not None:
-        stream.trim(a.trim)
+    ks.record(["add", a.key, sid_text(sid), list(a.fields)])
+    if a.trim is not None and stream.trim(a.trim):
+        ks.record(trim_effect(a.key, a.trim))
     ks.blocked.signal(a.key)
     return sid
 
@@ -226,9 +228,18 @@ def _xadd(ks: Keyspace, argv: list[str]) -> StreamID | None:
     return xadd(ks, parse_xadd(ks, argv))
 
 
+def trim_effect(key: str, t: TrimSpec) -> list[object]:
+    return ["trim", key, t.strategy.value, t.maxlen, sid_text(t.minid), t.approx, t.limit]
+
+
 def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     stream = ks.get(key)
-    return 0 if stream is None else stream.trim(spec)
+    if stream is None:
+        return 0
+    deleted = stream.trim(spec)
+    if deleted:
+        ks.record(trim_effect(key, spec))
+    return deleted
 
 
 @command("xtrim", -4, W)
@@ -292,13 +303,15 @@ def xdel(ks: Keyspace, key: str, ids: list[StreamID]) -> int:
     stream = ks.get(key)
     if stream is None:
         return 0
-    deleted = 0
+    deleted: list[str] = []
     for sid in ids:
         if stream.delete(sid):
             if sid > stream.max_deleted_id:
                 stream.max_deleted_id = sid
-            deleted += 1
-    return deleted
+            deleted.append(sid_text(sid))
+    if deleted:
+        ks.record(["xdel", key, deleted])
+    return len(deleted)
 
 
 @command("xdel", -3, W)
@@ -362,8 +375,11 @@ def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
     stream.last_id = a.last_id
     if a.entries_added is not None:
         stream.entries_added = a.entries_added
+    max_deleted = None
     if a.max_deleted_id is not None and a.max_deleted_id != MIN_ID:
         stream.max_deleted_id = a.max_deleted_id
+        max_deleted = sid_text(a.max_deleted_id)
+    ks.record(["setid", a.key, sid_text(a.last_id), a.entries_added, max_deleted])
     return OK
 
 
