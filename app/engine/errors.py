@@ -17,6 +17,8 @@ class CommandError(Exception):
     """A Redis error reply. ``text`` includes the code prefix (``ERR``, ``NOGROUP`` ...)."""
 
     def __init__(self, text: str) -> None:
+        # Redis replaces line breaks in error replies with spaces (addReplyErrorFormat).
+        text = text.replace("\r", " ").replace("\n", " ")
         super().__init__(text)
         self.text = text
 

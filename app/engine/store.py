@@ -6,7 +6,8 @@ readers that a command made ready are served before it returns, inside the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Concatenate, ParamSpec, TypeVar
 
 from app.engine.blocking import Block
@@ -69,36 +70,51 @@ class Store:
         Every surface goes through here (or ``execute``): the operation's effects reach the
         journal as one record, and readers it made ready are served before it returns.
         """
+        with self._step():
+            return operation(self.keyspace, *args, **kwargs)
+
+    @contextmanager
+    def _step(self) -> Iterator[None]:
+        """One atomic step: collect its effects, then serve ready readers, then journal."""
         ks = self.keyspace
         journal = self.journal
-        if journal is not None:
+        nested = ks.effects is not None
+        if journal is not None and not nested:
             ks.effects = []
         try:
-            return operation(ks, *args, **kwargs)
+            yield
         finally:
-            try:
-                ks.blocked.serve()
-            finally:
-                if journal is not None:
-                    effects, ks.effects = ks.effects, None
-                    if effects:
-                        journal.append(effects)
+            if not nested:
+                try:
+                    ks.blocked.serve()
+                finally:
+                    if journal is not None:
+                        effects, ks.effects = ks.effects, None
+                        if effects:
+                            journal.append(effects)
 
     def execute_atomic(self, commands: Sequence[Sequence[str]]) -> list[Reply | CommandError]:
         """MULTI/EXEC: every command checked first (one bad command discards them all), then
-        all run back to back; a command failing at run time does not stop the others."""
+        all run back to back as one step — one journal record, and blocked readers served
+        only after the last command, as Redis serves them after EXEC."""
         parsed = [list(c) for c in commands]
+        handlers = []
         for args in parsed:
             try:
-                self.command(args)
+                cmd = self.command(args)
             except CommandError as e:
                 raise CommandError(
                     "EXECABORT Transaction discarded because of previous errors."
                 ) from e
+            assert cmd.handler is not None
+            handlers.append(cmd.handler)
         out: list[Reply | CommandError] = []
-        for args in parsed:
-            try:
-                out.append(self.execute(args, may_block=False))
-            except CommandError as e:
-                out.append(e)
+        ks = self.keyspace
+        with self._step():
+            for handler, args in zip(handlers, parsed, strict=True):
+                try:
+                    reply = handler(ks, args)
+                    out.append(None if isinstance(reply, Block) else reply)
+                except CommandError as e:
+                    out.append(e)
         return out

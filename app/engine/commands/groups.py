@@ -210,6 +210,9 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     acked = [sid_text(sid) for sid in ids if group.ack(sid)]
     if acked:
         ks.record(["ack", key, group_name, acked])
+        # Wakes readers waiting for a consumer's pending count to drop (SSE max_unacked);
+        # Redis's own blocked readers only look at new entries, so they keep waiting.
+        ks.blocked.signal(key)
     return len(acked)
 
 
@@ -370,7 +373,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
                 ks.record(["ack", a.key, a.group, [sid_text(sid)]])
             continue
         if a.force and pending is None:
-            pending = PendingEntry(None, now, 0)
+            pending = PendingEntry(None, now, 1)  # streamCreateNACK starts at 1
             group.pel[sid] = pending
         if pending is None:
             continue

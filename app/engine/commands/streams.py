@@ -174,7 +174,10 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
             "The stream has exhausted the last possible ID, unable to add more items"
         )
     sid = _resolve_id(a, last, ks.clock.now_ms())
-    if sid is None or sid <= last:
+    if sid is None:
+        # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
+        raise CommandError.err("Elements are too large to be stored")
+    if sid <= last:
         raise CommandError.err(XADD_ID_TOO_SMALL)
     total = sum(len(x.encode()) for x in a.fields)
     if total > STREAM_LISTPACK_MAX_SIZE:
@@ -209,7 +212,9 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
                 "The stream has exhausted the last possible ID, unable to add more items"
             )
         sid = _resolve_id(a, last, now)
-        if sid is None or sid <= last:
+        if sid is None:
+            raise BatchItemError(i, CommandError.err("Elements are too large to be stored"))
+        if sid <= last:
             raise BatchItemError(i, CommandError.err(XADD_ID_TOO_SMALL))
         last = sid
     return [xadd(ks, a) for a in batch]

@@ -1,0 +1,19 @@
+"""Fixtures for the engine unit tests: a Store on a ManualClock, no server, no network."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.engine.clock import ManualClock
+from app.engine.store import Store
+from tests.engine.helpers import T0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+def store(clock: ManualClock) -> Store:
+    return Store(clock=clock)
