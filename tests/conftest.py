@@ -103,13 +103,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
-@pytest.fixture
-def xs(server: Server) -> Iterator[Commands]:
-    """The xstreams command endpoint, flushed before each test."""
+@pytest.fixture(scope="session")
+def xs_client(server: Server) -> Iterator[Commands]:
     c = Commands(server.url)
-    assert c("FLUSHALL") == "OK"
     yield c
     c.client.close()
+
+
+@pytest.fixture
+def xs(xs_client: Commands) -> Commands:
+    """The xstreams command endpoint, flushed before each test (one client per session:
+    a new HTTP client per test costs more than most tests)."""
+    assert xs_client("FLUSHALL") == "OK"
+    return xs_client
 
 
 def _redis_available() -> bool:

@@ -31,12 +31,18 @@ class RespClient:
             assert self("SELECT", db) == "OK"
 
     def __call__(self, *args: Any) -> Any:
-        parts = [str(a).encode() for a in args]
-        out = [b"*%d\r\n" % len(parts)]
-        for p in parts:
-            out.append(b"$%d\r\n%s\r\n" % (len(p), p))
+        return self.pipeline([args])[0]
+
+    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Sends all ``commands`` at once, then reads their replies in order."""
+        out = []
+        for args in commands:
+            parts = [str(a).encode() for a in args]
+            out.append(b"*%d\r\n" % len(parts))
+            for p in parts:
+                out.append(b"$%d\r\n%s\r\n" % (len(p), p))
         self.sock.sendall(b"".join(out))
-        return self._read()
+        return [self._read() for _ in commands]
 
     def _read(self) -> Any:
         line = self.file.readline()
@@ -83,6 +89,9 @@ class RedisCommands:
     def __call__(self, *args: Any) -> Any:
         return self.resp(*args)
 
+    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        return self.resp.pipeline(commands)
+
     def close(self) -> None:
         self.resp.close()
 
@@ -117,11 +126,30 @@ class ExactPair(Pair):
         """Runs several commands in order, comparing each reply."""
         return [self(*c) for c in commands]
 
+    def bulk(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Runs ``commands`` in one round trip on each side (xstreams: ``POST /pipeline``)
+        and compares every reply, as ``__call__`` does."""
+        expected = self.resp.pipeline(commands)
+        if hasattr(self.xs, "pipeline"):
+            actual = self.xs.pipeline(commands)
+        else:
+            body = [[str(a) for a in args] for args in commands]
+            r = self.xs.client.post("/pipeline", json=body)
+            assert r.status_code == 200, (r.status_code, r.text)
+            actual = [
+                ReplyError(item["error"]) if "error" in item else item["result"]
+                for item in r.json()
+            ]
+        assert len(actual) == len(expected)
+        for args, exp, act in zip(commands, expected, actual, strict=True):
+            assert isinstance(act, ReplyError) == isinstance(exp, ReplyError), (args, exp, act)
+            assert mask(args, act) == mask(args, exp), (args, exp, act)
+        return actual
+
     def fill(self, key: str, n: int, *fields: Any, start: int = 1, seq: int = 0) -> None:
         """Adds ``n`` entries with IDs ``start-seq`` .. ``start+n-1-seq`` to ``key`` on both."""
         body = fields or ("f", "v")
-        for i in range(start, start + n):
-            self("XADD", key, f"{i}-{seq}", *body)
+        self.bulk([("XADD", key, f"{i}-{seq}", *body) for i in range(start, start + n)])
 
     def close(self) -> None:
         self.resp.close()

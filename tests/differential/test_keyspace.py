@@ -152,9 +152,7 @@ def _scan_all(send: Callable[..., Any], *opts: str) -> list[str]:
 )
 def test_scan_full_iteration(keyspace: ExactPair, opts: list[str]) -> None:
     """The set of keys over a full SCAN equals Redis's (cursor order may differ)."""
-    for i in range(40):
-        keyspace.xs("XADD", f"bulk:{i}", "1-1", "f", "v")
-        keyspace.resp("XADD", f"bulk:{i}", "1-1", "f", "v")
+    keyspace.bulk([("XADD", f"bulk:{i}", "1-1", "f", "v") for i in range(40)])
     expected = _scan_all(keyspace.resp, *opts)
     actual = _scan_all(keyspace.xs, *opts)
     assert sorted(set(actual)) == sorted(set(expected)), (opts, expected, actual)
@@ -207,3 +205,15 @@ def test_dbsize_and_flushdb(keyspace: ExactPair) -> None:
 def test_reply_error_type(pair: ExactPair) -> None:
     """Errors come back as errors (HTTP 400), never as a string result."""
     assert isinstance(pair("XLEN"), ReplyError)
+
+
+def test_del_drops_groups_and_last_id(pair: ExactPair) -> None:
+    """DEL removes the stream with its groups and PELs; a new stream starts from scratch."""
+    pair.fill("s", 3)
+    pair("XGROUP", "CREATE", "s", "g", "0")
+    pair("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    assert pair("DEL", "s") == 1
+    assert pair("XPENDING", "s", "g").startswith("NOGROUP")
+    assert pair("XADD", "s", "1-0", "f", "v") == "1-0"
+    assert pair("XINFO", "GROUPS", "s") == []
+    pair("XINFO", "STREAM", "s")

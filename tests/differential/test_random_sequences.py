@@ -147,8 +147,8 @@ PROFILES: dict[str, Profile] = {
 }
 
 CASES: list[tuple[str, int]] = [
-    *(("mixed", seed) for seed in (1, 2, 3, 4)),
-    *(("groups", seed) for seed in (11, 12, 13)),
+    *(("mixed", seed) for seed in (1, 2, 3, 4, 5, 6)),
+    *(("groups", seed) for seed in (11, 12, 13, 14)),
     *(("bulk", seed) for seed in (21, 22)),
     ("fat", 31),
 ]

@@ -169,9 +169,13 @@ def test_xtrim_missing_key(pair: ExactPair) -> None:
 @pytest.mark.parametrize("value_size", [3, 250])
 def test_xtrim_large(pair: ExactPair, args: list[str], value_size: int) -> None:
     """Approximate trimming over several nodes: by entry count (100) or node bytes (4096)."""
-    for i in range(1, 301):
-        fields = ["f", "v" * value_size] if i % 5 else ["other", "v" * value_size, "x", "1"]
-        pair("XADD", "s", f"{i}-0", *fields)
+    pair.bulk(
+        [
+            ("XADD", "s", f"{i}-0", *(["f", v] if i % 5 else ["other", v, "x", "1"]))
+            for i in range(1, 301)
+            for v in ["v" * value_size]
+        ]
+    )
     pair("XTRIM", "s", *args)
     pair("XRANGE", "s", "-", "+", "COUNT", "1")
     _meta(pair)
@@ -192,8 +196,12 @@ def test_xtrim_large(pair: ExactPair, args: list[str], value_size: int) -> None:
 )
 def test_xtrim_node_bytes_with_numeric_values(pair: ExactPair, value: Any) -> None:
     """Node size in bytes depends on listpack's integer encoding of values and IDs."""
-    for i in range(1, 201):
-        pair("XADD", "s", f"{i}-{i}", *[x for k in range(8) for x in (f"f{k}", value(i + k))])
+    pair.bulk(
+        [
+            ("XADD", "s", f"{i}-{i}", *[x for k in range(8) for x in (f"f{k}", value(i + k))])
+            for i in range(1, 201)
+        ]
+    )
     pair("XTRIM", "s", "MAXLEN", "~", "100")
     _meta(pair)
     pair("XTRIM", "s", "MINID", "~", "150")
@@ -342,4 +350,29 @@ def test_xsetid_on_empty_stream_accepts_lower_ids(pair: ExactPair) -> None:
     assert pair("XSETID", "s", "0-0", "ENTRIESADDED", "0") == "OK"
     _meta(pair)
     assert pair("XADD", "s", "0-1", "f", "v") == "0-1"
+    _meta(pair)
+
+
+def test_xsetid_below_deleted_last_entry(pair: ExactPair) -> None:
+    """Redis 7.0 compares with the last live entry, not the last ID nor the max deleted ID."""
+    pair.fill("s", 3)
+    pair("XDEL", "s", "3-0")
+    assert pair("XSETID", "s", "2-5") == "OK"
+    _meta(pair)
+    assert pair("XSETID", "s", "1-5") == (
+        "ERR The ID specified in XSETID is smaller than the target stream top item"
+    )
+    assert pair("XADD", "s", "2-6", "f", "v") == "2-6"
+    _meta(pair)
+
+
+@pytest.mark.parametrize("size", [4000, 4100, 9000])
+def test_entries_larger_than_a_node(pair: ExactPair, size: int) -> None:
+    """Entries near or above 4096 bytes each end their node; `~` then trims per entry."""
+    pair.bulk([("XADD", "s", f"{i}-0", "f", "x" * size) for i in range(1, 31)])
+    pair("XTRIM", "s", "MAXLEN", "~", "10")
+    _meta(pair)
+    pair("XADD", "s", "MAXLEN", "~", "5", "31-0", "f", "small")
+    _meta(pair)
+    pair("XTRIM", "s", "MINID", "~", "29")
     _meta(pair)

@@ -242,6 +242,14 @@ def test_groups_sorted_and_counts(pair: ExactPair) -> None:
         (["STREAM", "s", "FULL", "COUNT"], STREAM_SYNTAX),
         (["STREAM", "s", "FOO"], STREAM_SYNTAX),
         (["STREAM", "s", "FULL", "FOO", "1"], STREAM_SYNTAX),
+        (
+            ["stream", "s", "foo"],
+            "ERR unknown subcommand or wrong number of arguments for 'stream'. Try XINFO HELP.",
+        ),
+        (
+            ["Stream", "s", "full", "count"],
+            "ERR unknown subcommand or wrong number of arguments for 'Stream'. Try XINFO HELP.",
+        ),
         (["STREAM", "s", "FULL", "COUNT", "abc"], "ERR value is not an integer or out of range"),
         (["GROUPS"], "ERR wrong number of arguments for 'xinfo|groups' command"),
         (["GROUPS", "s", "x"], "ERR wrong number of arguments for 'xinfo|groups' command"),

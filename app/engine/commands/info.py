@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.engine.commands.args import int_arg
-from app.engine.commands.table import Flag, command, container
-from app.engine.errors import CommandError, NoGroup, SyntaxError_
+from app.engine.commands.table import Flag, command, container, subcommand_syntax_error
+from app.engine.errors import CommandError, NoGroup
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.keyspace import Keyspace
 from app.engine.replies import (
@@ -142,12 +142,12 @@ def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
     rest = argv[3:]
     if not rest:
         return stream_info(ks, argv[2])
-    if rest[0].lower() != "full":
-        raise SyntaxError_()
+    if rest[0].lower() != "full" or len(rest) not in (1, 3):
+        raise subcommand_syntax_error(argv)
     count = 10
     if len(rest) > 1:
-        if len(rest) != 3 or rest[1].lower() != "count":
-            raise SyntaxError_()
+        if rest[1].lower() != "count":
+            raise subcommand_syntax_error(argv)
         count = int_arg(rest[2])
         if count < 0:
             count = 10

@@ -33,7 +33,6 @@ class ReadArgs:
 
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
     xreadgroup = len(argv[0]) == 10
-    name = "XREADGROUP" if xreadgroup else "XREAD"
     block: int | None = None
     count = 0
     streams_arg = 0
@@ -55,10 +54,9 @@ def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
             streams_arg = i + 1
             nstreams = n - streams_arg
             if nstreams % 2:
-                symbol = ">" if xreadgroup else "$"
                 raise CommandError.err(
-                    f"Unbalanced '{name.lower()}' list of streams: for each stream key an ID "
-                    f"or '{symbol}' must be specified."
+                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must "
+                    "be specified."
                 )
             nstreams //= 2
             break

@@ -278,12 +278,13 @@ def parse_range(argv: list[str], rev: bool) -> RangeArgs:
 
 
 def xrange(ks: Keyspace, a: RangeArgs, rev: bool = False) -> list[Entry] | None:
-    """Entries between two IDs (XRANGE / XREVRANGE); None for COUNT 0, as Redis's nil."""
-    if a.count == 0:
-        return None
+    """Entries between two IDs (XRANGE / XREVRANGE); None for COUNT 0 on an existing stream,
+    as Redis's nil (a missing key is an empty array first)."""
     stream = ks.get(a.key)
     if stream is None:
         return []
+    if a.count == 0:
+        return None
     return stream.range(a.start, a.end, a.count or 0, rev)
 
 
@@ -364,10 +365,6 @@ def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
     stream = ks.get(a.key)
     if stream is None:
         raise CommandError.err("no such key")
-    if a.last_id < stream.max_deleted_id:
-        raise CommandError.err(
-            "The ID specified in XSETID is smaller than current max_deleted_entry_id"
-        )
     if stream.length > 0:
         if a.last_id < stream.last_valid_id():
             raise CommandError.err(
