@@ -296,6 +296,7 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 node.deleted = bytearray.fromhex(nd["deleted"])
                 node.live, node.ndeleted, node.lp_bytes = nd["live"], nd["ndeleted"], nd["lp_bytes"]
                 node.master_fields = tuple(nd["master_fields"])
+                node.ordered = all(a < b for a, b in zip(node.ids, node.ids[1:], strict=False))
                 s.nodes.append(node)
                 s.firsts.append(node.ids[0])
                 length += node.live

@@ -53,7 +53,16 @@ class TrimSpec:
 class Node:
     """One macro node: entries in ID order, deletion flags, and the modelled listpack size."""
 
-    __slots__ = ("deleted", "fields", "ids", "live", "lp_bytes", "master_fields", "ndeleted")
+    __slots__ = (
+        "deleted",
+        "fields",
+        "ids",
+        "live",
+        "lp_bytes",
+        "master_fields",
+        "ndeleted",
+        "ordered",
+    )
 
     def __init__(self, first: StreamID, fields: Fields) -> None:
         names = fields[0::2]
@@ -63,6 +72,10 @@ class Node:
         self.deleted = bytearray()
         self.live = 0
         self.ndeleted = 0
+        # False once an entry lands after a deleted one with a greater ID (possible when
+        # XSETID moved the last ID back below a tombstone): then the node is scanned, not
+        # bisected, exactly as Redis scans a listpack.
+        self.ordered = True
         self.lp_bytes = (
             LP_EMPTY_BYTES
             + int_size(1)
@@ -92,6 +105,8 @@ class Node:
             size += int_size(nfields) + sum(str_size(x) for x in fields)
             size += int_size(2 * nfields + 4)
         self.lp_bytes += size
+        if self.ids and sid < self.ids[-1]:
+            self.ordered = False
         self.ids.append(sid)
         self.fields.append(fields)
         self.deleted.append(0)
@@ -103,6 +118,20 @@ class Node:
         self.lp_bytes += int_size(self.ndeleted + 1) - int_size(self.ndeleted)
         self.live -= 1
         self.ndeleted += 1
+
+
+def _first_at_or_after(node: Node, sid: StreamID) -> int:
+    """Where a forward scan of ``node`` from ``sid`` starts."""
+    if node.ordered:
+        return bisect_left(node.ids, sid)
+    return 0  # scan it all; the live entries are in order, tombstones are skipped
+
+
+def _last_at_or_before(node: Node, sid: StreamID) -> int:
+    """Where a backward scan of ``node`` down from ``sid`` starts."""
+    if node.ordered:
+        return bisect_right(node.ids, sid) - 1
+    return len(node.ids) - 1
 
 
 class Stream:
@@ -213,6 +242,11 @@ class Stream:
         if k < 0:
             return None
         node = self.nodes[k]
+        if not node.ordered:
+            for i, other in enumerate(node.ids):
+                if other == sid and not node.deleted[i]:
+                    return k, i
+            return None
         i = bisect_left(node.ids, sid)
         if i < len(node.ids) and node.ids[i] == sid and not node.deleted[i]:
             return k, i
@@ -245,16 +279,17 @@ class Stream:
     def _iter(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
         nodes = self.nodes
         k = max(bisect_right(self.firsts, start) - 1, 0)
-        i = bisect_left(nodes[k].ids, start) if k < len(nodes) else 0
+        i = _first_at_or_after(nodes[k], start) if k < len(nodes) else 0
         while k < len(nodes):
             node = nodes[k]
             ids, deleted, fields = node.ids, node.deleted, node.fields
             for j in range(i, len(ids)):
                 sid = ids[j]
+                if deleted[j] or sid < start:
+                    continue  # Redis skips tombstones before comparing with the end
                 if sid > end:
                     return
-                if not deleted[j]:
-                    yield Entry(sid, fields[j])
+                yield Entry(sid, fields[j])
             k += 1
             i = 0
 
@@ -263,16 +298,17 @@ class Stream:
         k = bisect_right(self.firsts, end) - 1
         if k < 0:
             return
-        j = bisect_right(nodes[k].ids, end) - 1
+        j = _last_at_or_before(nodes[k], end)
         while k >= 0:
             node = nodes[k]
             ids, deleted, fields = node.ids, node.deleted, node.fields
             while j >= 0:
                 sid = ids[j]
-                if sid < start:
-                    return
                 if not deleted[j]:
-                    yield Entry(sid, fields[j])
+                    if sid < start:
+                        return
+                    if sid <= end:
+                        yield Entry(sid, fields[j])
                 j -= 1
             k -= 1
             if k >= 0:
