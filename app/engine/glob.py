@@ -8,7 +8,8 @@ from __future__ import annotations
 
 
 def glob_match(pattern: str, string: str) -> bool:
-    return _match(pattern.encode(), 0, string.encode(), 0, [False])
+    raw = "surrogateescape"
+    return _match(pattern.encode("utf-8", raw), 0, string.encode("utf-8", raw), 0, [False])
 
 
 def _match(p: bytes, pi: int, s: bytes, si: int, skip_longer: list[bool]) -> bool:

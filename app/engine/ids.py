@@ -111,7 +111,7 @@ def parse_id(
 
     Returns the ID and whether the sequence was given (False only for ``ms-*``).
     """
-    if len(text.encode()) > 127:
+    if len(text.encode("utf-8", "surrogateescape")) > 127:
         raise invalid_id()
     buf = _c_string(text)
     if strict and buf in ("-", "+"):

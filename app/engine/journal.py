@@ -26,6 +26,7 @@ Effects, one list each (IDs as "ms-seq" strings):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -270,15 +271,22 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
-    return orjson.dumps(doc)
+    try:
+        return orjson.dumps(doc)
+    except orjson.JSONEncodeError:
+        # Values holding non-UTF-8 bytes (as lone surrogates) need the escaping json does.
+        return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def decode_snapshot(data: bytes, ks: Keyspace) -> None:
     """Load a snapshot into an empty keyspace, nodes exactly as they were."""
     try:
         doc = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise ReplayError(f"snapshot is not valid JSON: {e}") from e
+    except orjson.JSONDecodeError:
+        try:
+            doc = json.loads(data)  # escaped lone surrogates (binary values) need json
+        except ValueError as e:
+            raise ReplayError(f"snapshot is not valid JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
         raise ReplayError("unknown snapshot format")
     try:

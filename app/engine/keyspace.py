@@ -87,4 +87,4 @@ class Keyspace:
 
 def _scan_hash(key: str) -> int:
     # +1 keeps 0 free to mean "iteration complete"
-    return zlib.crc32(key.encode()) + 1
+    return zlib.crc32(key.encode("utf-8", "surrogateescape")) + 1

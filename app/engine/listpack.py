@@ -45,12 +45,22 @@ def int_size(v: int) -> int:
     return 10
 
 
+def utf8(s: str) -> bytes:
+    """The bytes a client sent. Arguments that were not UTF-8 arrive with their bytes kept as
+    lone surrogates (``surrogateescape``), so every value stays binary-safe, as in Redis."""
+    return s.encode("utf-8", "surrogateescape")
+
+
+def byte_len(s: str) -> int:
+    return len(s) if s.isascii() else len(utf8(s))
+
+
 def str_size(s: str) -> int:
     """Bytes taken by a string element; integer-looking strings are stored as integers."""
     as_int = string2ll(s) if len(s) <= 20 else None
     if as_int is not None:
         return int_size(as_int)
-    n = len(s) if s.isascii() else len(s.encode())
+    n = byte_len(s)
     if n < 64:
         enc = 1 + n
     elif n < 4096:

@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, int_size, str_size
+from app.engine.listpack import LP_EMPTY_BYTES, byte_len, int_size, str_size
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
@@ -168,7 +168,7 @@ class Stream:
         """Add an entry whose ID the caller has checked is greater than ``last_id``."""
         node = self.nodes[-1] if self.nodes else None
         if node is not None:
-            total = sum(len(x) if x.isascii() else len(x.encode()) for x in fields)
+            total = sum(byte_len(x) for x in fields)
             if node.lp_bytes + total >= self.node_max_bytes or (
                 self.node_max_entries and node.live + node.ndeleted >= self.node_max_entries
             ):

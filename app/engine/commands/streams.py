@@ -23,6 +23,7 @@ from app.engine.ids import (
 )
 from app.engine.journal import sid_text
 from app.engine.keyspace import Keyspace
+from app.engine.listpack import byte_len
 from app.engine.replies import OK, Status
 from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Entry, Fields, TrimSpec, TrimStrategy
 
@@ -179,7 +180,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
         raise CommandError.err("Elements are too large to be stored")
     if sid <= last:
         raise CommandError.err(XADD_ID_TOO_SMALL)
-    total = sum(len(x.encode()) for x in a.fields)
+    total = sum(byte_len(x) for x in a.fields)
     if total > STREAM_LISTPACK_MAX_SIZE:
         raise CommandError.err("Elements are too large to be stored")
     stream.append(sid, a.fields)
