@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class FsyncMode(StrEnum):
+    """When a write's record reaches the database (``--fsync``), Redis's appendfsync."""
+
+    ALWAYS = "always"  # the reply leaves only after the record is committed
+    EVERYSEC = "everysec"  # reply at once; records committed within about a second
+    OFF = "off"  # no journal: only snapshots (on journal size and on clean shutdown)
 
 
 class Settings(BaseSettings):
@@ -24,3 +33,34 @@ class Settings(BaseSettings):
     # Largest request body accepted by the command endpoint, in bytes.
     max_body_bytes: int = 16 * 1024 * 1024
     log_level: str = "info"
+    # SQLAlchemy URL of the database; None means SQLite at <data_dir>/xstreams.db.
+    # PostgreSQL: postgresql+psycopg://user@host:5432/dbname
+    database_url: str | None = None
+    fsync: FsyncMode = FsyncMode.ALWAYS
+    # A snapshot is taken in the background once this many bytes of records were appended
+    # after the newest one; the journal rows it covers are then deleted.
+    snapshot_after_bytes: int = 64 * 1024 * 1024
+    # Take a snapshot on clean shutdown, so the next start replays (almost) nothing.
+    snapshot_on_shutdown: bool = True
+
+    # Server-Sent Events (/v1/.../events). A heartbeat comment goes out after this long without
+    # an event, so proxies keep idle streams open; the retry hint tells EventSource how long to
+    # wait before reconnecting.
+    sse_heartbeat_ms: int = 15_000
+    sse_retry_ms: int = 2_000
+    # Concurrent event streams beyond this are refused with 429.
+    sse_max_connections: int = 10_000
+    # A stream is ended after this long (0: never); the client reconnects with Last-Event-ID.
+    sse_max_lifetime_ms: int = 0
+    # Live events buffered for one subscriber; past it, the subscriber reads from its own
+    # cursor at the speed of its socket instead (memory stays bounded, nothing is lost).
+    sse_send_buffer_bytes: int = 1024 * 1024
+    # A subscriber whose socket takes nothing for this long is disconnected (it resumes with
+    # Last-Event-ID).
+    sse_send_timeout_ms: int = 10_000
+
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to SQLite (WAL) under ``data_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'xstreams.db').resolve()}"

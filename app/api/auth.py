@@ -1,7 +1,8 @@
 """Bearer-token authentication for every request (except health probes).
 
 A pure ASGI middleware: it runs before routing, so an unauthenticated request never reaches
-a handler, and it answers in the command endpoint's shape, ``{"error":"Unauthorized"}``.
+a handler. It answers in the shape of the surface addressed: ``{"error":"Unauthorized"}`` for
+the command endpoint, an RFC 9457 problem for the ``/v1`` resources.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 _UNAUTHORIZED = b'{"error":"Unauthorized"}'
+_UNAUTHORIZED_PROBLEM = (
+    b'{"type":"about:blank","title":"Unauthorized","status":401,'
+    b'"detail":"Unauthorized","code":"Unauthorized","error":"Unauthorized"}'
+)
 
 
 class TokenAuth:
@@ -37,15 +42,18 @@ class TokenAuth:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._allowed(scope):
             await self.app(scope, receive, send)
             return
+        rest = scope["path"] == "/v1" or scope["path"].startswith("/v1/")
+        body = _UNAUTHORIZED_PROBLEM if rest else _UNAUTHORIZED
+        media = b"application/problem+json" if rest else b"application/json"
         await send(
             {
                 "type": "http.response.start",
                 "status": 401,
                 "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(_UNAUTHORIZED)).encode()),
+                    (b"content-type", media),
+                    (b"content-length", str(len(body)).encode()),
                     (b"www-authenticate", b"Bearer"),
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+        await send({"type": "http.response.body", "body": body})

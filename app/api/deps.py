@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.durability import Durability
 from app.engine.store import Store
 
 
@@ -13,12 +14,27 @@ class BodyTooLarge(Exception):
     """The request body exceeds ``max_body_bytes``."""
 
 
-def get_store(request: Request) -> Store:
+# Dependencies are ``async def``: FastAPI runs a plain ``def`` one in a worker thread, two
+# thread hops per request on the hottest path (XADD) for a mere attribute read.
+async def get_store(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
 
 
 StoreDep = Annotated[Store, Depends(get_store)]
+
+
+def get_durability(request: Request) -> Durability:
+    """What a write's reply waits for (storage wired by app/main.py, or in memory)."""
+    durability: Durability = request.app.state.durability
+    return durability
+
+
+async def _durability(request: Request) -> Durability:
+    return get_durability(request)
+
+
+DurabilityDep = Annotated[Durability, Depends(_durability)]
 
 
 async def read_body(request: Request) -> bytes:

@@ -1,13 +1,23 @@
-"""The one table from errors to HTTP answers, and the JSON response used everywhere.
+"""The one table from errors to HTTP answers, and the JSON responses used everywhere.
 
-The command endpoint answers ``{"error": text}`` for everything, including unknown paths,
-wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
-``{"detail": ...}``, never an empty body.
+Two surfaces, two error shapes:
+
+- ``/v1/...`` (the REST resources) answers RFC 9457 problem details
+  (``application/problem+json``) carrying the Redis error text and code as extension members;
+- the command endpoint answers ``{"error": text}`` for everything, including unknown paths,
+  wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
+  ``{"detail": ...}``, never an empty body.
+
+Status for an engine error, by its class or text (``status_of``): a missing stream, group or
+entry is 404; BUSYGROUP and an ID not greater than the stream's top are 409; every other Redis
+error is a client mistake, 400. A malformed JSON body is 422, a malformed query or path 400,
+a body over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
 """
 
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -17,15 +27,109 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.deps import BodyTooLarge
-from app.engine.errors import CommandError
+from app.durability import StorageUnavailable
+from app.engine.commands.streams import BatchItemError
+from app.engine.errors import BusyGroup, CommandError, NoGroup
 
 log = logging.getLogger("xstreams")
+
+REST_PREFIX = "/v1"
+PROBLEM_JSON = "application/problem+json"
+NO_SUCH_KEY = "ERR no such key"
+
+# Redis texts (after the code) that mean "the thing named is not there" or "conflicts with it".
+_NOT_FOUND_TEXTS = (NO_SUCH_KEY, "ERR no such entry", "ERR no such consumer", "UNBLOCKED ")
+_CONFLICT_TEXTS = (
+    "smaller than the target stream top item",
+    "smaller than current max_deleted_entry_id",
+    "smaller than the target stream length",
+    "exhausted the last possible ID",
+)
+
+
+class NotFound(CommandError):
+    """A resource the path names does not exist (404); ``text`` in Redis's style."""
+
+
+def no_such_stream() -> NotFound:
+    return NotFound(NO_SUCH_KEY)
+
+
+def status_of(exc: CommandError) -> int:
+    """The HTTP status for an engine error: the one table."""
+    if isinstance(exc, NotFound | NoGroup):
+        return 404
+    if isinstance(exc, BusyGroup | BatchItemError):
+        return 409
+    if exc.text.startswith(_NOT_FOUND_TEXTS):
+        return 404
+    if any(t in exc.text for t in _CONFLICT_TEXTS):
+        return 409
+    return 400
 
 
 def json_response(
     content: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> Response:
-    return Response(orjson.dumps(content), status, headers=headers, media_type="application/json")
+    try:
+        body = orjson.dumps(content)
+    except orjson.JSONEncodeError:
+        # A value holding bytes that are not UTF-8 cannot travel in JSON text: they become
+        # U+FFFD here, and clients that need them ask for Upstash-Encoding: base64.
+        body = orjson.dumps(_printable(content))
+    return Response(body, status, headers=headers, media_type="application/json")
+
+
+def _printable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    return value
+
+
+def problem(
+    request: Request,
+    status: int,
+    text: str,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Response:
+    """An RFC 9457 problem; ``text`` is Redis-style (``CODE message``)."""
+    body = {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": text,
+        "instance": request.url.path,
+        "code": text.split(" ", 1)[0],
+        "error": text,
+        **{k: v for k, v in extra.items() if v is not None},
+    }
+    return Response(orjson.dumps(body), status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def _is_rest(request: Request) -> bool:
+    path = request.url.path
+    return path == REST_PREFIX or path.startswith(REST_PREFIX + "/")
+
+
+def answer(
+    request: Request, status: int, text: str, headers: dict[str, str] | None = None, **extra: Any
+) -> Response:
+    """The error in the shape of the surface the request addressed."""
+    if _is_rest(request):
+        return problem(request, status, text, headers, **extra)
+    return json_response({"error": text}, status, headers)
+
+
+def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [x if isinstance(x, int) else str(x) for x in e.get("loc", ())], "msg": e["msg"]}
+        for e in exc.errors()
+    ]
 
 
 def install(app: FastAPI) -> None:
@@ -34,22 +138,36 @@ def install(app: FastAPI) -> None:
         text = {404: "ERR not found", 405: "ERR method not allowed"}.get(
             exc.status_code, f"ERR {exc.detail}"
         )
-        return json_response({"error": text}, exc.status_code, getattr(exc, "headers", None))
+        return answer(request, exc.status_code, text, getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
-        return json_response({"error": "ERR invalid request"}, 400)
+        if not _is_rest(request):
+            return json_response({"error": "ERR invalid request"}, 400)
+        errors = _field_errors(exc)
+        in_body = any(e["loc"][:1] == ["body"] for e in errors)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid"}
+        where = ".".join(str(x) for x in first["loc"])
+        text = f"ERR invalid request: {where}: {first['msg']}"
+        return problem(request, 422 if in_body else 400, text, errors=errors)
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:
         limit = request.app.state.settings.max_body_bytes
-        return json_response({"error": f"ERR request body larger than {limit} bytes"}, 413)
+        return answer(request, 413, f"ERR request body larger than {limit} bytes")
 
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> Response:
-        return json_response({"error": exc.text}, 400)
+        if not _is_rest(request):
+            return json_response({"error": exc.text}, 400)
+        index = exc.index if isinstance(exc, BatchItemError) else None
+        return problem(request, status_of(exc), exc.text, index=index)
+
+    @app.exception_handler(StorageUnavailable)
+    async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:
+        return answer(request, 503, exc.text, {"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error serving %s %s", request.method, request.url.path)
-        return json_response({"error": "ERR internal error"}, 500)
+        return answer(request, 500, "ERR internal error")

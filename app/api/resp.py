@@ -11,6 +11,7 @@ import base64
 from typing import Any
 
 from app.engine.ids import StreamID
+from app.engine.listpack import utf8
 from app.engine.replies import (
     AutoClaim,
     ConsumerFull,
@@ -32,7 +33,7 @@ from app.engine.stream import Entry
 
 
 def _b64(s: str) -> str:
-    return base64.b64encode(s.encode()).decode()
+    return base64.b64encode(utf8(s)).decode()
 
 
 class Shaper:

@@ -69,10 +69,12 @@ def path_args(raw_path: bytes, query: bytes, body: bytes | None) -> list[str]:
     """``/cmd/arg1/arg2?k=v``: path segments percent-decoded, then the POST body, then the
     query pairs (except ``_token``)."""
     parts = raw_path.decode("latin-1").strip("/").split("/")
-    args = [unquote(p) for p in parts]
+    # Bytes that are not UTF-8 are kept (surrogateescape): values are binary-safe.
+    args = [unquote(p, errors="surrogateescape") for p in parts]
     if body:
-        args.append(body.decode())
-    for k, v in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        args.append(body.decode("utf-8", "surrogateescape"))
+    query_text = query.decode("latin-1")
+    for k, v in parse_qsl(query_text, keep_blank_values=True, errors="surrogateescape"):
         if k == "_token":
             continue
         args.append(k)

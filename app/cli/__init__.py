@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from app.cli import storage
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
@@ -24,10 +27,13 @@ def serve(
         str | None, typer.Option(help="Bearer token every request must carry.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
+    database_url: storage.DatabaseUrl = None,
+    fsync: storage.Fsync = None,
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
     import uvicorn
 
+    from app.cli.server import Server
     from app.main import create_app
     from app.settings import Settings
 
@@ -39,18 +45,65 @@ def serve(
             "data_dir": data_dir,
             "token": token,
             "log_level": log_level,
+            "database_url": database_url,
+            "fsync": fsync,
         }.items()
         if v is not None
     }
     settings = Settings(**overrides)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=5,
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
     )
+    app = create_app(settings)
+    server = Server(
+        uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
+            timeout_graceful_shutdown=5,
+        ),
+        on_shutdown=app.state.sse.close_all,  # end event streams first
+    )
+    # A failed recovery stops the server instead of serving a wrong state (exit status 1).
+    app.state.on_fatal = lambda: setattr(server, "should_exit", True)
+    server.run()
+    if app.state.readiness.error is not None:
+        typer.echo(f"error: recovery failed: {app.state.readiness.error}", err=True)
+        raise typer.Exit(1)
+
+
+cli.command()(storage.migrate)
+cli.command()(storage.snapshot)
+
+
+@cli.command()
+def openapi(
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Where to write the document.")
+    ] = Path("openapi/openapi.json"),
+    check: Annotated[
+        bool, typer.Option(help="Only compare with the file; exit 1 if they differ.")
+    ] = False,
+) -> None:
+    """Write the OpenAPI document of the REST resources (the contract SDKs are built from)."""
+    from app.api.openapi import document
+    from app.engine.store import Store
+    from app.main import create_app
+    from app.settings import Settings
+
+    # An in-memory store: describing the API must not open or migrate a database.
+    text = document(create_app(Settings(), store=Store()))
+    if check:
+        current = output.read_text() if output.exists() else None
+        if current != text:
+            typer.echo(f"{output} is out of date: run `xstreams openapi`", err=True)
+            raise typer.Exit(1)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
+    typer.echo(f"wrote {output}")
 
 
 def main() -> None:

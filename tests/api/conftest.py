@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
+from tests.api.support import Background
 from tests.conftest import Commands, Server
 
 
@@ -27,3 +28,13 @@ async def ahttp(server: Server, xs: Commands) -> AsyncIterator[httpx.AsyncClient
     limits = httpx.Limits(max_connections=50, max_keepalive_connections=0)
     async with httpx.AsyncClient(base_url=server.url, timeout=15, limits=limits) as client:
         yield client
+
+
+@pytest.fixture
+async def bg() -> AsyncIterator[Background]:
+    """Start background tasks with ``bg.spawn(coro)``; they never outlive the test."""
+    background = Background()
+    try:
+        yield background
+    finally:
+        await background.close()

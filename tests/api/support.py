@@ -6,10 +6,14 @@ describe what a reply of the Upstash REST protocol must look like.
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import httpx
+
+T = TypeVar("T")
 
 # Redis 7.0.15's own texts, checked with redis-cli (re-checked live by `redis`-marked tests).
 WRONG_ARITY_XADD = "ERR wrong number of arguments for 'xadd' command"
@@ -122,3 +126,25 @@ def _read_reply(f: Any) -> Any:
         n = int(rest)
         return None if n < 0 else [_read_reply(f) for _ in range(n)]
     raise AssertionError(f"unexpected RESP line {line!r}")
+
+
+class Background:
+    """Tasks started by a test; whatever is still running at teardown is cancelled and awaited.
+
+    A failing blocking test would otherwise leave a pending request task behind, and its
+    "Task was destroyed but it is pending" warning (an error under ``filterwarnings = error``)
+    would be blamed on some later test.
+    """
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[Any]] = []
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.create_task(coro)
+        self.tasks.append(task)
+        return task
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -47,7 +47,7 @@ def anon(auth_server: Server, admin: Commands) -> Iterator[httpx.Client]:
 
 @dataclass(frozen=True)
 class Call:
-    """One request shape; ``check`` is what a successful reply body must be."""
+    """One request shape; ``expected`` is what a successful reply body must be."""
 
     method: str
     path: str

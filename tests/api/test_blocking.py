@@ -21,6 +21,7 @@ import pytest
 from tests.api.support import (
     NOGROUP_WHILE_BLOCKED,
     STREAM_DELETED_WHILE_BLOCKED,
+    Background,
     error_text,
     result_of,
 )
@@ -52,9 +53,9 @@ async def still_waiting(task: asyncio.Task[Any], seconds: float = SETTLE) -> Non
         pytest.fail(f"blocking call returned early: {resp.status_code} {resp.text}")
 
 
-async def test_xread_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
+async def test_xread_block_woken_by_xadd(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """XREAD BLOCK 5000 on an empty stream returns the entry right after another client's XADD."""
-    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
     await still_waiting(waiter)
     assert result_of(await call(ahttp, "XADD", "s", "1-1", "f", "v")) == "1-1"
     added_at = time.monotonic()
@@ -63,10 +64,12 @@ async def test_xread_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
     assert arrived_at - added_at < WAKE_LIMIT, f"woken {arrived_at - added_at:.3f}s after XADD"
 
 
-async def test_xread_block_on_existing_key_from_id(ahttp: httpx.AsyncClient) -> None:
+async def test_xread_block_on_existing_key_from_id(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """Blocking from an explicit ID: only entries after it wake the reader."""
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
-    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "1-1"))
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "1-1"))
     await still_waiting(waiter)
     await call(ahttp, "XADD", "s", "2-1", "f", "w")
     added_at = time.monotonic()
@@ -106,32 +109,30 @@ async def test_xreadgroup_block_timeout_is_null(ahttp: httpx.AsyncClient) -> Non
     assert 0.195 <= elapsed < 1.6, f"answered after {elapsed:.3f}s"
 
 
-async def test_dollar_sees_only_later_entries(ahttp: httpx.AsyncClient) -> None:
+async def test_dollar_sees_only_later_entries(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """``$`` means "after the last entry at call time": old entries are never returned."""
     await call(ahttp, "XADD", "s", "1-1", "f", "old")
     await call(ahttp, "XADD", "s", "2-1", "f", "old")
-    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
     await still_waiting(waiter)
     await call(ahttp, "XADD", "s", "3-1", "f", "new")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["3-1", ["f", "new"]]]]]
 
 
-async def test_dollar_across_several_streams(ahttp: httpx.AsyncClient) -> None:
+async def test_dollar_across_several_streams(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """With several keys, the reply names the key that got data (and only it)."""
     await call(ahttp, "XADD", "a", "1-1", "f", "v")
-    waiter = asyncio.create_task(
-        timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "a", "b", "$", "$")
-    )
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "a", "b", "$", "$"))
     await still_waiting(waiter)
     await call(ahttp, "XADD", "b", "7-7", "g", "w")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["b", [["7-7", ["g", "w"]]]]]
 
 
-async def test_block_0_waits_until_data(ahttp: httpx.AsyncClient) -> None:
+async def test_block_0_waits_until_data(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """BLOCK 0 means forever: still waiting after well over a second, answered on XADD."""
-    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
     await still_waiting(waiter, 1.5)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
@@ -140,11 +141,45 @@ async def test_block_0_waits_until_data(ahttp: httpx.AsyncClient) -> None:
     assert arrived_at - added_at < WAKE_LIMIT
 
 
-async def test_all_plain_readers_get_the_entry(ahttp: httpx.AsyncClient) -> None:
+async def test_count_limits_what_a_woken_reader_gets(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """COUNT 1 still applies when a blocked reader is served two entries at once."""
+    waiter = bg.spawn(timed(ahttp, "XREAD", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
+    assert (await ahttp.post("/multi-exec", json=rows)).status_code == 200
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+async def test_very_long_block_is_still_woken(bg: Background, ahttp: httpx.AsyncClient) -> None:
+    """BLOCK 999999999999 (≈31 years, accepted by redis-server) must not overflow a deadline."""
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "999999999999", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+async def test_woken_reply_honours_base64(bg: Background, ahttp: httpx.AsyncClient) -> None:
+    """A blocked request's reply is encoded per its own ``Upstash-Encoding`` header, whoever
+    wakes it; its timeout reply stays a raw null."""
+    enc = {"Upstash-Encoding": "base64"}
+    body = ["XREAD", "BLOCK", "5000", "STREAMS", "s", "$"]
+    waiter = bg.spawn(ahttp.post("/", json=body, headers=enc))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    r = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["cw==", [["MS0x", ["Zg==", "dg=="]]]]]
+    body = ["XREAD", "BLOCK", "100", "STREAMS", "s", "$"]
+    assert result_of(await ahttp.post("/", json=body, headers=enc)) is None
+
+
+async def test_all_plain_readers_get_the_entry(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """Without a group, every blocked XREAD sees the same new entry (it's a broadcast)."""
     waiters = [
-        asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-        for _ in range(3)
+        bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$")) for _ in range(3)
     ]
     for w in waiters:
         await still_waiting(w, 0.1)
@@ -155,11 +190,12 @@ async def test_all_plain_readers_get_the_entry(ahttp: httpx.AsyncClient) -> None
         assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
 
 
-async def test_blocked_request_does_not_block_the_server(ahttp: httpx.AsyncClient) -> None:
+async def test_blocked_request_does_not_block_the_server(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """While several requests block, other requests are served promptly."""
     waiters = [
-        asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "2000", "STREAMS", f"k{i}", "$"))
-        for i in range(10)
+        bg.spawn(timed(ahttp, "XREAD", "BLOCK", "2000", "STREAMS", f"k{i}", "$")) for i in range(10)
     ]
     await asyncio.sleep(SETTLE)
     t0 = time.monotonic()
@@ -169,6 +205,43 @@ async def test_blocked_request_does_not_block_the_server(ahttp: httpx.AsyncClien
     for w in waiters:
         r, _ = await asyncio.wait_for(w, 5)
         assert result_of(r) is None
+
+
+async def test_path_style_xread_blocks_too(bg: Background, ahttp: httpx.AsyncClient) -> None:
+    """``GET /xread/block/5000/streams/s/$`` blocks and wakes exactly like ``POST /``."""
+    waiter = bg.spawn(ahttp.get("/xread/block/5000/streams/s/$"))
+    await still_waiting(waiter)
+    assert result_of(await ahttp.get("/xadd/s/1-1/f/v")) == "1-1"
+    r = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+@pytest.mark.parametrize("endpoint", ["/pipeline", "/multi-exec"])
+async def test_batch_xadds_wake_readers(
+    bg: Background, ahttp: httpx.AsyncClient, endpoint: str
+) -> None:
+    """XADDs sent through /pipeline or /multi-exec wake blocked readers like single ones."""
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    r = await ahttp.post(endpoint, json=[["XADD", "s", "1-1", "f", "v"]])
+    assert r.json() == [{"result": "1-1"}]
+    added_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert result_of(r)[0][1][0] == ["1-1", ["f", "v"]]
+    assert arrived_at - added_at < WAKE_LIMIT
+
+
+async def test_transaction_wakes_reader_after_exec(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """Redis serves blocked readers after EXEC: the reader sees the whole transaction at once."""
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
+    r = await ahttp.post("/multi-exec", json=rows)
+    assert r.json() == [{"result": "1-1"}, {"result": "2-1"}]
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]], ["2-1", ["f", "w"]]]]]
 
 
 # --------------------------------------------------------------------------- consumer groups
@@ -184,10 +257,10 @@ def readgroup(consumer: str, block: str = "5000") -> list[str]:
     return ["XREADGROUP", "GROUP", "g", consumer, "BLOCK", block, "STREAMS", "s", ">"]
 
 
-async def test_xreadgroup_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
+async def test_xreadgroup_block_woken_by_xadd(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """A blocked group reader gets the new entry and it becomes pending for that consumer."""
     await group(ahttp)
-    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1")))
+    waiter = bg.spawn(timed(ahttp, *readgroup("c1")))
     await still_waiting(waiter)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
@@ -197,13 +270,47 @@ async def test_xreadgroup_block_woken_by_xadd(ahttp: httpx.AsyncClient) -> None:
     assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["c1", "1"]]]
 
 
-async def test_each_entry_goes_to_one_waiting_consumer_fcfs(ahttp: httpx.AsyncClient) -> None:
+async def test_noack_waiter_leaves_nothing_pending(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """A blocked XREADGROUP NOACK is served the entry without adding it to the PEL."""
+    await group(ahttp)
+    args = ["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "5000", "STREAMS", "s", ">"]
+    waiter = bg.spawn(timed(ahttp, *args))
+    await still_waiting(waiter)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
+
+
+async def test_history_read_never_blocks(ahttp: httpx.AsyncClient) -> None:
+    """XREADGROUP BLOCK with an ID other than ``>`` reads the consumer's PEL and returns at once,
+    even when that is empty (redis-server answers ``[["s", []]]``)."""
+    await group(ahttp)
+    t0 = time.monotonic()
+    r = await call(ahttp, "XREADGROUP", "GROUP", "g", "c1", "BLOCK", "3000", "STREAMS", "s", "0")
+    assert result_of(r) == [["s", []]]
+    assert time.monotonic() - t0 < WAKE_LIMIT
+
+
+async def test_timed_out_group_read_creates_no_consumer(ahttp: httpx.AsyncClient) -> None:
+    """redis-server 7.0 only creates the consumer when it serves it: a blocked XREADGROUP that
+    times out leaves XINFO CONSUMERS empty."""
+    await group(ahttp)
+    assert result_of(await call(ahttp, *readgroup("c1", "100"))) is None
+    assert result_of(await call(ahttp, "XINFO", "CONSUMERS", "s", "g")) == []
+
+
+async def test_each_entry_goes_to_one_waiting_consumer_fcfs(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """Three consumers blocked on ``>``, three XADDs: each consumer gets one different entry,
     in the order the consumers started waiting (Redis serves blocked clients FIFO)."""
     await group(ahttp)
     waiters = {}
     for name in ("c1", "c2", "c3"):
-        waiters[name] = asyncio.create_task(timed(ahttp, *readgroup(name)))
+        waiters[name] = bg.spawn(timed(ahttp, *readgroup(name)))
         await still_waiting(waiters[name], 0.25)
     for i in (1, 2, 3):
         assert result_of(await call(ahttp, "XADD", "s", f"{i}-1", "n", str(i))) == f"{i}-1"
@@ -220,13 +327,37 @@ async def test_each_entry_goes_to_one_waiting_consumer_fcfs(ahttp: httpx.AsyncCl
     assert pending == [3, "1-1", "3-1", [["c1", "1"], ["c2", "1"], ["c3", "1"]]]
 
 
-async def test_one_entry_many_group_waiters(ahttp: httpx.AsyncClient) -> None:
+async def test_concurrent_xadds_each_served_once(bg: Background, ahttp: httpx.AsyncClient) -> None:
+    """Twenty blocked consumers, twenty XADDs sent at once: every entry is delivered exactly once
+    and every consumer gets exactly one (redis-server serves blocked clients after each command,
+    so one XADD never feeds two readers and a reader never gets two XADDs' entries)."""
+    await group(ahttp)
+    n = 20
+    waiters = [bg.spawn(timed(ahttp, *readgroup(f"c{i}", "4000"))) for i in range(n)]
+    await still_waiting(waiters[-1], SETTLE + 0.2)
+    adds = await asyncio.gather(*(call(ahttp, "XADD", "s", "*", "i", str(i)) for i in range(n)))
+    ids = sorted(result_of(r) for r in adds)
+    delivered: list[str] = []
+    for w in waiters:
+        r, _ = await asyncio.wait_for(w, 6)
+        got = result_of(r)
+        assert got is not None, "a consumer was left waiting while entries went elsewhere"
+        [[key, batch]] = got
+        assert key == "s"
+        assert len(batch) == 1, batch
+        delivered.append(batch[0][0])
+    assert sorted(delivered) == ids
+    pending = result_of(await call(ahttp, "XPENDING", "s", "g"))
+    assert pending[0] == n
+
+
+async def test_one_entry_many_group_waiters(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """One XADD with three consumers waiting: exactly one (the first) gets it, the others keep
     waiting and time out with null — the entry is never delivered twice."""
     await group(ahttp)
     waiters = {}
     for name in ("c1", "c2", "c3"):
-        waiters[name] = asyncio.create_task(timed(ahttp, *readgroup(name, "1500")))
+        waiters[name] = bg.spawn(timed(ahttp, *readgroup(name, "1500")))
         await still_waiting(waiters[name], 0.2)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     results = {}
@@ -235,6 +366,27 @@ async def test_one_entry_many_group_waiters(ahttp: httpx.AsyncClient) -> None:
         results[name] = result_of(r)
     assert results == {"c1": [["s", [["1-1", ["f", "v"]]]]], "c2": None, "c3": None}
     assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["c1", "1"]]]
+
+
+async def test_transaction_goes_to_first_group_waiter_whole(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """Two XADDs in one /multi-exec with two consumers waiting: like redis-server (checked with
+    redis-cli), the first waiter gets both entries and the second keeps waiting (null)."""
+    await group(ahttp)
+    first = bg.spawn(timed(ahttp, *readgroup("c1", "3000")))
+    await still_waiting(first, 0.2)
+    second = bg.spawn(timed(ahttp, *readgroup("c2", "1000")))
+    await still_waiting(second)
+    rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
+    assert (await ahttp.post("/multi-exec", json=rows)).json() == [
+        {"result": "1-1"},
+        {"result": "2-1"},
+    ]
+    r, _ = await asyncio.wait_for(first, 5)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]], ["2-1", ["f", "w"]]]]]
+    r, _ = await asyncio.wait_for(second, 5)
+    assert result_of(r) is None
 
 
 async def abandon(server: Server, *commands: list[str]) -> None:
@@ -267,7 +419,7 @@ async def test_disconnected_group_reader_gets_nothing(
     consumer (XPENDING stays empty) and a live consumer gets it instead."""
     await group(ahttp)
     await abandon(server, readgroup("c1", "0"))
-    await asyncio.sleep(0.5)  # let the server notice the closed connection
+    await asyncio.sleep(0.2)  # let the server notice the closed connection
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     await asyncio.sleep(0.2)
     assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
@@ -276,12 +428,12 @@ async def test_disconnected_group_reader_gets_nothing(
 
 
 async def test_disconnected_reader_does_not_steal_from_live_one(
-    server: Server, ahttp: httpx.AsyncClient
+    bg: Background, server: Server, ahttp: httpx.AsyncClient
 ) -> None:
     """A departed waiter ahead in the queue must not take the entry from a live waiter behind it."""
     await group(ahttp)
     await abandon(server, readgroup("gone", "0"))
-    live = asyncio.create_task(timed(ahttp, *readgroup("live")))
+    live = bg.spawn(timed(ahttp, *readgroup("live")))
     await still_waiting(live, 0.5)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
@@ -312,10 +464,10 @@ async def test_many_abandoned_waiters_leak_nothing(
     assert [e[0] for e in got[0][1]] == ["1-1", "2-1", "3-1", "4-1", "5-1"]
 
 
-async def test_group_destroyed_while_waiting(ahttp: httpx.AsyncClient) -> None:
+async def test_group_destroyed_while_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """XGROUP DESTROY wakes the blocked XREADGROUP at once with Redis's NOGROUP error."""
     await group(ahttp)
-    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1", "5000")))
+    waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
     await still_waiting(waiter)
     assert result_of(await call(ahttp, "XGROUP", "DESTROY", "s", "g")) == 1
     destroyed_at = time.monotonic()
@@ -324,10 +476,10 @@ async def test_group_destroyed_while_waiting(ahttp: httpx.AsyncClient) -> None:
     assert arrived_at - destroyed_at < WAKE_LIMIT
 
 
-async def test_stream_deleted_while_group_waiting(ahttp: httpx.AsyncClient) -> None:
+async def test_stream_deleted_while_group_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
     """DEL of the stream wakes the blocked XREADGROUP at once with Redis's UNBLOCKED error."""
     await group(ahttp)
-    waiter = asyncio.create_task(timed(ahttp, *readgroup("c1", "5000")))
+    waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
     await still_waiting(waiter)
     assert result_of(await call(ahttp, "DEL", "s")) == 1
     deleted_at = time.monotonic()
@@ -336,11 +488,60 @@ async def test_stream_deleted_while_group_waiting(ahttp: httpx.AsyncClient) -> N
     assert arrived_at - deleted_at < WAKE_LIMIT
 
 
-async def test_stream_deleted_while_plain_reader_waits(ahttp: httpx.AsyncClient) -> None:
+async def test_flushall_while_group_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
+    """FLUSHALL deletes the stream under a blocked XREADGROUP: same UNBLOCKED error as DEL
+    (redis-server 7.0.15 does this for FLUSHDB/FLUSHALL, checked with redis-cli)."""
+    await group(ahttp)
+    waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "FLUSHALL")) == "OK"
+    flushed_at = time.monotonic()
+    r, arrived_at = await asyncio.wait_for(waiter, 6)
+    assert error_text(r) == STREAM_DELETED_WHILE_BLOCKED
+    assert arrived_at - flushed_at < WAKE_LIMIT
+
+
+async def test_consumer_deleted_while_waiting_is_recreated(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """XGROUP DELCONSUMER doesn't unblock the reader; when an entry comes it is delivered and the
+    consumer exists again, owning it (redis-server 7.0.15, checked with redis-cli)."""
+    await group(ahttp)
+    waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
+    await still_waiting(waiter)
+    assert result_of(await call(ahttp, "XGROUP", "DELCONSUMER", "s", "g", "c1")) in (0, 1)
+    await still_waiting(waiter, 0.2)
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [1, "1-1", "1-1", [["c1", "1"]]]
+    consumers = result_of(await call(ahttp, "XINFO", "CONSUMERS", "s", "g"))
+    assert [(c[1], c[3]) for c in consumers] == [("c1", 1)]
+
+
+async def test_recreated_stream_with_smaller_ids_does_not_wake_dollar(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """``$`` is fixed when the call starts (5-0 here): after DEL, an XADD of 1-1 is not "new" for
+    the reader, which times out with null like on redis-server."""
+    await call(ahttp, "XADD", "s", "5-0", "f", "v")
+    t0 = time.monotonic()
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    await call(ahttp, "DEL", "s")
+    await call(ahttp, "XADD", "s", "1-1", "f", "v")
+    r, arrived_at = await asyncio.wait_for(waiter, 5)
+    assert result_of(r) is None
+    assert arrived_at - t0 >= 0.95
+
+
+async def test_stream_deleted_while_plain_reader_waits(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """A plain XREAD is *not* woken by DEL: it keeps waiting and times out with null (Redis 7.0)."""
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     t0 = time.monotonic()
-    waiter = asyncio.create_task(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
     await still_waiting(waiter)
     assert result_of(await call(ahttp, "DEL", "s")) == 1
     r, arrived_at = await asyncio.wait_for(waiter, 5)

@@ -8,10 +8,12 @@ Responses", "Pipelining", "Transactions"). Clients (the Upstash SDKs) only ever 
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -88,24 +90,52 @@ def test_wrong_arity_is_redis_text(http: httpx.Client, xs: Commands) -> None:
     assert xs("XLEN", "s") == 0
 
 
+GROUP_SETUP = [["XGROUP", "CREATE", KEY, "g", "$", "MKSTREAM"]]
+
+
 @pytest.mark.redis
 @pytest.mark.parametrize(
-    "command",
+    ("setup", "command"),
     [
-        ["XADD", KEY],
-        ["NOSUCHCMD", "bar", "baz"],
-        ["nosuchcmd"],
-        ["XRANGE", KEY, "-", "+", "COUNT", "99999999999999999999"],
-        ["XREAD", "STREAMS", KEY],
-        ["XGROUP", "CREATE", KEY, "g", "$"],
-        ["XADD", KEY, "0-0", "f", "v"],
+        ([], ["XADD", KEY]),
+        ([], ["NOSUCHCMD", "bar", "baz"]),
+        ([], ["nosuchcmd"]),
+        ([], ["XRANGE", KEY, "-", "+", "COUNT", "99999999999999999999"]),
+        ([], ["XREAD", "STREAMS", KEY]),
+        ([], ["XREAD", "STREAMS", KEY, "+"]),
+        ([], ["XREAD", "BLOCK", "-1", "STREAMS", KEY, "$"]),
+        ([], ["XREAD", "BLOCK", "abc", "STREAMS", KEY, "$"]),
+        ([], ["XREADGROUP", "GROUP", "g", "c", "BLOCK", "100", "STREAMS", KEY, ">"]),
+        ([], ["XGROUP", "CREATE", KEY, "g", "$"]),
+        ([], ["XADD", KEY, "0-0", "f", "v"]),
+        (GROUP_SETUP, ["XAUTOCLAIM", KEY, "g", "c", "0", "0", "COUNT", "9223372036854775807"]),
+        (GROUP_SETUP, ["XREADGROUP", "GROUP", "g", "c", "STREAMS", KEY, "0", "extra"]),
+        (GROUP_SETUP, ["XGROUP", "NOSUCHSUB", KEY]),
+        (GROUP_SETUP, ["XINFO", "NOSUCHSUB", KEY]),
+        (GROUP_SETUP, ["XINFO", "CONSUMERS", KEY, "nosuchgroup"]),
+        (GROUP_SETUP, ["XREADGROUP", "GROUP", "g", "c", "STREAMS", KEY, "$"]),
     ],
 )
-def test_error_texts_match_redis(http: httpx.Client, real_redis: Any, command: list[str]) -> None:
-    """Error texts (unknown command, arity, integers, ...) are Redis 7.0's, letter for letter."""
-    [expected, _] = redis_exact(REDIS_HOST, REDIS_PORT, REDIS_DB, command, ["DEL", KEY])
+def test_error_texts_match_redis(
+    http: httpx.Client, real_redis: Any, setup: list[list[str]], command: list[str]
+) -> None:
+    """Error texts (unknown command, arity, integers, timeouts, ...) are Redis 7.0's, letter for
+    letter, as read off redis-server's own socket."""
+    *_, expected, _ = redis_exact(REDIS_HOST, REDIS_PORT, REDIS_DB, *setup, command, ["DEL", KEY])
     assert isinstance(expected, RespError), expected
+    for row in setup:
+        result_of(http.post("/", json=row))
     assert error_text(http.post("/", json=command)) == str(expected)
+
+
+def test_unknown_command_text(http: httpx.Client) -> None:
+    """Redis 7.0's unknown-command text, args quoted and space-terminated, name as sent."""
+    r = http.post("/", json=["NOSUCHCMD", "bar", "baz"])
+    assert (
+        error_text(r) == "ERR unknown command 'NOSUCHCMD', with args beginning with: 'bar' 'baz' "
+    )
+    r = http.post("/", json=["nosuchcmd"])
+    assert error_text(r) == "ERR unknown command 'nosuchcmd', with args beginning with: "
 
 
 def test_json_numbers_count_as_their_text(http: httpx.Client, xs: Commands) -> None:
@@ -126,6 +156,13 @@ def test_json_number_literal_text_is_kept(http: httpx.Client, xs: Commands, lite
     body = f'["XADD","s","1-1","n",{literal}]'.encode()
     assert result_of(http.post("/", content=body)) == "1-1"
     assert entries(xs) == [["1-1", ["n", literal]]]
+
+
+def test_json_string_escapes_are_decoded(http: httpx.Client, xs: Commands) -> None:
+    """JSON escapes (\\uXXXX, surrogate pairs, \\n, \\/) decode to the characters they stand for."""
+    body = b'["XADD","s","1-1","k\\/\\n","\\u00e9\\ud83d\\ude00\\t\\""]'
+    assert result_of(http.post("/", content=body)) == "1-1"
+    assert entries(xs) == [["1-1", ["k/\n", '\u00e9\U0001f600\t"']]]
 
 
 def test_numbers_in_pipeline_rows(http: httpx.Client, xs: Commands) -> None:
@@ -200,6 +237,33 @@ def test_path_style_post_body_is_last_argument(http: httpx.Client, xs: Commands)
     assert entries(xs)[1] == ["2-1", ["payload", '["XLEN","s"]']]
 
 
+def test_binary_body_round_trips_with_base64(http: httpx.Client) -> None:
+    """Binary values (docs: "To post a JSON or a binary value ... set value as the request body")
+    are stored byte for byte; base64 replies give the exact bytes back, plain JSON replies show
+    each invalid UTF-8 sequence as U+FFFD (docs: Base64 Encoded Responses)."""
+    raw = bytes([0, 0xFF, 0x80, 0x41, 0xC3])
+    assert result_of(http.post("/xadd/s/1-1/bin", content=raw)) == "1-1"
+    r = http.post("/", json=["XRANGE", "s", "-", "+"], headers=B64)
+    assert result_of(r) == [[b64("1-1"), [b64("bin"), base64.b64encode(raw).decode()]]]
+    plain = result_of(http.post("/", json=["XRANGE", "s", "-", "+"]))
+    assert plain == [["1-1", ["bin", raw.decode("utf-8", errors="replace")]]]
+
+
+def test_percent_encoded_bytes_round_trip_with_base64(http: httpx.Client) -> None:
+    """A segment is percent-decoded to *bytes*: ``%FF%FE`` is two bytes, not two U+FFFD (Redis
+    values are binary-safe; only the plain JSON rendering of a reply may substitute U+FFFD)."""
+    assert result_of(http.get("/xadd/s/1-1/pct/%FF%FEz")) == "1-1"
+    r = http.post("/", json=["XRANGE", "s", "-", "+"], headers=B64)
+    assert result_of(r) == [[b64("1-1"), [b64("pct"), base64.b64encode(b"\xff\xfez").decode()]]]
+    plain = result_of(http.post("/", json=["XRANGE", "s", "-", "+"]))
+    assert plain == [["1-1", ["pct", "\ufffd\ufffdz"]]]
+
+
+def test_percent_decoded_command_name(http: httpx.Client) -> None:
+    """The command name is a segment like any other."""
+    assert result_of(http.get("/x%61dd/s/1-1/f/v")) == "1-1"
+
+
 def test_path_style_query_pairs_follow_body(http: httpx.Client, xs: Commands) -> None:
     """Query pairs follow the body in order: ``POST /set/foo?EX=100`` = ``SET foo $BODY EX 100``."""
     r = http.post("/xadd/s/1-1/f?g=w&h=x", content=b"v")
@@ -207,6 +271,13 @@ def test_path_style_query_pairs_follow_body(http: httpx.Client, xs: Commands) ->
     assert entries(xs) == [["1-1", ["f", "v", "g", "w", "h", "x"]]]
     got = result_of(http.get("/xrange/s/-/%2B?COUNT=1"))
     assert got == [["1-1", ["f", "v", "g", "w", "h", "x"]]]
+
+
+def test_path_style_query_keeps_duplicates_and_order(http: httpx.Client, xs: Commands) -> None:
+    """Repeated query keys are all passed, in the order written, each pair percent-decoded."""
+    r = http.post("/xadd/s/1-1/f?g=w&g=x&a%2Fb=c%20d&z=1", content=b"v")
+    assert result_of(r) == "1-1"
+    assert entries(xs) == [["1-1", ["f", "v", "g", "w", "g", "x", "a/b", "c d", "z", "1"]]]
 
 
 def test_path_style_query_pairs_on_get(http: httpx.Client, xs: Commands) -> None:
@@ -417,17 +488,41 @@ def test_base64_nested_replies(http: httpx.Client, xs: Commands) -> None:
     xs("XADD", "s", "1-1", "f", "v")
     xs("XADD", "s", "2-1", "f", "w")
     xs("XGROUP", "CREATE", "s", "g", "0")
-    xs("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+    xs("XADD", "s", "3-1", "f", "x")
+    xs("XGROUP", "CREATE", "s", "g", "0")
+    xs("XGROUP", "CREATE", "s", "idle", "$")
+    xs("XREADGROUP", "GROUP", "g", "c", "COUNT", "2", "STREAMS", "s", ">")
+    xs("XDEL", "s", "1-1")  # pending but deleted: history reads show it as [id, null]
+    nulls_seen = 0
     for cmd in (
         ["XINFO", "STREAM", "s"],
         ["XINFO", "GROUPS", "s"],
         ["XREAD", "STREAMS", "s", "0"],
         ["XPENDING", "s", "g"],
+        ["XPENDING", "s", "idle"],
         ["XREVRANGE", "s", "+", "-"],
+        ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0"],
     ):
         plain = result_of(http.post("/", json=cmd))
+        nulls_seen += repr(plain).count("None")
         encoded = result_of(http.post("/", json=cmd, headers=B64))
         assert encoded == b64_reply(plain), cmd
+    assert nulls_seen >= 3  # nested nulls were exercised, and stayed null
+    # XAUTOCLAIM changes state, so its one call is checked against the known reply.
+    r = http.post("/", json=["XAUTOCLAIM", "s", "g", "d", "0", "0"], headers=B64)
+    assert result_of(r) == b64_reply(["0-0", [["2-1", ["f", "w"]]], ["1-1"]])
+
+
+def test_base64_simple_strings_other_than_ok(http: httpx.Client, xs: Commands) -> None:
+    """Status replies other than OK (PONG, a TYPE name, HELP lines) are encoded like bulk ones."""
+    xs("XADD", "s", "1-1", "f", "v")
+    assert result_of(http.post("/", json=["PING"], headers=B64)) == b64("PONG")
+    assert result_of(http.post("/", json=["TYPE", "s"], headers=B64)) == b64("stream")
+    assert result_of(http.post("/", json=["ECHO", "OK"], headers=B64)) == b64("OK")
+    for cmd in (["XGROUP", "HELP"], ["XINFO", "HELP"]):
+        plain = result_of(http.post("/", json=cmd))
+        assert isinstance(plain, list) and plain, plain
+        assert result_of(http.post("/", json=cmd, headers=B64)) == b64_reply(plain)
 
 
 def test_base64_errors_are_plain(http: httpx.Client) -> None:
@@ -438,7 +533,11 @@ def test_base64_errors_are_plain(http: httpx.Client) -> None:
 
 def test_base64_pipeline_and_multi_exec(http: httpx.Client) -> None:
     """The header applies to every object of /pipeline and /multi-exec."""
-    rows = [["XADD", "s", "1-1", "f", "v"], ["XLEN", "s"], ["XADD", "s", "0-0", "f", "v"]]
+    rows: list[list[Any]] = [
+        ["XADD", "s", "1-1", "f", "v"],
+        ["XLEN", "s"],
+        ["XADD", "s", "0-0", "f", "v"],
+    ]
     r = http.post("/pipeline", json=rows, headers=B64)
     assert json_body(r) == [{"result": b64("1-1")}, {"result": 1}, {"error": XADD_ID_ZERO}]
     rows = [["XADD", "s", "2-1", "f", "w"], ["XRANGE", "s", "2", "+"], ["XTRIM", "s", "MAXLEN", 0]]
@@ -499,10 +598,24 @@ def test_bad_body_is_error_and_changes_nothing(
 
 
 @pytest.mark.parametrize("path", ["/pipeline", "/multi-exec"])
-@pytest.mark.parametrize("body", [b"", b"not json", b"{}", b"[1]", b'[["XLEN","s"],null]'])
-def test_bad_batch_body_is_error(http: httpx.Client, path: str, body: bytes) -> None:
-    """Malformed /pipeline and /multi-exec bodies get a JSON error too."""
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b"{}",
+        b"[1]",
+        b'[["XADD","s","2-0","a","b"],null]',
+        b'[["XADD","s","2-0","a","b"],[true]]',
+        b'[["XADD","s","2-0","a","b"],["XADD","s","3-0","a",null]]',
+        b'[["XADD","s","2-0","a","b"]',
+    ],
+)
+def test_bad_batch_body_is_error(http: httpx.Client, xs: Commands, path: str, body: bytes) -> None:
+    """Malformed /pipeline and /multi-exec bodies get a JSON error and run no row at all."""
+    xs("XADD", "s", "1-0", "a", "b")
     error_text(http.post(path, content=body))
+    assert entries(xs) == [["1-0", ["a", "b"]]]
 
 
 @pytest.mark.parametrize(
@@ -540,6 +653,30 @@ def test_huge_body_is_rejected_with_json(http: httpx.Client, xs: Commands) -> No
     assert xs("XLEN", "s") == 0
 
 
+def chunked(data: bytes, size: int = 1 << 20) -> Iterator[bytes]:
+    """``data`` as a generator, so httpx sends it chunked (no Content-Length header)."""
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def test_chunked_body_is_accepted(http: httpx.Client, xs: Commands) -> None:
+    """A body sent with ``Transfer-Encoding: chunked`` is read like any other."""
+    r = http.post("/", content=chunked(b'["XADD","s","1-1","f","v"]', 5))
+    assert result_of(r) == "1-1"
+    r = http.post("/xadd/s/2-1/f", content=chunked(b"chunked value", 4))
+    assert result_of(r) == "2-1"
+    assert entries(xs) == [["1-1", ["f", "v"]], ["2-1", ["f", "chunked value"]]]
+
+
+def test_huge_chunked_body_is_rejected(http: httpx.Client, xs: Commands) -> None:
+    """Without a Content-Length the size limit must still hold (counted while reading)."""
+    value = b"x" * (17 * 1024 * 1024)
+    body = b'["XADD","s","1-1","f","' + value + b'"]'
+    error_text(http.post("/", content=chunked(body), timeout=60), 400, 413)
+    error_text(http.post("/xadd/s/1-1/f", content=chunked(value), timeout=60), 400, 413)
+    assert xs("XLEN", "s") == 0
+
+
 def test_huge_count(http: httpx.Client, xs: Commands) -> None:
     """COUNT beyond int64 is Redis's integer error; a huge valid COUNT just returns what exists.
 
@@ -558,11 +695,50 @@ def test_huge_count(http: httpx.Client, xs: Commands) -> None:
     assert got == [["1-1", ["f", "v"]]]
     got = result_of(http.post("/", json=["XREAD", "COUNT", int64_max, "STREAMS", "s", "0"]))
     assert got == [["s", [["1-1", ["f", "v"]]]]]
+    xs("XGROUP", "CREATE", "s", "g", "0")
+    cmd = ["XREADGROUP", "GROUP", "g", "c", "COUNT", int64_max, "STREAMS", "s", ">"]
+    assert result_of(http.post("/", json=cmd)) == [["s", [["1-1", ["f", "v"]]]]]
+    got = result_of(http.post("/", json=["XPENDING", "s", "g", "-", "+", int64_max]))
+    assert [row[:2] for row in got] == [["1-1", "c"]]
+    got = result_of(http.post("/", json=["XINFO", "STREAM", "s", "FULL", "COUNT", int64_max]))
+    assert isinstance(got, list) and "entries" in got
     assert time.monotonic() - t0 < 5
 
 
 def test_server_survives_bad_requests(http: httpx.Client) -> None:
     """After a volley of bad requests, the same connection still serves good ones."""
     for body in BAD_BODIES:
-        http.post("/", content=body.values[0])
+        content = body.values[0]
+        assert isinstance(content, bytes)
+        http.post("/", content=content)
     assert result_of(http.post("/", json=["XADD", "s", "1-1", "f", "v"])) == "1-1"
+
+
+# --------------------------------------------------------------------------- the real Upstash SDK
+
+
+def test_upstash_python_sdk_round_trip(server: Server, xs: Commands) -> None:
+    """The official ``upstash-redis`` client (base64 encoding, telemetry and an empty sync token by
+    default) works end to end: single commands, pipeline, transaction and error reporting."""
+    from upstash_redis import Redis
+    from upstash_redis.errors import UpstashError
+
+    sdk = Redis(server.url, "unused-token", rest_retries=0)
+    try:
+        assert sdk.xadd("s", "1-1", {"f": "v", "g": "é ☃"}) == "1-1"
+        assert sdk.xlen("s") == 1
+        assert sdk.xrange("s", "-", "+") == [["1-1", ["f", "v", "g", "é ☃"]]]
+        assert sdk.xread({"s": "0"}) == [["s", [["1-1", ["f", "v", "g", "é ☃"]]]]]
+        with pytest.raises(UpstashError, match=r"^ERR The ID specified in XADD is equal or"):
+            sdk.xadd("s", "1-1", {"f": "v"})
+        p = sdk.pipeline()
+        p.xadd("s", "2-1", {"f": "w"})
+        p.xlen("s")
+        assert p.exec() == ["2-1", 2]
+        m = sdk.multi()
+        m.xadd("s", "3-1", {"f": "x"})
+        m.xrange("s", "3", "+")
+        assert m.exec() == ["3-1", [["3-1", ["f", "x"]]]]
+    finally:
+        sdk.close()
+    assert xs("XLEN", "s") == 3

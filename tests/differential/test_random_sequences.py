@@ -120,24 +120,24 @@ PROFILES: dict[str, Profile] = {
     # nodes (100 entries or 4096 bytes) are dropped or kept.
     "bulk": Profile(
         "bulk",
-        2400,
-        ("s1", "s2", "s3"),
+        1200,
+        ("s1", "s2"),
         {
             **_BASE_WEIGHTS,
-            "XADD": 200,
+            "XADD": 240,
             "XTRIM": 2,
             "XDEL": 6,
             "DEL": 0,
             "XSETID": 0.5,
         },
         fat=0.04,
-        cut=250,
+        cut=180,
         trim_p=0.02,
     ),
     # Long values, so nodes close on the byte limit rather than the entry limit.
     "fat": Profile(
         "fat",
-        900,
+        600,
         ("s1", "s2"),
         {**_BASE_WEIGHTS, "XADD": 80, "XTRIM": 3, "DEL": 0},
         fat=0.45,
@@ -147,9 +147,10 @@ PROFILES: dict[str, Profile] = {
 }
 
 CASES: list[tuple[str, int]] = [
-    *(("mixed", seed) for seed in (1, 2, 3, 4, 5, 6)),
-    *(("groups", seed) for seed in (11, 12, 13, 14)),
-    *(("bulk", seed) for seed in (21, 22)),
+    # 324 and 326 reach an out-of-order node: XSETID below a deleted top entry, then XADD.
+    *(("mixed", seed) for seed in (1, 2, 3, 4, 5, 324, 326)),
+    *(("groups", seed) for seed in (11, 12, 13)),
+    *(("bulk", seed) for seed in (21, 29)),
     ("fat", 31),
 ]
 
@@ -170,7 +171,7 @@ class Generator:
         self.profile = profile
         self.keys = profile.keys
         self.names = list(profile.weights)
-        self.cum_weights = list(profile.weights.values())
+        self.weights = list(profile.weights.values())
         self.last: dict[str, tuple[int, int]] = {k: (0, 0) for k in self.keys}
         self.ids: dict[str, list[str]] = {k: [] for k in self.keys}
         self.delivered: dict[str, list[str]] = {k: [] for k in self.keys}
@@ -289,7 +290,8 @@ class Generator:
             out.pop()  # odd number of arguments: wrong number of arguments error
         return out
 
-    def trim_args(self, key: str, for_xadd: bool) -> list[str]:
+    def trim_args(self, key: str) -> list[str]:
+        """A MAXLEN/MINID clause (``=``, ``~`` or neither; LIMIT now and then) for ``key``."""
         strategy = "MAXLEN" if self.chance(0.6) else "MINID"
         op = self.rng.choices(["", "=", "~"], [0.25, 0.25, 0.5])[0]
         out = [strategy if self.chance(0.9) else strategy.lower()]
@@ -326,7 +328,7 @@ class Generator:
         self.probe = probe
         if self.setup:
             return self.setup.pop(0)
-        name = self.rng.choices(self.names, self.cum_weights)[0]
+        name = self.rng.choices(self.names, weights=self.weights)[0]
         method = getattr(self, "cmd_" + name.replace(" ", "_").lower())
         return tuple(str(a) for a in method())
 
@@ -336,7 +338,7 @@ class Generator:
         if self.chance(0.05):
             args.append("NOMKSTREAM")
         if self.chance(self.profile.trim_p):
-            args += self.trim_args(key, True)
+            args += self.trim_args(key)
         ms, seq = self.last.get(key, (0, 0))
         r = self.rng.random()
         if r < 0.6:
@@ -368,7 +370,7 @@ class Generator:
 
     def cmd_xtrim(self) -> list[str]:
         key = self.key()
-        return ["XTRIM", key, *self.trim_args(key, False)]
+        return ["XTRIM", key, *self.trim_args(key)]
 
     def cmd_xsetid(self) -> list[str]:
         key = self.key()

@@ -13,11 +13,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from app.api.deps import StoreDep, read_body, wait_for_disconnect
+from app.api.deps import DurabilityDep, StoreDep, read_body, wait_for_disconnect
 from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, parse_body, path_args
+from app.durability import Durability
 from app.engine.errors import CommandError
+from app.engine.store import Store
 from app.engine.waiting import ClientGone, execute
 
 router = APIRouter(tags=["commands"], include_in_schema=False)
@@ -27,51 +29,81 @@ def _shaper(request: Request) -> Shaper:
     return Shaper(request.headers.get("upstash-encoding", "").lower() == "base64")
 
 
-async def _run_one(store: Any, args: list[str], request: Request, shaper: Shaper) -> Response:
+def _writes(store: Store, commands: list[list[str]]) -> bool:
+    """Whether any of ``commands`` is a write (journaled, so its reply awaits durability)."""
+    for args in commands:
+        try:
+            if store.command(args).writes:
+                return True
+        except CommandError:
+            continue
+    return False
+
+
+async def _run_one(
+    store: Any, args: list[str], request: Request, shaper: Shaper, durability: Durability
+) -> Response:
+    writes = _writes(store, [args])
     try:
+        if writes:
+            durability.check_writable()  # refused before it runs: nothing applied
         reply = await execute(store, args, lambda: wait_for_disconnect(request))
     except CommandError as e:
         return json_response({"error": e.text}, 400)
     except ClientGone:
         return Response(status_code=499)
+    if writes:
+        # Also covers a blocked XREADGROUP served by another client's write.
+        await durability.wait_committed()
     return json_response({"result": shaper(reply)})
 
 
 @router.post("/")
-async def run_command(request: Request, store: StoreDep) -> Response:
+async def run_command(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
     try:
         args = command_args(parse_body(await read_body(request)))
     except CommandError as e:
         return json_response({"error": e.text}, 400)
-    return await _run_one(store, args, request, _shaper(request))
+    return await _run_one(store, args, request, _shaper(request), durability)
 
 
 @router.post("/pipeline")
-async def run_pipeline(request: Request, store: StoreDep) -> Response:
+async def run_pipeline(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
     try:
         commands = command_list(parse_body(await read_body(request)))
     except CommandError as e:
         return json_response({"error": e.text}, 400)
     shaper = _shaper(request)
     out: list[dict[str, Any]] = []
+    writes = False
     for args in commands:
         try:
+            if _writes(store, [args]):
+                writes = True
+                durability.check_writable()
             reply = await execute(store, args, lambda: wait_for_disconnect(request))
             out.append({"result": shaper(reply)})
         except CommandError as e:
             out.append({"error": e.text})
         except ClientGone:
             return Response(status_code=499)
+    if writes:
+        await durability.wait_committed()  # once for the whole pipeline: one group commit
     return json_response(out)
 
 
 @router.post("/multi-exec")
-async def run_transaction(request: Request, store: StoreDep) -> Response:
+async def run_transaction(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
     try:
         commands = command_list(parse_body(await read_body(request)))
+        writes = _writes(store, commands)
+        if writes:
+            durability.check_writable()
         results = store.execute_atomic(commands)
     except CommandError as e:
         return json_response({"error": e.text}, 400)
+    if writes:
+        await durability.wait_committed()
     shaper = _shaper(request)
     return json_response(
         [
@@ -81,10 +113,12 @@ async def run_transaction(request: Request, store: StoreDep) -> Response:
     )
 
 
-@router.api_route("/{path:path}", methods=["GET", "POST"])
-async def run_path_command(request: Request, store: StoreDep) -> Response:
+@router.api_route("/{path:path}", methods=["GET", "POST", "PUT"])
+async def run_path_command(
+    request: Request, store: StoreDep, durability: DurabilityDep
+) -> Response:
     try:
-        body = await read_body(request) if request.method == "POST" else None
+        body = await read_body(request) if request.method in ("POST", "PUT") else None
         args = path_args(
             request.scope.get("raw_path") or request.url.path.encode(),
             request.scope.get("query_string", b""),
@@ -94,4 +128,4 @@ async def run_path_command(request: Request, store: StoreDep) -> Response:
         return json_response({"error": e.text}, 400)
     except UnicodeDecodeError:
         return json_response({"error": "ERR the request body must be UTF-8 text"}, 400)
-    return await _run_one(store, args, request, _shaper(request))
+    return await _run_one(store, args, request, _shaper(request), durability)

@@ -1,0 +1,52 @@
+"""Holding requests while the keyspace loads (recovery), as Redis answers LOADING meanwhile.
+
+A request that arrives during recovery waits up to ``LOADING_WAIT_S`` for it to finish, then
+gets 503 with Redis's ``LOADING`` error: short recoveries cost a client a short delay rather
+than an error, and nobody ever sees a half-loaded keyspace. ``/healthz`` and ``/readyz`` pass
+at once, so probes see "alive, not ready".
+"""
+
+from __future__ import annotations
+
+import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.durability import Readiness, ReadyState
+
+LOADING_WAIT_S = 10.0
+LOADING = "LOADING xstreams is loading the dataset in memory"
+_PROBES = ("/healthz", "/readyz")
+
+
+class LoadingGate:
+    def __init__(self, app: ASGIApp, readiness: Readiness, wait_s: float = LOADING_WAIT_S) -> None:
+        self.app = app
+        self.readiness = readiness
+        self.wait_s = wait_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ready = self.readiness
+        if (
+            scope["type"] != "http"
+            or ready.state is ReadyState.READY
+            or scope["path"] in _PROBES
+            or (ready.state is not ReadyState.FAILED and await ready.wait(self.wait_s))
+        ):
+            await self.app(scope, receive, send)
+            return
+        text = LOADING if ready.error is None else f"LOADING recovery failed: {ready.error}"
+        rest = scope["path"].startswith("/v1")
+        body: dict[str, object] = (
+            {"type": "about:blank", "title": "Service Unavailable", "status": 503,
+             "detail": text, "code": "LOADING", "error": text}
+            if rest else {"error": text}
+        )  # fmt: skip
+        media = "application/problem+json" if rest else "application/json"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [(b"content-type", media.encode()), (b"retry-after", b"1")],
+            }
+        )
+        await send({"type": "http.response.body", "body": orjson.dumps(body)})

@@ -1,0 +1,123 @@
+"""The OpenAPI document: FastAPI's, finished for SDK generators.
+
+FastAPI describes every response as ``application/json``; errors here are
+``application/problem+json``, so their content is moved. Request and response examples live
+once, on the schemas (``json_schema_extra``); they are copied onto each operation's media types,
+where generators and Swagger UI look for them. openapi/openapi.json is this document, written
+by ``xstreams openapi``; a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from app.api.errors import PROBLEM_JSON
+
+_UNUSED = ("HTTPValidationError", "ValidationError")
+
+
+def _schema_example(doc: dict[str, Any], schema: dict[str, Any]) -> Any:
+    """The first example of a schema, following ``$ref`` and the first ``anyOf`` branch."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = doc["components"]["schemas"][name]
+    if "anyOf" in schema:
+        return _schema_example(doc, schema["anyOf"][0])
+    examples = schema.get("examples")
+    return examples[0] if examples else None
+
+
+def _summary(doc: dict[str, Any], schema: dict[str, Any]) -> str:
+    """A response's description: the first line of its schema's docstring."""
+    if "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    text = schema.get("description") or "Successful Response"
+    return str(text).split("\n", 1)[0]
+
+
+def _problem_example(doc: dict[str, Any], status: int, path: str) -> dict[str, Any]:
+    example = dict(_schema_example(doc, {"$ref": "#/components/schemas/Problem"}))
+    text = {
+        400: "ERR Invalid stream ID specified as stream command argument",
+        401: "Unauthorized",
+        404: "ERR no such key",
+        409: "BUSYGROUP Consumer Group name already exists",
+        413: "ERR request body larger than 16777216 bytes",
+        422: "ERR invalid request: body.fields: Field required",
+    }.get(status, "ERR " + HTTPStatus(status).phrase.lower())
+    example.update(
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=text,
+        error=text,
+        code=text.split(" ", 1)[0],
+        instance=path,
+    )
+    return example
+
+
+def _finish(doc: dict[str, Any]) -> dict[str, Any]:
+    for path, item in doc["paths"].items():
+        for op in item.values():
+            body = op.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is not None and "example" not in body:
+                example = _schema_example(doc, body["schema"])
+                if example is not None:
+                    body["example"] = example
+            responses = op.get("responses", {})
+            if "HTTPValidationError" in str(responses.get("422", "")):
+                del responses["422"]  # FastAPI's default; 400 documents malformed parameters
+            for code, response in responses.items():
+                content = response.get("content", {})
+                if int(code) >= 400 and "application/json" in content:
+                    media = content.pop("application/json")
+                    media["example"] = _problem_example(doc, int(code), path)
+                    content[PROBLEM_JSON] = media
+                elif "application/json" in content:
+                    media = content["application/json"]
+                    example = _schema_example(doc, media.get("schema", {}))
+                    if example is not None:
+                        media.setdefault("example", example)
+                    if response.get("description") == "Successful Response":
+                        response["description"] = _summary(doc, media.get("schema", {}))
+                elif code == "204" and response.get("description") == "Successful Response":
+                    response["description"] = "Done: nothing to return."
+    # With `--token`, every request carries `Authorization: Bearer <token>`; without, none.
+    doc.setdefault("components", {})["securitySchemes"] = {
+        "bearer": {"type": "http", "scheme": "bearer", "description": "The service's token."}
+    }
+    doc["security"] = [{}, {"bearer": []}]
+    schemas = doc.get("components", {}).get("schemas", {})
+    for name in _UNUSED:
+        schemas.pop(name, None)
+    return doc
+
+
+def document(app: FastAPI) -> str:
+    """The document as committed in openapi/openapi.json (stable key order, final newline)."""
+    return json.dumps(app.openapi(), indent=2, ensure_ascii=False) + "\n"
+
+
+def install(app: FastAPI) -> None:
+    """Serve the finished document at /openapi.json (and to Swagger UI at /docs)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _finish(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    summary=app.summary,
+                    description=app.description,
+                    routes=app.routes,
+                    tags=app.openapi_tags,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,190 @@
+"""Entries: append (XADD), range (XRANGE / XREVRANGE), long poll (XREAD BLOCK), get, XDEL."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from fastapi import Path, Query, Request, Response
+
+from app.api.deps import StoreDep
+from app.api.errors import NotFound, no_such_stream
+from app.api.ops import apply, read, stream_of
+from app.api.routes.common import FieldsParam, StreamName, errors, router, stream_url
+from app.api.schemas.entries import Entry as EntrySchema
+from app.api.schemas.entries import EntryList, FieldsForm, entry, flatten
+from app.api.schemas.writes import Append, Appended, Deleted
+from app.engine.commands.streams import (
+    RangeArgs,
+    XAddArgs,
+    parse_trim_options,
+    xadd,
+    xadd_batch,
+    xdel,
+    xrange,
+)
+from app.engine.errors import CommandError
+from app.engine.ids import INT64_MAX, format_id, parse_id, parse_range_end, parse_range_start
+from app.engine.ids import parse_strict_id as parse_entry_id
+from app.engine.keyspace import Keyspace
+from app.engine.stream import Entry, TrimSpec
+
+api = router("/v1/streams/{stream}/entries", "entries")
+
+EntryId = Annotated[
+    str, Path(description="The entry's ID (`ms-seq`).", examples=["1526569495631-0"])
+]
+
+
+class Order(StrEnum):
+    asc = "asc"  # XRANGE: oldest first
+    desc = "desc"  # XREVRANGE: newest first
+
+
+def _xadd_args(ks: Keyspace, stream: str, body: Append) -> list[XAddArgs]:
+    """The request as XADD arguments: IDs and the trim clause parsed by the engine."""
+    trim: TrimSpec | None = None
+    if body.trim is not None:
+        _, trim, _ = parse_trim_options(ks, ["XTRIM", stream, *body.trim.tokens()], xadd=False)
+    out = []
+    for e in body.batch():
+        sid, seq_given = (
+            (None, True) if e.id == "*" else parse_id(e.id, strict=True, allow_seq_auto=True)
+        )
+        out.append(XAddArgs(stream, flatten(e.fields), sid, seq_given, body.nomkstream, trim))
+    return out
+
+
+@api.post(
+    "",
+    operation_id="append_entries",
+    summary="Append entries",
+    status_code=201,
+    response_model=Appended,
+    responses=errors(404, 409, 413),
+)
+async def append_entries(
+    stream: StreamName, body: Append, store: StoreDep, response: Response
+) -> Appended:
+    """Append one entry (`fields`), or several atomically (`entries`: all or none), with XADD's
+    options: ID `*`, `ms-*` or explicit; NOMKSTREAM (404 when the stream is missing); MAXLEN or
+    MINID trimming, `~` and LIMIT. An ID not greater than the stream's top is a 409 (for a batch,
+    `index` says which entry). `Location` names the new entry, or the range of a batch."""
+    args = _xadd_args(store.keyspace, stream, body)
+    # One entry goes through XADD itself, so its errors are XADD's exactly.
+    added = [apply(store, xadd, args[0])] if len(args) == 1 else apply(store, xadd_batch, args)
+    if any(sid is None for sid in added):
+        raise no_such_stream()
+    texts = [format_id(sid) for sid in added if sid is not None]
+    base = stream_url(stream) + "/entries"
+    response.headers["Location"] = (
+        f"{base}/{texts[0]}" if len(texts) == 1 else f"{base}?start={texts[0]}&end={texts[-1]}"
+    )
+    return Appended(ids=texts)
+
+
+def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> EntryList:
+    return EntryList(entries=[entry(e, form) for e in entries], next=nxt)
+
+
+@api.get(
+    "",
+    operation_id="list_entries",
+    summary="Read a range of entries, or wait for new ones",
+    response_model=EntryList,
+    responses=errors(404),
+)
+async def list_entries(
+    stream: StreamName,
+    store: StoreDep,
+    request: Request,
+    start: Annotated[str, Query(description="`-`, an ID, `ms`, or exclusive `(id`.")] = "-",
+    end: Annotated[str, Query(description="`+`, an ID, `ms`, or exclusive `(id`.")] = "+",
+    count: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="COUNT.")] = None,
+    order: Annotated[Order, Query(description="`asc` (XRANGE) or `desc` (XREVRANGE).")] = Order.asc,
+    after: Annotated[
+        str | None, Query(description="XREAD: entries after this ID (`$`: after the last).")
+    ] = None,
+    block_ms: Annotated[
+        int | None, Query(ge=0, description="With `after`: wait up to this long (0: forever).")
+    ] = None,
+    fields: FieldsParam = FieldsForm.object,
+) -> EntryList:
+    """Without `after`: entries between `start` and `end` (XRANGE, or XREVRANGE with
+    `order=desc`), at most `count`; a full page gives `next`, to pass as `start` (or `end`
+    when descending). A missing stream is a 404.
+
+    With `after`: the entries after that ID (XREAD); with `block_ms`, wait on the server until
+    one arrives (XREAD BLOCK), answering an empty list at timeout. The stream may not exist
+    yet. `next` is the last ID returned, to pass as `after` for the next poll."""
+    if after is None:
+        if block_ms is not None:
+            raise CommandError.err("`block_ms` needs `after`")
+        stream_of(store, stream)
+        a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), count)
+        found = xrange(store.keyspace, a, rev=order is Order.desc) or []
+        full = bool(count) and len(found) == count
+        return _shaped(found, fields, f"({format_id(found[-1].id)}" if full else None)
+    if order is Order.desc:
+        raise CommandError.err("`after` reads in ascending order only")
+    argv = ["XREAD"]
+    if count is not None:
+        argv += ["COUNT", str(count)]
+    if block_ms is not None:
+        argv += ["BLOCK", str(block_ms)]
+    reads = await read(store, [*argv, "STREAMS", stream, after], request)
+    got = [e for r in reads for e in r.entries if isinstance(e, Entry)]
+    return _shaped(got, fields, format_id(got[-1].id) if got else None)
+
+
+@api.get(
+    "/{id}",
+    operation_id="get_entry",
+    summary="Get one entry",
+    response_model=EntrySchema,
+    responses=errors(404),
+)
+async def get_entry(
+    stream: StreamName, id: EntryId, store: StoreDep, fields: FieldsParam = FieldsForm.object
+) -> EntrySchema:
+    """The entry with this ID (XRANGE key id id)."""
+    stream_of(store, stream)
+    sid = parse_entry_id(id)
+    found = xrange(store.keyspace, RangeArgs(stream, sid, sid))
+    if not found:
+        raise NotFound("ERR no such entry")
+    return entry(found[0], fields)
+
+
+@api.delete(
+    "/{id}",
+    operation_id="delete_entry",
+    summary="Delete one entry",
+    status_code=204,
+    response_class=Response,
+    responses=errors(404, 503),
+)
+async def delete_entry(stream: StreamName, id: EntryId, store: StoreDep) -> Response:
+    """Delete the entry (XDEL key id). Deleting it again answers 404."""
+    stream_of(store, stream)
+    if not apply(store, xdel, stream, [parse_entry_id(id)]):
+        raise NotFound("ERR no such entry")
+    return Response(status_code=204)
+
+
+@api.delete(
+    "",
+    operation_id="delete_entries",
+    summary="Delete several entries",
+    response_model=Deleted,
+    responses=errors(404, 503),
+)
+async def delete_entries(
+    stream: StreamName,
+    store: StoreDep,
+    id: Annotated[list[str], Query(min_length=1, description="The IDs to delete (repeat).")],
+) -> Deleted:
+    """Delete every entry named (XDEL key id [id ...]); IDs that are not there are skipped."""
+    stream_of(store, stream)
+    ids = [parse_entry_id(x) for x in id]
+    return Deleted(deleted=apply(store, xdel, stream, ids))

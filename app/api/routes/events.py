@@ -1,0 +1,165 @@
+"""Server-Sent Events: live tails of streams and consumer-group delivery, for EventSource.
+
+Thin handlers: each parses its query (IDs only through the engine's parsers), checks what
+must exist (a 404 problem comes before anything streams), and hands an ``EventStream`` the
+source that will feed it (``sse_tail.follow`` or ``sse_group.deliver``). ``Last-Event-ID``,
+which a browser sends by itself when it reconnects, wins over ``last_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, FastAPI, Header, Query, Request
+from starlette.responses import Response
+
+from app.api.deps import StoreDep
+from app.api.ops import require_consumer
+from app.api.schemas.entries import FieldsForm
+from app.api.schemas.problem import Problem
+from app.api.sse_group import GroupDelivery, deliver
+from app.api.sse_outbox import Outbox
+from app.api.sse_response import EventStream, SseRegistry
+from app.api.sse_tail import Subscriber, Tails, follow
+from app.api.sse_wire import parse_positions
+from app.engine.commands.reads import parse_read
+from app.engine.ids import StreamID, parse_strict_id
+from app.engine.store import Store
+
+router = APIRouter(prefix="/v1", tags=["events"])
+
+LastEventId = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        description="Sent by EventSource on reconnect: resume after this event (wins over "
+        "`last_id`).",
+    ),
+]
+Fields = Annotated[
+    FieldsForm, Query(description="`object` (default) or `pairs` (every pair, in order).")
+]
+
+_STREAM_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "description": "Events: `entry` (`id:` = entry ID), `gap`, `error`; `: ping` comments.",
+    },
+    404: {"model": Problem, "description": "No such group or consumer."},
+    429: {"model": Problem, "description": "Too many event streams open."},
+}
+
+
+def install(app: FastAPI) -> None:
+    """Register the SSE routes and the state they share (before the /v1 fallback)."""
+    settings = app.state.settings
+    app.state.sse = SseRegistry(settings.sse_max_connections)
+    app.state.sse_tails = Tails(app.state.store, app.state.durability)
+    app.include_router(router)
+
+
+def _positions(store: Store, keys: list[str], last_id: str) -> dict[str, StreamID]:
+    """Each stream's start: ``$`` (only new entries) or an ID, as XREAD reads them."""
+    args = parse_read(store.keyspace, ["XREAD", "STREAMS", *keys, *([last_id] * len(keys))])
+    return dict(zip(args.keys, args.ids, strict=True))
+
+
+def _tail(request: Request, store: Store, positions: dict[str, StreamID], form: FieldsForm,
+          multi: bool) -> EventStream:  # fmt: skip
+    tails: Tails = request.app.state.sse_tails
+
+    async def source(outbox: Outbox) -> None:
+        await follow(tails, Subscriber(outbox, positions, form, multi))
+
+    return EventStream(request, source)
+
+
+@router.get(
+    "/streams/{stream}/events",
+    operation_id="tail_stream_events",
+    summary="Live tail of a stream (XREAD BLOCK as Server-Sent Events)",
+    response_class=EventStream,
+    status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
+    responses=_STREAM_DOC,
+)
+async def stream_events(
+    request: Request,
+    store: StoreDep,
+    stream: str,
+    last_event_id: LastEventId = None,
+    last_id: Annotated[
+        str, Query(description="`$` (default): only new entries; an ID: the entries after it.")
+    ] = "$",
+    fields: Fields = FieldsForm.object,
+) -> Response:
+    """Each entry is an `entry` event whose `id:` is the entry ID, so EventSource resumes
+    exactly where it stopped; entries removed before they could be sent give a `gap` event."""
+    positions = _positions(store, [stream], last_id)
+    if last_event_id:
+        positions[stream] = parse_strict_id(last_event_id)
+    return _tail(request, store, positions, fields, multi=False)
+
+
+@router.get(
+    "/events",
+    operation_id="tail_streams_events",
+    summary="Live tail of several streams in one connection",
+    response_class=EventStream,
+    status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
+    responses=_STREAM_DOC,
+)
+async def streams_events(
+    request: Request,
+    store: StoreDep,
+    stream: Annotated[list[str], Query(min_length=1, description="A stream; repeat it.")],
+    last_event_id: LastEventId = None,
+    last_id: Annotated[str, Query(description="Start of every stream: `$` or an ID.")] = "$",
+    fields: Fields = FieldsForm.object,
+) -> Response:
+    """Events carry `"stream"` in their data; the event ID holds every stream's position
+    (`a=1-0&b=5-2`, names percent-encoded), so `Last-Event-ID` resumes all of them."""
+    keys = list(dict.fromkeys(stream))
+    positions = _positions(store, keys, last_id)
+    if last_event_id:
+        resumed = parse_positions(last_event_id)
+        positions.update((k, v) for k, v in resumed.items() if k in positions)
+    return _tail(request, store, positions, fields, multi=True)
+
+
+@router.get(
+    "/streams/{stream}/groups/{group}/consumers/{consumer}/events",
+    operation_id="consume_group_events",
+    summary="Consumer-group delivery (XREADGROUP BLOCK as Server-Sent Events)",
+    response_class=EventStream,
+    status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
+    responses=_STREAM_DOC,
+)
+async def consumer_events(
+    request: Request,
+    store: StoreDep,
+    stream: str,
+    group: str,
+    consumer: str,
+    last_event_id: LastEventId = None,
+    last_id: Annotated[
+        str, Query(description="History (pending entries) after this ID; `0`: all of it.")
+    ] = "0",
+    noack: Annotated[bool, Query(description="Do not record entries as pending.")] = False,
+    max_unacked: Annotated[
+        int, Query(ge=0, description="Pause while the consumer holds this many (0: no limit).")
+    ] = 0,
+    fields: Fields = FieldsForm.object,
+) -> Response:
+    """The consumer's pending entries first, then new ones (`>`), each recorded as pending for
+    it unless `noack`; subscribers of one group share the entries. Acknowledge with the acks
+    resource (XACK)."""
+    require_consumer(store, stream, group, consumer)
+    after = parse_strict_id(last_event_id or last_id)
+    d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
+
+    durability = request.app.state.durability
+
+    async def source(outbox: Outbox) -> None:
+        await deliver(store, durability, d, outbox)
+
+    return EventStream(request, source)

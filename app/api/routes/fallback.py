@@ -1,0 +1,52 @@
+"""The /v1 paths no route serves: 404 or 405 as problem details, not the command endpoint.
+
+The command endpoint's catch-all (``GET|POST /{path}``) would otherwise read
+``GET /v1/nothing`` as a Redis command named ``v1``. This router goes after every /v1 router
+and before the command endpoint's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.exceptions import HTTPException
+from starlette.routing import Route
+
+router = APIRouter(include_in_schema=False)
+
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def _leaves(routes: Iterable[Any]) -> Iterator[Route]:
+    """Every route, looking inside included routers (FastAPI keeps them whole)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _leaves(inner.routes)
+        elif isinstance(route, Route):
+            yield route
+
+
+def _allowed(routes: Iterable[Any], path: str) -> list[str]:
+    methods: set[str] = set()
+    for route in _leaves(routes):
+        if (
+            route.path.startswith("/v1/")
+            and route.endpoint is not unrouted
+            and route.methods
+            and route.path_regex.match(path)
+        ):
+            methods |= route.methods
+    return sorted(methods - {"HEAD"})
+
+
+@router.api_route("/v1", methods=_METHODS)
+@router.api_route("/v1/{rest:path}", methods=_METHODS)
+async def unrouted(request: Request) -> None:
+    """405 with ``Allow`` when the path exists with other methods, else 404."""
+    allowed = _allowed(request.app.router.routes, request.url.path)
+    if allowed:
+        raise HTTPException(405, headers={"Allow": ", ".join(allowed)})
+    raise HTTPException(404)

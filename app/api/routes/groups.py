@@ -1,0 +1,98 @@
+"""Consumer groups: list (XINFO GROUPS), create / set ID / destroy (XGROUP), get."""
+
+from __future__ import annotations
+
+from fastapi import Response
+
+from app.api.deps import StoreDep
+from app.api.ops import apply, group_of, stream_of
+from app.api.routes.common import GroupName, StreamName, errors, router, segment, stream_url
+from app.api.schemas.groups import Group, GroupList, GroupUpdate, NewGroup, group
+from app.engine.commands import groups as ops
+from app.engine.commands.info import group_info, groups_info
+from app.engine.store import Store
+
+api = router("/v1/streams/{stream}/groups", "groups")
+
+
+def _group(store: Store, stream: str, name: str) -> Group:
+    g = group_of(store, stream, name)
+    return group(group_info(stream_of(store, stream), g))
+
+
+@api.get(
+    "",
+    operation_id="list_groups",
+    summary="List a stream's consumer groups",
+    response_model=GroupList,
+    responses=errors(404),
+)
+async def list_groups(stream: StreamName, store: StoreDep) -> GroupList:
+    """Every group with its consumers, pending count, last-delivered ID, entries-read and lag
+    (XINFO GROUPS)."""
+    return GroupList(groups=[group(g) for g in groups_info(store.keyspace, stream)])
+
+
+@api.post(
+    "",
+    operation_id="create_group",
+    summary="Create a consumer group",
+    status_code=201,
+    response_model=Group,
+    responses=errors(404, 409, 413),
+)
+async def create_group(
+    stream: StreamName, body: NewGroup, store: StoreDep, response: Response
+) -> Group:
+    """Create a group that delivers entries after `id` (XGROUP CREATE [MKSTREAM]
+    [ENTRIESREAD]). A missing stream is a 404 unless `mkstream`; an existing group is a 409
+    (BUSYGROUP)."""
+    if not body.mkstream:
+        stream_of(store, stream)
+    apply(store, ops.xgroup_create, stream, body.name, body.id, body.mkstream, body.entries_read)
+    response.headers["Location"] = f"{stream_url(stream)}/groups/{segment(body.name)}"
+    return _group(store, stream, body.name)
+
+
+@api.get(
+    "/{group}",
+    operation_id="get_group",
+    summary="Get a consumer group",
+    response_model=Group,
+    responses=errors(404),
+)
+async def get_group(stream: StreamName, group: GroupName, store: StoreDep) -> Group:
+    """One group as XINFO GROUPS shows it."""
+    return _group(store, stream, group)
+
+
+@api.patch(
+    "/{group}",
+    operation_id="set_group_id",
+    summary="Set a group's last-delivered ID",
+    response_model=Group,
+    responses=errors(404, 413),
+)
+async def set_group_id(
+    stream: StreamName, group: GroupName, body: GroupUpdate, store: StoreDep
+) -> Group:
+    """Move the group's last-delivered ID and entries-read counter (XGROUP SETID
+    [ENTRIESREAD]); `$` is the stream's last ID."""
+    apply(store, ops.xgroup_setid, stream, group, body.last_delivered_id, body.entries_read)
+    return _group(store, stream, group)
+
+
+@api.delete(
+    "/{group}",
+    operation_id="delete_group",
+    summary="Destroy a consumer group",
+    status_code=204,
+    response_class=Response,
+    responses=errors(404, 503),
+)
+async def delete_group(stream: StreamName, group: GroupName, store: StoreDep) -> Response:
+    """Destroy the group with its consumers and PEL (XGROUP DESTROY); its blocked readers get
+    NOGROUP. Destroying it again answers 404."""
+    group_of(store, stream, group)
+    apply(store, ops.xgroup_destroy, stream, group)
+    return Response(status_code=204)

@@ -1,0 +1,179 @@
+"""Pending entries: acknowledge (XACK), inspect (XPENDING), claim (XCLAIM, XAUTOCLAIM)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query
+
+from app.api.deps import StoreDep
+from app.api.ops import apply, group_of
+from app.api.routes.common import FieldsParam, GroupName, StreamName, errors, router
+from app.api.schemas.entries import FieldsForm, entry
+from app.api.schemas.pel import (
+    Ack,
+    Acked,
+    AutoClaim,
+    AutoClaimed,
+    Claim,
+    Claimed,
+    ConsumerPending,
+    Pending,
+    PendingEntry,
+)
+from app.engine.commands import groups as ops
+from app.engine.ids import (
+    INT64_MAX,
+    StreamID,
+    format_id,
+    parse_range_end,
+    parse_range_start,
+    parse_strict_id,
+)
+from app.engine.stream import Entry
+
+api = router("/v1/streams/{stream}/groups/{group}", "pending entries")
+
+
+@api.post(
+    "/acks",
+    operation_id="ack_entries",
+    summary="Acknowledge entries",
+    response_model=Acked,
+    responses=errors(404, 413),
+)
+async def ack_entries(stream: StreamName, group: GroupName, body: Ack, store: StoreDep) -> Acked:
+    """Remove the entries from the group's PEL (XACK); IDs not pending are not counted."""
+    group_of(store, stream, group)
+    ids = [parse_strict_id(x) for x in body.ids]
+    return Acked(acknowledged=apply(store, ops.xack, stream, group, ids))
+
+
+@api.get(
+    "/pending",
+    operation_id="get_pending",
+    summary="Inspect pending entries",
+    response_model=Pending,
+    responses=errors(404),
+)
+async def get_pending(
+    stream: StreamName,
+    group: GroupName,
+    store: StoreDep,
+    start: Annotated[str, Query(description="`-`, an ID, or exclusive `(id`.")] = "-",
+    end: Annotated[str, Query(description="`+`, an ID, or exclusive `(id`.")] = "+",
+    count: Annotated[
+        int | None, Query(ge=0, le=INT64_MAX, description="List up to this many entries.")
+    ] = None,
+    consumer: Annotated[str | None, Query(description="Only this consumer's entries.")] = None,
+    min_idle_ms: Annotated[
+        int, Query(ge=0, le=INT64_MAX, description="IDLE: only entries idle this long.")
+    ] = 0,
+) -> Pending:
+    """The group's PEL summary (XPENDING key group) and, when `count` is given, the entries
+    themselves (XPENDING key group [IDLE min_idle_ms] start end count [consumer])."""
+    summary = ops.xpending_summary(store.keyspace, stream, group)
+    rows = None
+    if count is not None:
+        a = ops.PendingArgs(
+            stream,
+            group,
+            parse_range_start(start),
+            parse_range_end(end),
+            count,
+            consumer,
+            min_idle_ms,
+        )
+        rows = [
+            PendingEntry(
+                id=format_id(r.id),
+                consumer=r.consumer,
+                idle_ms=r.idle_ms,
+                delivery_count=r.delivery_count,
+            )
+            for r in ops.xpending_range(store.keyspace, a)
+        ]
+    return Pending(
+        count=summary.count,
+        first_id=format_id(summary.first) if summary.first else None,
+        last_id=format_id(summary.last) if summary.last else None,
+        consumers=[ConsumerPending(name=n, pending=p) for n, p in summary.consumers],
+        entries=rows,
+    )
+
+
+def _claimed(found: list[Entry | StreamID], justid: bool, form: FieldsForm) -> Claimed:
+    entries = [x for x in found if isinstance(x, Entry)]
+    ids = [format_id(x.id if isinstance(x, Entry) else x) for x in found]
+    return Claimed(ids=ids, entries=None if justid else [entry(e, form) for e in entries])
+
+
+@api.post(
+    "/claims",
+    operation_id="claim_entries",
+    summary="Claim pending entries",
+    response_model=Claimed,
+    responses=errors(404, 413),
+)
+async def claim_entries(
+    stream: StreamName,
+    group: GroupName,
+    body: Claim,
+    store: StoreDep,
+    fields: FieldsParam = FieldsForm.object,
+) -> Claimed:
+    """Give pending entries idle at least `min_idle_ms` to `consumer` (XCLAIM, with IDLE,
+    TIME, RETRYCOUNT, FORCE, JUSTID and LASTID). Entries deleted from the stream leave the PEL
+    and are not returned."""
+    group_of(store, stream, group)
+    a = ops.ClaimArgs(
+        stream,
+        group,
+        body.consumer,
+        body.min_idle_ms,
+        [parse_strict_id(x) for x in body.ids],
+        body.idle_ms,
+        body.time_ms,
+        body.retry_count,
+        body.force,
+        body.justid,
+        parse_strict_id(body.last_id) if body.last_id is not None else None,
+    )
+    return _claimed(apply(store, ops.xclaim, a), body.justid, fields)
+
+
+@api.post(
+    "/autoclaims",
+    operation_id="autoclaim_entries",
+    summary="Claim idle pending entries from a cursor",
+    response_model=AutoClaimed,
+    responses=errors(404, 413),
+)
+async def autoclaim_entries(
+    stream: StreamName,
+    group: GroupName,
+    body: AutoClaim,
+    store: StoreDep,
+    fields: FieldsParam = FieldsForm.object,
+) -> AutoClaimed:
+    """Scan the PEL from `start` and give entries idle at least `min_idle_ms` to `consumer`
+    (XAUTOCLAIM, COUNT, JUSTID). Continue from `next_start` until it is `0-0`; `deleted_ids`
+    lists pending entries found deleted from the stream (removed from the PEL)."""
+    group_of(store, stream, group)
+    a = ops.AutoClaimArgs(
+        stream,
+        group,
+        body.consumer,
+        body.min_idle_ms,
+        parse_range_start(body.start),
+        body.count,
+        body.justid,
+    )
+    result = apply(store, ops.xautoclaim, a)
+    claimed = _claimed(result.claimed, body.justid, fields)
+    return AutoClaimed(
+        next_start=format_id(result.next_id),
+        ids=claimed.ids,
+        entries=claimed.entries,
+        deleted_ids=[format_id(x) for x in result.deleted],
+    )

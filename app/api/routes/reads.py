@@ -1,0 +1,63 @@
+"""Several streams at once (XREAD [BLOCK]), as one long poll."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query, Request
+
+from app.api.deps import StoreDep
+from app.api.ops import read
+from app.api.routes.common import FieldsParam, errors, router
+from app.api.schemas.entries import FieldsForm, StreamEntries, StreamsRead, entry
+from app.engine.ids import INT64_MAX
+from app.engine.stream import Entry
+
+api = router("/v1/read", "entries")
+
+
+@api.get(
+    "",
+    operation_id="read_streams",
+    summary="Read or wait for entries of several streams",
+    response_model=StreamsRead,
+    responses=errors(),
+)
+async def read_streams(
+    store: StoreDep,
+    request: Request,
+    stream: Annotated[list[str], Query(min_length=1, description="A stream key (repeat).")],
+    after: Annotated[
+        list[str],
+        Query(
+            min_length=1,
+            description="Per stream, in order: entries after this ID (`$`: after the last). "
+            "One value applies to every stream.",
+        ),
+    ],
+    count: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="COUNT per stream.")] = None,
+    block_ms: Annotated[
+        int | None, Query(ge=0, description="Wait up to this long (0: forever).")
+    ] = None,
+    fields: FieldsParam = FieldsForm.object,
+) -> StreamsRead:
+    """The entries after the given IDs in each stream (XREAD COUNT n STREAMS k1 k2 id1 id2);
+    with `block_ms`, wait on the server until any stream has one (XREAD BLOCK), answering an
+    empty list at timeout. Only streams with entries are listed; missing streams are waited
+    for, as Redis does."""
+    ids = after * len(stream) if len(after) == 1 else after
+    argv = ["XREAD"]
+    if count is not None:
+        argv += ["COUNT", str(count)]
+    if block_ms is not None:
+        argv += ["BLOCK", str(block_ms)]
+    reads = await read(store, [*argv, "STREAMS", *stream, *ids], request)
+    return StreamsRead(
+        streams=[
+            StreamEntries(
+                stream=r.key,
+                entries=[entry(e, fields) for e in r.entries if isinstance(e, Entry)],
+            )
+            for r in reads
+        ]
+    )

@@ -1,0 +1,130 @@
+"""Consumer groups and consumers: XINFO GROUPS / CONSUMERS rows and XGROUP's arguments."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from app.api.schemas.body import Body
+from app.engine import replies
+from app.engine.ids import format_id
+
+_GROUP_EXAMPLE: JsonDict = {
+    "name": "billing",
+    "consumers": 2,
+    "pending": 3,
+    "last_delivered_id": "1526569495631-0",
+    "entries_read": 7,
+    "lag": 0,
+}
+
+
+class Group(BaseModel):
+    """A consumer group (XINFO GROUPS row); ``entries_read`` and ``lag`` null when unknown."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_GROUP_EXAMPLE]})
+
+    name: str
+    consumers: int
+    pending: int
+    last_delivered_id: str
+    entries_read: int | None
+    lag: int | None
+
+
+class GroupList(BaseModel):
+    """Every group of the stream (XINFO GROUPS), by name."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"groups": [_GROUP_EXAMPLE]}]})
+
+    groups: list[Group]
+
+
+class NewGroup(Body):
+    """XGROUP CREATE's arguments."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "billing", "id": "$", "mkstream": True}]},
+    )
+
+    name: str = Field(min_length=1)
+    id: str = Field("$", description="Deliver entries after this ID; `$` is the last entry.")
+    mkstream: bool = Field(False, description="MKSTREAM: create the stream if it is missing.")
+    entries_read: int | None = Field(None, ge=0, description="ENTRIESREAD.")
+
+
+class GroupUpdate(Body):
+    """XGROUP SETID's arguments."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"last_delivered_id": "0-0", "entries_read": 0}]},
+    )
+
+    last_delivered_id: str = Field(description="The new last-delivered ID; `$`: the last entry.")
+    entries_read: int | None = Field(None, ge=0, description="ENTRIESREAD; null: unknown.")
+
+
+class Consumer(BaseModel):
+    """A consumer (XINFO CONSUMERS row)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "alice", "pending": 1, "idle_ms": 9104}]}
+    )
+
+    name: str
+    pending: int
+    idle_ms: int
+
+
+class ConsumerList(BaseModel):
+    """Every consumer of the group (XINFO CONSUMERS), by name."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"consumers": [{"name": "alice", "pending": 1, "idle_ms": 9104}]}]
+        }
+    )
+
+    consumers: list[Consumer]
+
+
+class ConsumerDeleted(BaseModel):
+    """XGROUP DELCONSUMER: how many pending entries the consumer had (now unowned)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"pending": 2}]})
+
+    pending: int
+
+
+class Read(Body):
+    """XREADGROUP's arguments for one stream."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"id": ">", "count": 10, "block_ms": 5000}]},
+    )
+
+    id: str = Field(
+        ">",
+        description="`>`: entries never delivered to the group; an ID: this consumer's "
+        "pending entries after it (its history).",
+    )
+    count: int | None = Field(None, ge=1, description="COUNT: at most this many entries.")
+    block_ms: int | None = Field(
+        None, ge=0, description="BLOCK: wait up to this long for new entries (0: forever)."
+    )
+    noack: bool = Field(False, description="NOACK: do not add the entries to the PEL.")
+
+
+def group(g: replies.GroupInfo) -> Group:
+    return Group(
+        name=g.name,
+        consumers=g.consumers,
+        pending=g.pending,
+        last_delivered_id=format_id(g.last_delivered_id),
+        entries_read=g.entries_read,
+        lag=g.lag,
+    )
+
+
+def consumer(c: replies.ConsumerInfo) -> Consumer:
+    return Consumer(name=c.name, pending=c.pending, idle_ms=c.idle_ms)

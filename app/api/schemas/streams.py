@@ -1,0 +1,226 @@
+"""Stream resources: the list page (SCAN), XINFO STREAM and XINFO STREAM FULL."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm, entry
+from app.engine import replies
+from app.engine.ids import format_id
+
+_INFO_EXAMPLE: JsonDict = {
+    "name": "sensors",
+    "length": 2,
+    "radix_tree_keys": 1,
+    "radix_tree_nodes": 2,
+    "last_generated_id": "1526569495632-0",
+    "max_deleted_entry_id": "0-0",
+    "entries_added": 2,
+    "recorded_first_entry_id": "1526569495631-0",
+    "groups": 1,
+    "first_entry": ENTRY_EXAMPLE,
+    "last_entry": {"id": "1526569495632-0", "fields": {"sensor": "7", "temperature": "20.1"}},
+}
+
+
+class StreamSummary(BaseModel):
+    """A stream as the list shows it."""
+
+    name: str
+    length: int
+    groups: int
+    last_generated_id: str
+
+
+class StreamPage(BaseModel):
+    """One SCAN page; ``next_cursor`` is null once the iteration is complete."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "streams": [
+                        {
+                            "name": "sensors",
+                            "length": 2,
+                            "groups": 1,
+                            "last_generated_id": "1526569495632-0",
+                        }
+                    ],
+                    "next_cursor": 2983154621,
+                }
+            ]
+        }
+    )
+
+    streams: list[StreamSummary]
+    next_cursor: int | None = Field(description="Pass as `cursor` for the next page.")
+
+
+class StreamInfo(BaseModel):
+    """XINFO STREAM."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_INFO_EXAMPLE]})
+
+    name: str
+    length: int
+    radix_tree_keys: int
+    radix_tree_nodes: int
+    last_generated_id: str
+    max_deleted_entry_id: str
+    entries_added: int
+    recorded_first_entry_id: str
+    groups: int
+    first_entry: Entry | None
+    last_entry: Entry | None
+
+
+class PendingDelivery(BaseModel):
+    """A pending entry as XINFO STREAM FULL lists it."""
+
+    id: str
+    consumer: str
+    delivered_at_ms: int
+    delivery_count: int
+
+
+class ConsumerFull(BaseModel):
+    name: str
+    seen_time_ms: int
+    pel_count: int
+    pending: list[PendingDelivery]
+
+
+class GroupFull(BaseModel):
+    name: str
+    last_delivered_id: str
+    entries_read: int | None = Field(description="Null when Redis cannot tell.")
+    lag: int | None = Field(description="Null when Redis cannot tell.")
+    pel_count: int
+    pending: list[PendingDelivery]
+    consumers: list[ConsumerFull]
+
+
+class StreamFullInfo(BaseModel):
+    """XINFO STREAM FULL: entries, groups, their PELs and consumers (each list bounded)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "sensors",
+                    "length": 1,
+                    "radix_tree_keys": 1,
+                    "radix_tree_nodes": 2,
+                    "last_generated_id": "1526569495631-0",
+                    "max_deleted_entry_id": "0-0",
+                    "entries_added": 1,
+                    "recorded_first_entry_id": "1526569495631-0",
+                    "entries": [ENTRY_EXAMPLE],
+                    "groups": [
+                        {
+                            "name": "billing",
+                            "last_delivered_id": "1526569495631-0",
+                            "entries_read": 1,
+                            "lag": 0,
+                            "pel_count": 1,
+                            "pending": [
+                                {
+                                    "id": "1526569495631-0",
+                                    "consumer": "alice",
+                                    "delivered_at_ms": 1526569498000,
+                                    "delivery_count": 1,
+                                }
+                            ],
+                            "consumers": [
+                                {
+                                    "name": "alice",
+                                    "seen_time_ms": 1526569498000,
+                                    "pel_count": 1,
+                                    "pending": [
+                                        {
+                                            "id": "1526569495631-0",
+                                            "consumer": "alice",
+                                            "delivered_at_ms": 1526569498000,
+                                            "delivery_count": 1,
+                                        }
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    name: str
+    length: int
+    radix_tree_keys: int
+    radix_tree_nodes: int
+    last_generated_id: str
+    max_deleted_entry_id: str
+    entries_added: int
+    recorded_first_entry_id: str
+    entries: list[Entry]
+    groups: list[GroupFull]
+
+
+def stream_info(name: str, i: replies.StreamInfo, form: FieldsForm) -> StreamInfo:
+    return StreamInfo(
+        name=name,
+        length=i.length,
+        radix_tree_keys=i.radix_tree_keys,
+        radix_tree_nodes=i.radix_tree_nodes,
+        last_generated_id=format_id(i.last_generated_id),
+        max_deleted_entry_id=format_id(i.max_deleted_entry_id),
+        entries_added=i.entries_added,
+        recorded_first_entry_id=format_id(i.recorded_first_entry_id),
+        groups=i.groups,
+        first_entry=entry(i.first_entry, form) if i.first_entry else None,
+        last_entry=entry(i.last_entry, form) if i.last_entry else None,
+    )
+
+
+def _delivery(p: replies.PendingDelivery) -> PendingDelivery:
+    return PendingDelivery(
+        id=format_id(p.id),
+        consumer=p.consumer,
+        delivered_at_ms=p.delivered_at_ms,
+        delivery_count=p.delivery_count,
+    )
+
+
+def stream_full_info(name: str, i: replies.StreamFullInfo, form: FieldsForm) -> StreamFullInfo:
+    return StreamFullInfo(
+        name=name,
+        length=i.length,
+        radix_tree_keys=i.radix_tree_keys,
+        radix_tree_nodes=i.radix_tree_nodes,
+        last_generated_id=format_id(i.last_generated_id),
+        max_deleted_entry_id=format_id(i.max_deleted_entry_id),
+        entries_added=i.entries_added,
+        recorded_first_entry_id=format_id(i.recorded_first_entry_id),
+        entries=[entry(e, form) for e in i.entries],
+        groups=[
+            GroupFull(
+                name=g.name,
+                last_delivered_id=format_id(g.last_delivered_id),
+                entries_read=g.entries_read,
+                lag=g.lag,
+                pel_count=g.pel_count,
+                pending=[_delivery(p) for p in g.pending],
+                consumers=[
+                    ConsumerFull(
+                        name=c.name,
+                        seen_time_ms=c.seen_time_ms,
+                        pel_count=c.pel_count,
+                        pending=[_delivery(p) for p in c.pending],
+                    )
+                    for c in g.consumers
+                ],
+            )
+            for g in i.groups
+        ],
+    )

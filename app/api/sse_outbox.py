@@ -1,0 +1,145 @@
+"""What waits to be written to one event-stream connection: bounded, and closed once.
+
+Producers (a stream's fan-out, a group delivery loop, timers) put ready-made bytes here
+without awaiting; the connection's writer ``take``s everything buffered and writes it in one
+send. Live entries are ``offer``ed: past ``limit_bytes`` the offer is refused and the
+subscriber falls back to reading from its own cursor, so a burst or a slow socket never makes
+the buffer grow without bound. Readers of history wait for ``drained``, so they read at the
+speed of the socket. A socket that takes nothing at all for the send timeout is cut off
+(``STALLED``, see ``sse_response``); the client resumes by ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+
+from app.api.sse_flush import DirectWrite, Flusher
+
+__all__ = ["CloseReason", "Outbox"]
+
+
+class CloseReason(StrEnum):
+    """Why a connection ends; decided once, by whoever closes first."""
+
+    STALLED = "stalled"  # the client read nothing for the send timeout
+    LIFETIME = "lifetime"  # the maximum connection lifetime passed; the client reconnects
+    SHUTDOWN = "shutdown"  # the server is stopping
+    DISCONNECTED = "disconnected"  # the client went away
+    ENDED = "ended"  # the source has nothing more to send (group destroyed, error)
+
+
+class Outbox:
+    __slots__ = (
+        "_chunks",
+        "_closed",
+        "_direct",
+        "_flusher",
+        "_idle",
+        "_size",
+        "_wake",
+        "_writing",
+        "limit",
+        "reason",
+    )
+
+    def __init__(
+        self, limit_bytes: int, flusher: Flusher, direct: DirectWrite | None = None
+    ) -> None:
+        self.limit = limit_bytes
+        self._flusher = flusher
+        self._direct = direct
+        self.reason: CloseReason | None = None
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._writing = False
+        self._wake: asyncio.Future[None] | None = None  # the writer, waiting for bytes
+        self._idle: asyncio.Future[None] | None = None  # a history reader, waiting for drain
+        self._closed: asyncio.Future[CloseReason] = asyncio.get_running_loop().create_future()
+
+    @property
+    def buffered(self) -> int:
+        return self._size
+
+    def offer(self, chunk: bytes) -> bool:
+        """Queue a live event unless that would pass the bound (or the connection is over)."""
+        if self.reason is not None or self._size + len(chunk) > self.limit:
+            return False
+        self.push(chunk)
+        return True
+
+    @property
+    def writing(self) -> bool:
+        """Whether the writer is in the middle of a send."""
+        return self._writing
+
+    def push(self, chunk: bytes) -> None:
+        """Queue bytes for the writer (bounded by whoever pushes: one batch, one comment)."""
+        if self.reason is not None:
+            return
+        self._size += len(chunk)
+        self._chunks.append(chunk)
+        if len(self._chunks) == 1:
+            self._flusher.mark(self)
+
+    def flush(self) -> None:
+        """Called by the flusher's round: write directly if the connection allows it, else
+        hand the bytes to the writer task (which may wait for the socket)."""
+        if self._writing or not self._chunks or self.reason is not None:
+            return  # a busy writer takes them itself when its send returns
+        chunks = self._chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if self._direct is not None and self._direct(data):
+            self._flusher.direct_writes += 1
+            self._chunks, self._size = [], 0
+            self._notify_idle()
+            return
+        self._chunks = [data]
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            if not wake.done():
+                wake.set_result(None)
+
+    async def take(self) -> bytes | None:
+        """Everything buffered, joined; waits while empty; None once closed and empty."""
+        self._writing = False
+        while not self._chunks:
+            self._notify_idle()
+            if self.reason is not None:
+                return None
+            self._wake = asyncio.get_running_loop().create_future()
+            await self._wake
+        chunks, self._chunks, self._size = self._chunks, [], 0
+        self._writing = True
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def drained(self) -> None:
+        """Wait until everything pushed so far has been written (or the connection closed)."""
+        while (self._chunks or self._writing) and self.reason is None:
+            if self._idle is None:
+                self._idle = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._idle)
+
+    def _notify_idle(self) -> None:
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
+
+    def close(self, reason: CloseReason) -> None:
+        """End the connection (the first reason given wins); the writer flushes and stops."""
+        if self.reason is not None:
+            return
+        self.reason = reason
+        if reason in (CloseReason.STALLED, CloseReason.DISCONNECTED):
+            self._chunks, self._size = [], 0  # nobody will read them
+        wake, self._wake = self._wake, None
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+        self._notify_idle()
+        self._closed.set_result(reason)
+
+    async def closed(self) -> CloseReason:
+        return await asyncio.shield(self._closed)

@@ -1,0 +1,194 @@
+"""One event-stream connection's lifecycle: admit, write, heartbeat, end cleanly.
+
+The source (a live tail or a group delivery loop) only pushes bytes into the connection's
+``Outbox``; this module owns everything else, so each source stays a plain loop:
+
+- admission: past ``sse_max_connections`` open streams the request gets 429 (503 while the
+  server shuts down), a problem document, before anything streams;
+- headers: ``text/event-stream``, ``Cache-Control: no-store`` (no cache may replay a live
+  stream) and ``X-Accel-Buffering: no`` (nginx would otherwise hold events back); then a
+  ``retry:`` hint, which also gets the headers out at once so ``EventSource`` opens;
+- heartbeats: a comment every heartbeat period, so proxies keep an idle stream open;
+- the end, whichever comes first: the client goes away, its socket takes nothing for
+  ``sse_send_timeout_ms`` (a watchdog timer, not a timeout per send: sends stay cheap), the
+  maximum lifetime passes, the server shuts down (``SseRegistry.close_all``), or the source
+  ends. Buffered events are flushed and the chunked body is terminated properly, except for a
+  departed or stalled client, whose buffer is dropped; a final write that cannot finish within
+  ``SEND_TIMEOUT_S`` is abandoned and the server closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from fastapi import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from app.api.errors import problem
+from app.api.sse_flush import Flusher, direct_writer
+from app.api.sse_outbox import CloseReason, Outbox
+from app.api.sse_wire import HEARTBEAT, error_event, retry_hint
+from app.engine.errors import CommandError
+
+__all__ = ["SEND_TIMEOUT_S", "EventStream", "Source", "SseRegistry"]
+
+log = logging.getLogger("xstreams.sse")
+
+Source = Callable[[Outbox], Awaitable[None]]
+"""Pushes a connection's events into its outbox; returning ends the stream."""
+
+SEND_TIMEOUT_S = 2.0
+HEADERS = {
+    "cache-control": "no-store",
+    "x-accel-buffering": "no",
+}
+
+
+class SseRegistry:
+    """The open event streams of one app: the connection cap, and closing all on shutdown."""
+
+    def __init__(self, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self.flusher = Flusher()
+        self.open: set[Outbox] = set()
+        self.shutting_down = False
+
+    def admit(self, outbox: Outbox) -> bool:
+        if self.shutting_down or len(self.open) >= self.max_connections:
+            return False
+        self.open.add(outbox)
+        return True
+
+    def release(self, outbox: Outbox) -> None:
+        self.open.discard(outbox)
+
+    def close_all(self) -> None:
+        """End every stream (server shutdown); streams asked for later are refused."""
+        self.shutting_down = True
+        for outbox in list(self.open):
+            outbox.close(CloseReason.SHUTDOWN)
+
+
+class EventStream(Response):
+    """A ``text/event-stream`` response fed by ``source``."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, request: Request, source: Source) -> None:
+        # Not Response.__init__: it would set a Content-Length for an empty body.
+        self.status_code = 200
+        self.background = None
+        self.init_headers(HEADERS)
+        self.request = request
+        self.source = source
+        settings = request.app.state.settings
+        self.registry: SseRegistry = request.app.state.sse
+        self.heartbeat_s = settings.sse_heartbeat_ms / 1000
+        self.retry_ms: int = settings.sse_retry_ms
+        self.lifetime_s = settings.sse_max_lifetime_ms / 1000
+        self.limit_bytes: int = settings.sse_send_buffer_bytes
+        self.send_timeout_s = settings.sse_send_timeout_ms / 1000
+        self._beat: asyncio.TimerHandle | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._sending_since: float | None = None  # loop time a send started, if in one
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        outbox = Outbox(self.limit_bytes, self.registry.flusher, direct_writer(receive))
+        if not self.registry.admit(outbox):
+            refused = problem(
+                self.request,
+                429 if not self.registry.shutting_down else 503,
+                f"ERR too many event streams (at most {self.registry.max_connections} open)"
+                if not self.registry.shutting_down
+                else "ERR the server is shutting down",
+                headers={"Retry-After": "1"},
+            )
+            await refused(scope, receive, send)
+            return
+        try:
+            await self._stream(outbox, receive, send)
+        finally:
+            self.registry.release(outbox)
+
+    async def _stream(self, outbox: Outbox, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        outbox.push(retry_hint(self.retry_ms))
+        loop = asyncio.get_running_loop()
+        writer = asyncio.create_task(self._write(outbox, send))
+        helpers = [
+            asyncio.create_task(self._run_source(outbox)),
+            asyncio.create_task(_listen(receive, outbox)),
+        ]
+        self._beat = loop.call_later(self.heartbeat_s, self._heartbeat, outbox)
+        self._watchdog = loop.call_later(self.send_timeout_s / 2, self._watch, outbox)
+        lifetime = (
+            loop.call_later(self.lifetime_s, outbox.close, CloseReason.LIFETIME)
+            if self.lifetime_s > 0
+            else None
+        )
+        try:
+            reason = await outbox.closed()
+            for task in helpers:
+                task.cancel()
+            if reason in (CloseReason.STALLED, CloseReason.DISCONNECTED):
+                # Nobody reads: drop the buffer and leave the response unfinished, which makes
+                # uvicorn close the connection (it logs that for a stalled client).
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(writer, SEND_TIMEOUT_S)  # flush what is buffered
+                end = {"type": "http.response.body", "body": b"", "more_body": False}
+                await asyncio.wait_for(send(end), SEND_TIMEOUT_S)
+        finally:
+            for timer in (self._beat, self._watchdog):
+                if timer is not None:
+                    timer.cancel()
+            if lifetime is not None:
+                lifetime.cancel()
+            for task in (writer, *helpers):
+                task.cancel()
+            await asyncio.gather(writer, *helpers, return_exceptions=True)
+
+    async def _write(self, outbox: Outbox, send: Send) -> None:
+        """Write whatever is buffered, one send per wake-up, until the outbox closes."""
+        loop = asyncio.get_running_loop()
+        while (chunk := await outbox.take()) is not None:
+            self._sending_since = loop.time()
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            self._sending_since = None
+
+    def _heartbeat(self, outbox: Outbox) -> None:
+        """A comment every period, busy or not: one tiny write per period is cheaper than
+        tracking idleness per event."""
+        if outbox.reason is None:
+            outbox.push(HEARTBEAT)
+            loop = asyncio.get_running_loop()
+            self._beat = loop.call_later(self.heartbeat_s, self._heartbeat, outbox)
+
+    def _watch(self, outbox: Outbox) -> None:
+        """Cut off a client whose socket has taken nothing for the send timeout."""
+        loop = asyncio.get_running_loop()
+        since = self._sending_since
+        if since is not None and loop.time() - since >= self.send_timeout_s:
+            outbox.close(CloseReason.STALLED)
+        elif outbox.reason is None:
+            self._watchdog = loop.call_later(self.send_timeout_s / 2, self._watch, outbox)
+
+    async def _run_source(self, outbox: Outbox) -> None:
+        try:
+            await self.source(outbox)
+        except CommandError as e:
+            outbox.push(error_event(e))
+        except Exception:
+            log.exception("event stream source failed")
+        outbox.close(CloseReason.ENDED)
+
+
+async def _listen(receive: Receive, outbox: Outbox) -> None:
+    """Close the outbox when the client disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    outbox.close(CloseReason.DISCONNECTED)

@@ -1,0 +1,134 @@
+"""The Server-Sent Events wire format: entries, gaps and hints as ready-to-write bytes.
+
+Kept apart from the connection lifecycle (``sse_response``) so the bytes of an event are
+built once and written as they are to every subscriber. Every event that carries an entry has
+``id:`` set to the entry's ID (or, on a multi-stream connection, to every stream's position),
+so a browser's automatic ``Last-Event-ID`` resumes exactly after the last event it received.
+
+Events:
+
+    entry     an entry: ``{"id", "fields"}`` (plus ``"stream"`` on a multi-stream connection)
+    gap       entries after the resume point may be gone (trimmed or deleted): ``{"after",
+              "first_id"}`` (``"first_id"`` null when the stream is empty), sent before going on
+    deleted   a pending entry of a consumer's history whose stream entry was deleted
+    error     the source ended on a Redis error (group destroyed...): ``{"code", "error"}``
+
+A multi-stream event ID is every stream's position as ``name=id`` pairs joined by ``&``, names
+percent-encoded (``a=1-0&b%26c=0-0``, built by ``sse_tail.Subscriber``), so it never holds a
+newline or a separator and survives any stream name.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import orjson
+
+from app.api.schemas.entries import FieldsForm
+from app.engine.errors import CommandError
+from app.engine.ids import StreamID, format_id, parse_strict_id
+from app.engine.stream import Entry, Fields
+
+__all__ = [
+    "HEARTBEAT",
+    "EncodedEntry",
+    "deleted_event",
+    "error_event",
+    "gap_event",
+    "parse_positions",
+    "retry_hint",
+]
+
+HEARTBEAT = b": ping\n\n"
+
+
+def retry_hint(retry_ms: int) -> bytes:
+    """How long EventSource waits before reconnecting; also flushes the headers at once."""
+    return b"retry: %d\n\n" % retry_ms
+
+
+def _shape(fields: Fields, form: FieldsForm) -> object:
+    """The REST resources' two forms (``schemas.entries``), built without models: this runs
+    once per entry on the fan-out path."""
+    if form is FieldsForm.pairs:
+        return [[fields[i], fields[i + 1]] for i in range(0, len(fields), 2)]
+    return dict(zip(fields[0::2], fields[1::2], strict=True))
+
+
+def _data(fields: Fields, form: FieldsForm, entry_id: StreamID, stream: str | None) -> bytes:
+    body: dict[str, object] = {"id": format_id(entry_id), "fields": _shape(fields, form)}
+    if stream is not None:
+        body = {"stream": stream, **body}
+    return orjson.dumps(body)
+
+
+class EncodedEntry:
+    """One entry's event bytes, built on first use and then shared by every subscriber."""
+
+    __slots__ = ("_multi", "_single", "entry", "stream")
+
+    def __init__(self, stream: str, entry: Entry) -> None:
+        self.stream = stream
+        self.entry = entry
+        self._single: dict[FieldsForm, bytes] = {}
+        self._multi: dict[FieldsForm, bytes] = {}
+
+    def single(self, form: FieldsForm) -> bytes:
+        """The whole event for a one-stream connection: ``id`` is the entry ID."""
+        out = self._single.get(form)
+        if out is None:  # once per entry and form; every other subscriber shares it
+            e = self.entry
+            data = _data(e.fields, form, e.id, None)
+            out = self._single[form] = b"id: %s\nevent: entry\ndata: %s\n\n" % (
+                format_id(e.id).encode(),
+                data,
+            )
+        return out
+
+    def multi(self, form: FieldsForm) -> bytes:
+        """The event without its ``id`` line, which each multi-stream connection adds."""
+        out = self._multi.get(form)
+        if out is None:
+            e = self.entry
+            data = _data(e.fields, form, e.id, self.stream)
+            out = self._multi[form] = b"event: entry\ndata: %s\n\n" % data
+        return out
+
+
+def gap_event(after: StreamID, first_id: StreamID | None, stream: str | None = None) -> bytes:
+    """Entries after ``after`` may have been removed: say so instead of skipping silently.
+
+    No ``id`` line: the browser's resume point stays where it was until an entry arrives.
+    """
+    body: dict[str, object] = {
+        "after": format_id(after),
+        "first_id": None if first_id is None else format_id(first_id),
+    }
+    if stream is not None:
+        body = {"stream": stream, **body}
+    return b"event: gap\ndata: %s\n\n" % orjson.dumps(body)
+
+
+def deleted_event(entry_id: StreamID) -> bytes:
+    """A pending entry whose stream entry is gone (XREADGROUP history gives ``[id, nil]``)."""
+    text = format_id(entry_id)
+    return b'id: %s\nevent: deleted\ndata: {"id":"%s","fields":null}\n\n' % (
+        text.encode(),
+        text.encode(),
+    )
+
+
+def error_event(error: CommandError) -> bytes:
+    body = {"code": error.code, "error": error.text}
+    return b"event: error\ndata: %s\n\n" % orjson.dumps(body)
+
+
+def parse_positions(text: str) -> dict[str, StreamID]:
+    """Read a multi-stream ``Last-Event-ID``; raises Redis's invalid-ID error if malformed."""
+    out: dict[str, StreamID] = {}
+    for part in text.split("&"):
+        name, sep, sid = part.partition("=")
+        if not sep:
+            raise CommandError.err("Invalid Last-Event-ID for a multi-stream connection")
+        out[unquote(name)] = parse_strict_id(sid)
+    return out

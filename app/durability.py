@@ -1,0 +1,85 @@
+"""The contract between the HTTP layer and the storage layer: what a write's reply waits for.
+
+DESIGN.md's rule is that ``app/api`` and ``app/storage`` never import each other; both import
+this module instead, and ``app/main.py`` puts one ``Durability`` on ``app.state``. The API
+calls ``check_writable()`` before a write command and awaits ``wait_committed()`` after it;
+storage implements both (``app.storage.Storage``); ``InMemory`` is the no-storage stand-in.
+
+Errors: ``StorageUnavailable`` (a write cannot be made durable now: 503) is the only one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from typing import Protocol
+
+__all__ = ["Durability", "InMemory", "Readiness", "ReadyState", "StorageUnavailable"]
+
+
+class StorageUnavailable(Exception):
+    """The database does not accept writes: the write is refused (or, if it was already in
+    flight, its reply fails) with 503 until the database is back."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.text = (
+            f"ERR storage unavailable: {reason}. Writes are refused until the database is back;"
+            " reads keep working"
+        )
+        super().__init__(self.text)
+
+
+class Durability(Protocol):
+    def check_writable(self) -> None:
+        """Raise ``StorageUnavailable`` if a write must not run now."""
+
+    async def wait_committed(self) -> None:
+        """Return once every record appended so far is as durable as the mode promises
+        (committed for ``always``; at once for ``everysec`` / ``off``)."""
+
+
+class InMemory:
+    """No storage: every write is accepted and nothing is waited for."""
+
+    def check_writable(self) -> None:
+        return None
+
+    async def wait_committed(self) -> None:
+        return None
+
+
+class ReadyState(StrEnum):
+    STARTING = "starting"  # the app exists; recovery has not started (no lifespan yet)
+    RECOVERING = "recovering"  # migrations and snapshot + journal replay are running
+    READY = "ready"  # serving
+    FAILED = "failed"  # recovery stopped on an error; the process is shutting down
+
+
+class Readiness:
+    """Whether the keyspace is loaded. ``/readyz`` reports it; requests wait on it."""
+
+    def __init__(self, state: ReadyState = ReadyState.STARTING) -> None:
+        self.state = state
+        self.error: str | None = None
+        self._event = asyncio.Event()
+        if state is ReadyState.READY:
+            self._event.set()
+
+    def set_ready(self) -> None:
+        self.state = ReadyState.READY
+        self._event.set()
+
+    def set_failed(self, error: str) -> None:
+        self.state = ReadyState.FAILED
+        self.error = error
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Whether the keyspace became ready within ``timeout_s``."""
+        if self._event.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True

@@ -1,0 +1,85 @@
+"""Snapshots: the whole keyspace written in the background, then the journal it covers dropped.
+
+The view is taken on the event loop in one step (``Store.snapshot_view``, cheap) together with
+the seq of the last record appended, so the snapshot is exactly "the state after record
+``covers_seq``". Encoding runs in a worker thread while the loop keeps serving. Before the
+snapshot is stored, the journal is committed up to ``covers_seq``: the snapshot never gets
+ahead of the journal, so an older snapshot plus journal would tell the same story. Storing
+the snapshot and deleting the journal rows it covers is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from app.engine.journal import encode_snapshot
+from app.engine.store import Store
+from app.storage.database import Database
+from app.storage.writer import JournalWriter, describe
+
+log = logging.getLogger("xstreams.storage")
+
+# After a failed background snapshot, wait this long before the size trigger tries again.
+RETRY_AFTER_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTaken:
+    covers_seq: int
+    size_bytes: int
+    encode_ms: int
+    write_ms: int
+
+
+class Snapshotter:
+    """Takes snapshots on demand, on journal size (``maybe_start``) and on shutdown."""
+
+    def __init__(self, db: Database, store: Store, writer: JournalWriter) -> None:
+        self.db = db
+        self.store = store
+        self.writer = writer
+        self.taken = 0
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[SnapshotTaken | None] | None = None
+        self._failed_at = -RETRY_AFTER_S
+
+    def maybe_start(self) -> None:
+        """Start a background snapshot unless one is running or one failed just now."""
+        if self._task is not None and not self._task.done():
+            return
+        if time.monotonic() - self._failed_at < RETRY_AFTER_S:
+            return
+        self._task = asyncio.create_task(self._background(), name="xstreams-snapshot")
+
+    async def _background(self) -> SnapshotTaken | None:
+        try:
+            return await self.take()
+        except Exception as e:
+            self._failed_at = time.monotonic()
+            log.error("background snapshot failed, retrying later: %s", describe(e))
+            return None
+
+    async def take(self) -> SnapshotTaken:
+        """Take one snapshot now; raises if it cannot be stored."""
+        async with self._lock:
+            view = self.store.snapshot_view()
+            covers = self.writer.last_seq
+            counted = self.writer.bytes_since_snapshot
+            t0 = time.perf_counter()
+            data = await asyncio.to_thread(encode_snapshot, view)
+            t1 = time.perf_counter()
+            await self.writer.flush()
+            await asyncio.to_thread(self.db.write_snapshot, covers, data)
+            t2 = time.perf_counter()
+            self.writer.bytes_since_snapshot -= counted
+            self.taken += 1
+            log.info("snapshot covering record %d: %d bytes", covers, len(data))
+            return SnapshotTaken(covers, len(data), int((t1 - t0) * 1000), int((t2 - t1) * 1000))
+
+    async def wait_idle(self) -> None:
+        """Let a running background snapshot finish (clean shutdown)."""
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)

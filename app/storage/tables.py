@@ -1,0 +1,49 @@
+"""The storage schema as SQLAlchemy Core tables: the models Alembic's migrations must match.
+
+Names carry an ``xstreams_`` prefix so the tables can share a PostgreSQL database or schema
+with others. Times are integer milliseconds (``*_ms``), like every time in xstreams.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table
+
+metadata = MetaData()
+
+# SQLite makes an INTEGER PRIMARY KEY the rowid itself (no second index); BIGINT elsewhere.
+_Seq = BigInteger().with_variant(Integer(), "sqlite")
+
+# One row per group commit (or per GROUP_MAX_RECORDS of it): the records seq..last_seq.
+# Records are numbered by the writer in append order, contiguously, so a gap between rows
+# means lost records. A row per group, not per record, keeps the database's work per commit
+# and recovery's per-row cost independent of how many writes a group carries.
+journal = Table(
+    "xstreams_journal",
+    metadata,
+    Column("seq", _Seq, primary_key=True, autoincrement=False),
+    Column("last_seq", BigInteger, nullable=False),
+    # A JSON array of records; a record is one write command's effects (app.engine.journal).
+    Column("records", LargeBinary, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+)
+
+snapshots = Table(
+    "xstreams_snapshots",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    # The state after every record with seq <= covers_seq; recovery replays the later ones.
+    Column("covers_seq", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+)
+
+meta = Table(
+    "xstreams_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
+)
+
+# What the rows above hold; recovery refuses a database written in another format.
+RECORD_FORMAT = "1"
+GROUP_MAX_RECORDS = 5000

@@ -1,0 +1,234 @@
+"""The journal writer: the engine's journal sink, with group commit and database-fault handling.
+
+``append`` runs on the event loop inside a write command: it numbers the record (``seq``),
+encodes it and queues it, nothing more. A background task takes *everything* queued so far and
+commits it in one transaction on a dedicated thread; records appended while that commit runs
+form the next group. So with many concurrent writers each commit carries many records, and
+``--fsync always`` costs one commit per group, not one per request (group commit).
+
+Faults. When a commit fails, the writer (1) keeps the failed records, in order, and retries
+them every ``retry_s`` until the database takes them — inserts are idempotent by ``seq``, so a
+commit whose outcome was unknown is never duplicated; (2) fails every reply waiting for them
+with ``StorageUnavailable``; (3) makes ``check_writable`` refuse every further write before it
+runs, so no new effect is applied in memory while the database is away. Those in-flight
+records stay applied in memory and are committed once the database is back: a 503 for a write
+in flight at that moment means "not acknowledged", not "not applied" (the README says so);
+every later write is refused before it touches anything. Reads are never refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import orjson
+
+from app.durability import StorageUnavailable
+from app.settings import FsyncMode
+from app.storage.database import Database, JournalConflict
+
+log = logging.getLogger("xstreams.storage")
+
+EVERYSEC_S = 1.0
+GATHER_TICKS = 3
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line reason for an operator, without SQLAlchemy's statement dump."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    return f"{type(orig).__name__}: {text}"[:300]
+
+
+def encode_record(record: list[Any]) -> bytes:
+    """orjson, or — for a string that is not valid UTF-8 (a binary value kept with
+    surrogate escapes) — the standard library's JSON, which escapes it; ``decode_record``
+    reads both."""
+    try:
+        return orjson.dumps(record)
+    except TypeError:
+        return json.dumps(record, separators=(",", ":")).encode()
+
+
+def decode_record(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)  # raises ValueError for real damage
+
+
+class JournalWriter:
+    """Numbers, queues and group-commits journal records (``app.engine.journal.JournalSink``)."""
+
+    def __init__(
+        self,
+        db: Database,
+        mode: FsyncMode,
+        *,
+        snapshot_after_bytes: int = 64 * 1024 * 1024,
+        retry_s: float = 0.5,
+    ) -> None:
+        self.db = db
+        self.mode = mode
+        self.snapshot_after_bytes = snapshot_after_bytes
+        self.retry_s = retry_s
+        self.last_seq = 0  # highest seq appended
+        self.committed_seq = 0  # highest seq known to be in the database
+        self.bytes_since_snapshot = 0
+        self.commits = 0  # transactions committed, for metrics and the benchmark
+        self.on_threshold: Callable[[], None] | None = None
+        self._pending: list[tuple[int, bytes]] = []
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._failure: StorageUnavailable | None = None
+        self._conflict = False
+        self._started = False
+        self._closing = False
+        self._wake = asyncio.Event()
+        self._flush_now = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="xstreams-journal")
+
+    # -- the engine's side (synchronous, on the loop) ----------------------------------------
+
+    def append(self, record: list[Any]) -> None:
+        if not self._started:
+            raise RuntimeError("a write reached the journal before recovery finished")
+        data = encode_record(record)
+        self.last_seq += 1
+        self.bytes_since_snapshot += len(data)
+        if self.mode is not FsyncMode.OFF:
+            self._pending.append((self.last_seq, data))
+            self._wake.set()
+        if self.bytes_since_snapshot >= self.snapshot_after_bytes and self.on_threshold:
+            self.on_threshold()
+
+    # -- the API's side ----------------------------------------------------------------------
+
+    @property
+    def failure(self) -> StorageUnavailable | None:
+        return self._failure
+
+    def check_writable(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    async def wait_committed(self) -> None:
+        """In ``always`` mode, wait until every record appended so far is committed."""
+        if self.mode is FsyncMode.ALWAYS:
+            await self.wait_seq(self.last_seq)
+
+    async def wait_seq(self, seq: int) -> None:
+        """Wait until the record ``seq`` (and all before it) is committed."""
+        if self.committed_seq >= seq or self.mode is FsyncMode.OFF:
+            return
+        if self._failure is not None:
+            raise self._failure
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append((seq, fut))
+        await fut
+
+    async def flush(self) -> None:
+        """Commit everything appended so far now (skipping the everysec wait)."""
+        self._flush_now.set()
+        self._wake.set()
+        await self.wait_seq(self.last_seq)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, last_seq: int, journal_bytes: int = 0) -> None:
+        """Begin after recovery: the next record is ``last_seq + 1``."""
+        self.last_seq = self.committed_seq = last_seq
+        self.bytes_since_snapshot = journal_bytes
+        self._started = True
+        self._task = asyncio.create_task(self._run(), name="xstreams-journal")
+
+    async def close(self, timeout_s: float = 10.0) -> None:
+        """Commit what is queued (within ``timeout_s``), then stop."""
+        self._closing = True
+        self._flush_now.set()
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+        if self._pending:
+            log.error(
+                "journal closed with %d records not committed (%s)",
+                len(self._pending),
+                self._failure.reason if self._failure else "timeout",
+            )
+        self._thread.shutdown(wait=True)
+        log.info("journal closed: %d records in %d commits", self.last_seq, self.commits)
+
+    # -- the commit loop ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_commit = -EVERYSEC_S
+        while True:
+            if not self._pending:
+                if self._closing:
+                    return
+                await self._wake.wait()
+            self._wake.clear()
+            if self.mode is FsyncMode.EVERYSEC and not self._closing:
+                delay = last_commit + EVERYSEC_S - loop.time()
+                if delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._flush_now.wait(), delay)
+            self._flush_now.clear()
+            # Let the requests already running on the loop reach their write first, so
+            # they join this group instead of each starting a commit of its own.
+            for _ in range(GATHER_TICKS):
+                await asyncio.sleep(0)
+            if not self._pending:
+                continue
+            batch = list(self._pending)
+            last_commit = loop.time()
+            # After a failure whose outcome is unknown, rows of this batch may have landed;
+            # after a conflict they are someone else's, and the conflict must stand.
+            retry = self._failure is not None and not self._conflict
+            try:
+                await loop.run_in_executor(
+                    self._thread, functools.partial(self.db.append, batch, retry=retry)
+                )
+            except Exception as e:  # any failure means: not known to be durable
+                self._fail(e)
+                if self._closing:
+                    return
+                await asyncio.sleep(self.retry_s)
+                continue
+            del self._pending[: len(batch)]
+            self.committed_seq = batch[-1][0]
+            self.commits += 1
+            if self._failure is not None:
+                log.warning("database is back: %d records committed; writes accepted", len(batch))
+                self._failure = None
+            self._resolve()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._conflict = isinstance(exc, JournalConflict)
+        reason = describe(exc)
+        if self._failure is None:
+            log.error("journal commit failed, refusing writes until it succeeds: %s", reason)
+        self._failure = StorageUnavailable(f"the database did not commit the journal ({reason})")
+        while self._waiters:
+            _, fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_exception(self._failure)
+
+    def _resolve(self) -> None:
+        while self._waiters and self._waiters[0][0] <= self.committed_seq:
+            _, fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)

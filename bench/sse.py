@@ -1,0 +1,299 @@
+"""End-to-end latency of SSE delivery, beside redis-server's XREAD / XREADGROUP BLOCK.
+
+    python -m bench.sse            # 10 s per scenario
+    python -m bench.sse --quick    # 3 s per scenario, under two minutes in all
+
+Latency is measured from the moment the producer has an append's HTTP reply (RESP reply for
+redis-server) to the event's arrival at each subscriber, on loopback, with the producer, the
+subscribers and the server on this machine. Scenarios (issue 4's targets in brackets):
+
+- live tail: 10 subscribers at 1,000 entries/s [p99 <= 3 ms], 100 at 1,000/s [all keep up,
+  p99 <= 25 ms], 1,000 at 100/s [p99 <= 50 ms];
+- group delivery: 10 consumers of one group at 1,000 entries/s (each entry to one of them);
+- the same against redis-server (``XREAD BLOCK`` loops, ``XREADGROUP BLOCK`` loops), on
+  database 9 of 127.0.0.1:6379 by default, under a key of the benchmark's own (deleted after;
+  nothing else is touched);
+- the highest rate 100 live-tail subscribers sustain: every entry delivered, p99 <= 100 ms.
+
+xstreams runs as ``xstreams serve`` with ``--fsync off`` unless ``--fsync`` says otherwise
+(redis-server in CI runs without persistence too). Events arriving before the producer has
+read its own reply count as 0 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import redis
+import uvloop
+
+from bench import sse_clients as clients
+
+VALUE = "x" * 64  # each entry: n=<index>, v=<64 bytes>
+TAIL, GROUP = "tail", "group"
+
+
+@dataclass
+class Result:
+    label: str
+    target: str
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    delivered: float  # fraction of the events due that arrived
+    rate: float  # entries/s the producer achieved
+
+    def row(self) -> str:
+        return (
+            f"{self.label:<44} {self.target:>14} {self.p50_ms:>8.2f} {self.p99_ms:>8.2f} "
+            f"{self.p999_ms:>8.2f} {self.delivered * 100:>9.2f}% {self.rate:>8.0f}"
+        )
+
+
+HEADER = (
+    f"{'scenario':<44} {'target':>14} {'p50 ms':>8} {'p99 ms':>8} {'p99.9 ms':>8} "
+    f"{'delivered':>10} {'entries/s':>8}"
+)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return math.nan
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def _id_key(sid: str) -> tuple[int, int]:
+    ms, _, seq = sid.partition("-")
+    return int(ms), int(seq)
+
+
+class XstreamsServer:
+    """``xstreams serve`` in a subprocess on a free loopback port."""
+
+    def __init__(self, fsync: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.dir = tempfile.TemporaryDirectory(prefix="xstreams-bench-")
+        env = {**os.environ, "XSTREAMS_SSE_MAX_CONNECTIONS": "5000"}
+        cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
+               "--port", str(self.port), "--data-dir", self.dir.name, "--fsync", fsync,
+               "--log-level", "warning"]  # fmt: skip
+        self.proc = subprocess.Popen(cmd, env=env)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError("xstreams did not start")
+            time.sleep(0.1)
+
+    def command(self, *args: str) -> Any:
+        r = httpx.post(self.url + "/", json=list(args), timeout=10)
+        return r.json()["result"]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(15)
+        self.dir.cleanup()
+
+
+@dataclass
+class Scenario:
+    kind: str  # TAIL or GROUP
+    subscribers: int
+    rate: float
+    seconds: float
+    target: str = ""
+
+
+def run_xstreams(server: XstreamsServer, sc: Scenario) -> Result:
+    key = f"bench-{uuid.uuid4().hex[:8]}"
+    if sc.kind == GROUP:
+        server.command("XGROUP", "CREATE", key, "g", "$", "MKSTREAM")
+        paths = []
+        for i in range(sc.subscribers):
+            server.command("XGROUP", "CREATECONSUMER", key, "g", f"c{i}")
+            paths.append(f"/v1/streams/{key}/groups/g/consumers/c{i}/events")
+    else:
+        paths = [f"/v1/streams/{key}/events"] * sc.subscribers
+    total = int(sc.rate * sc.seconds)
+    chunks = _split(paths, 1 if sc.subscribers <= 10 else 2)
+    with_ids = sc.kind == GROUP
+
+    def start(ready: Any, finish: Any, out: Any, part: list[Any], expected: int) -> Any:
+        return (clients.subscribe, ("127.0.0.1", server.port, part, expected, ready, finish,
+                                    out, with_ids))  # fmt: skip
+
+    make = clients.http_xadd(key, VALUE)
+    result = _measure(sc, chunks, start, server.port, make, None, total)
+    server.command("DEL", key)
+    return result
+
+
+def run_redis(port: int, db: int, sc: Scenario) -> Result:
+    key = f"xstreams-bench:{uuid.uuid4().hex[:8]}"
+    r = redis.Redis(port=port, db=db)
+    r.delete(key)
+    consumers: list[str | None]
+    if sc.kind == GROUP:
+        r.xgroup_create(key, "g", "$", mkstream=True)
+        consumers = [f"c{i}" for i in range(sc.subscribers)]
+    else:
+        consumers = [None] * sc.subscribers
+    total = int(sc.rate * sc.seconds)
+    chunks = _split(consumers, 1 if sc.subscribers <= 10 else 2)
+
+    def start(ready: Any, finish: Any, out: Any, part: list[Any], expected: int) -> Any:
+        return (clients.redis_read, ("127.0.0.1", port, db, key, part, expected, ready,
+                                     finish, out))  # fmt: skip
+
+    try:
+        return _measure(sc, chunks, start, port, clients.resp_xadd(key, VALUE), db, total)
+    finally:
+        r.delete(key)
+        r.close()
+
+
+def _split(items: list[Any], n: int) -> list[list[Any]]:
+    return [items[i::n] for i in range(n) if items[i::n]]
+
+
+def _measure(sc: Scenario, chunks: list[list[Any]], start: Any, port: int, make: Any,
+             redis_db: int | None, total: int) -> Result:  # fmt: skip
+    ctx = mp.get_context("spawn")
+    ready, out, finish = ctx.Queue(), ctx.Queue(), ctx.Event()
+    expected = total
+    procs = []
+    for part in chunks:
+        target, args = start(ready, finish, out, part, expected)
+        p = ctx.Process(target=target, args=args, daemon=True)
+        p.start()
+        procs.append(p)
+    for _ in procs:
+        ready.get(timeout=60)
+    # Open loop: enough connections that a slow reply delays no later append.
+    connections = max(4, math.ceil(sc.rate / 125))
+    replies, achieved = uvloop.run(
+        clients.produce("127.0.0.1", port, make, redis_db, total, sc.rate, connections)
+    )
+    finish.set()
+    arrivals: list[clients.Arrivals] = []
+    for _ in procs:
+        arrivals += out.get(timeout=120)
+    for p in procs:
+        p.join(30)
+    replies.sort(key=lambda r: _id_key(r[0]))
+    latencies: list[float] = []
+    if sc.kind == TAIL:
+        reply_times = [t for _, t in replies]
+        due = total * sc.subscribers
+        got = 0
+        for a in arrivals:
+            n = min(len(a.times), total)
+            got += n
+            latencies += [max(a.times[i] - reply_times[i], 0.0) for i in range(n)]
+    else:
+        reply_of = dict(replies)
+        seen: set[str] = set()
+        for a in arrivals:
+            for sid, t in a.ids:
+                if sid in seen:
+                    raise AssertionError(f"entry {sid} delivered twice in one group")
+                seen.add(sid)
+                latencies.append(max(t - reply_of[sid], 0.0))
+        due, got = total, len(seen)
+    latencies.sort()
+    ms = [x * 1000 for x in (percentile(latencies, q) for q in (0.5, 0.99, 0.999))]
+    label = (
+        f"{sc.subscribers} {'subscribers' if sc.kind == TAIL else 'group consumers'} "
+        f"@ {sc.rate:.0f}/s"
+    )
+    return Result(label, sc.target, ms[0], ms[1], ms[2], got / due, achieved)
+
+
+def _redis_up(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="3 s per scenario")
+    parser.add_argument("--fsync", default="off", choices=["always", "everysec", "off"])
+    parser.add_argument("--redis-port", type=int, default=6379)
+    parser.add_argument("--redis-db", type=int, default=9)
+    names = ["tail10", "tail100", "tail1000", "group10", "max"]
+    parser.add_argument("--only", nargs="+", choices=names, default=names)
+    opts = parser.parse_args()
+    seconds = 3.0 if opts.quick else 10.0
+    every = {
+        "tail10": Scenario(TAIL, 10, 1000, seconds, "p99 <= 3 ms"),
+        "tail100": Scenario(TAIL, 100, 1000, seconds, "p99 <= 25 ms"),
+        "tail1000": Scenario(TAIL, 1000, 100, seconds, "p99 <= 50 ms"),
+        "group10": Scenario(GROUP, 10, 1000, seconds, "-"),
+    }
+    scenarios = [sc for name, sc in every.items() if name in opts.only]
+    print(f"xstreams SSE (--fsync {opts.fsync}) vs redis-server "
+          f"127.0.0.1:{opts.redis_port} db {opts.redis_db}; {seconds:.0f} s per scenario; "
+          f"{os.cpu_count()} CPUs", flush=True)  # fmt: skip
+    print(HEADER, flush=True)
+    server = XstreamsServer(opts.fsync)
+    try:
+        for sc in scenarios:
+            res = run_xstreams(server, sc)
+            res.label = "xstreams SSE  " + res.label
+            print(res.row(), flush=True)
+        if _redis_up(opts.redis_port):
+            for sc in scenarios:
+                res = run_redis(opts.redis_port, opts.redis_db, Scenario(
+                    sc.kind, sc.subscribers, sc.rate, sc.seconds, "anchor"))  # fmt: skip
+                kind = "XREAD BLOCK  " if sc.kind == TAIL else "XREADGROUP   "
+                res.label = "redis " + kind + res.label
+                print(res.row(), flush=True)
+        else:
+            print(f"(redis-server not reachable on 127.0.0.1:{opts.redis_port}: no anchor)")
+        if "max" not in opts.only:
+            return
+        best = _max_rate(server, 2.0 if opts.quick else 5.0)
+        print(f"\nhighest rate 100 live-tail subscribers sustain (all delivered, p99 <= 100 ms):"
+              f" {best:.0f} entries/s ({best * 100:.0f} events/s out)")  # fmt: skip
+    finally:
+        server.stop()
+
+
+def _max_rate(server: XstreamsServer, seconds: float) -> float:
+    best = 0.0
+    for rate in (1000, 1500, 2000, 3000, 4000, 6000, 8000):
+        res = run_xstreams(server, Scenario(TAIL, 100, rate, seconds))
+        ok = res.delivered >= 1.0 and res.p99_ms <= 100 and res.rate >= 0.95 * rate
+        print(f"  100 subscribers @ {rate}/s: {res.rate:.0f}/s appended, p99 "
+              f"{res.p99_ms:.1f} ms, delivered {res.delivered * 100:.2f}% "
+              f"{'ok' if ok else 'falls behind'}", flush=True)  # fmt: skip
+        if not ok:
+            break
+        best = res.rate
+    return best
+
+
+if __name__ == "__main__":
+    main()

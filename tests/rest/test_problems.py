@@ -1,0 +1,133 @@
+"""Errors: RFC 9457 problem details on /v1 (one status table), {"error"} on the command
+endpoint, and never a 500 for a client's mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import Server
+from tests.rest.conftest import problem
+
+
+def test_problem_members(api: httpx.Client) -> None:
+    p = problem(api.get("/v1/streams/s/groups/g"), 404, "NOGROUP")
+    assert p == {
+        "type": "about:blank",
+        "title": "Not Found",
+        "status": 404,
+        "detail": "NOGROUP No such key 's' or consumer group 'g'",
+        "instance": "/v1/streams/s/groups/g",
+        "code": "NOGROUP",
+        "error": "NOGROUP No such key 's' or consumer group 'g'",
+    }
+
+
+def test_unknown_v1_paths_are_404_problems_not_commands(api: httpx.Client) -> None:
+    for path in ("/v1", "/v1/nothing", "/v1/streams/s/nothing", "/v1/streams/s/entries/1-0/x"):
+        problem(api.get(path), 404)
+        problem(api.post(path), 404)
+
+
+def test_wrong_method_is_405_with_allow(api: httpx.Client) -> None:
+    r = api.put("/v1/streams")
+    problem(r, 405)
+    assert r.headers["allow"] == "GET"
+    r = api.post("/v1/streams/s")
+    problem(r, 405)
+    assert r.headers["allow"] == "DELETE, GET"
+
+
+def test_validation_of_query_and_path_is_400_of_body_422(api: httpx.Client) -> None:
+    p = problem(api.get("/v1/streams", params={"count": "many"}), 400)
+    assert p["errors"][0]["loc"] == ["query", "count"]
+    p = problem(api.post("/v1/streams/s/entries", json={"fields": "x"}), 422)
+    assert p["errors"][0]["loc"][0] == "body"
+
+
+def test_the_command_endpoint_keeps_its_error_shape(api: httpx.Client) -> None:
+    r = api.post("/", json=["XADD", "s", "x", "a", "1"])
+    assert r.status_code == 400
+    assert r.headers["content-type"] == "application/json"
+    assert r.json() == {"error": "ERR Invalid stream ID specified as stream command argument"}
+    r = api.get("/nothing")
+    assert r.json()["error"].startswith("ERR unknown command 'nothing'")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    srv = Server(Path(tmp_path_factory.mktemp("small")), env={"XSTREAMS_MAX_BODY_BYTES": "200"})
+    yield srv  # type: ignore[misc]
+    srv.stop()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/streams/s/entries",
+        "/v1/streams/s/groups",
+        "/v1/streams/s/trim",
+        "/v1/streams/s/groups/g/acks",
+    ],
+)
+def test_oversized_bodies_are_413(small: Server, path: str) -> None:
+    body = {"fields": {"a": "x" * 500}}
+    p = problem(httpx.post(small.url + path, json=body), 413)
+    assert p["error"] == "ERR request body larger than 200 bytes"
+    chunks = (b"x" * 100 for _ in range(5))  # no Content-Length: counted while read
+    p = problem(httpx.post(small.url + path, content=chunks), 413)
+    assert httpx.post(small.url + "/", content=b"x" * 500).json() == {
+        "error": "ERR request body larger than 200 bytes"
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe", b'{"fields": {"a": "\\ud800"}}', b"[" * 5000, b"null", b"1e999"],
+)
+def test_hostile_bodies_are_client_errors(api: httpx.Client, content: bytes) -> None:
+    r = api.post(
+        "/v1/streams/s/entries", content=content, headers={"content-type": "application/json"}
+    )
+    assert 400 <= r.status_code < 500, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kw"),
+    [
+        ("GET", "/v1/streams/s/entries", {"params": {"count": 2**70}}),
+        ("GET", "/v1/streams/s/entries", {"params": {"after": "0", "block_ms": 2**63}}),
+        ("GET", "/v1/streams/s/entries", {"params": {"start": "x" * 200}}),
+        ("GET", "/v1/streams/s/entries/" + "9" * 30, {}),
+        ("GET", "/v1/streams", {"params": {"cursor": 2**64}}),
+        ("GET", "/v1/streams", {"params": {"match": "[" * 100}}),
+        ("POST", "/v1/streams/s/entries", {"json": {"id": "1-1", "fields": {"a": "1"},
+                                                    "trim": {"maxlen": 2**64}}}),
+        ("POST", "/v1/streams/s/groups/g/claims",
+         {"json": {"consumer": "c", "min_idle_ms": 2**64, "ids": ["1-0"]}}),
+        ("POST", "/v1/streams/s/groups/g/autoclaims",
+         {"json": {"consumer": "c", "min_idle_ms": 0, "count": 2**62}}),
+        ("PUT", "/v1/streams/s/last-id", {"json": {"last_id": "1-0", "entries_added": 2**64}}),
+    ],
+)  # fmt: skip
+def test_extreme_arguments_never_500(
+    api: httpx.Client, method: str, path: str, kw: dict[str, object]
+) -> None:
+    api.post("/v1/streams/s/groups", json={"name": "g", "id": "0", "mkstream": True})
+    r = api.request(method, path, **kw)  # type: ignore[arg-type]
+    assert r.status_code < 500, r.text
+
+
+def test_without_the_token_v1_answers_a_401_problem(tmp_path: Path) -> None:
+    srv = Server(tmp_path, "--token", "secret")
+    try:
+        p = problem(httpx.get(srv.url + "/v1/streams"), 401, "Unauthorized")
+        assert p["title"] == "Unauthorized"
+        r = httpx.get(srv.url + "/v1/streams", headers={"Authorization": "Bearer secret"})
+        assert r.status_code == 200
+        assert httpx.post(srv.url + "/", json=["PING"]).json() == {"error": "Unauthorized"}
+    finally:
+        srv.stop()

@@ -1,0 +1,64 @@
+"""Schemathesis runs openapi/openapi.json against a running server: no server error, no
+response that violates the document (status, content type, schema), bad input refused.
+
+Bounded for CI: a few dozen examples per operation. Long polls are taken out of the generated
+requests (``block_ms`` could be "forever"); the Server-Sent Events routes are endless
+responses and are tested on their own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    status_code_conformance,
+)
+from schemathesis.specs.openapi.checks import response_schema_conformance
+
+from tests.conftest import Commands, Server
+
+SPEC = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+# Raise it locally for a longer hunt: XSTREAMS_SCHEMATHESIS_EXAMPLES=500.
+MAX_EXAMPLES = int(os.environ.get("XSTREAMS_SCHEMATHESIS_EXAMPLES", "25"))
+
+
+schema = schemathesis.openapi.from_path(SPEC).exclude(path_regex="events")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _examples_exist(server: Server) -> None:
+    """The resources the document's examples name, so example requests find them."""
+    xs = Commands(server.url)
+    xs("FLUSHALL")
+    xs("XADD", "sensors", "1526569495631-0", "sensor", "7", "temperature", "19.8")
+    xs("XGROUP", "CREATE", "sensors", "billing", "0")
+    xs("XREADGROUP", "GROUP", "billing", "alice", "STREAMS", "sensors", ">")
+    xs.client.close()
+
+
+@schema.parametrize()
+@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_server_keeps_to_its_contract(case: Any, server: Server) -> None:
+    if isinstance(case.query, dict):
+        case.query.pop("block_ms", None)
+    if isinstance(case.body, dict):
+        case.body.pop("block_ms", None)
+    case.call_and_validate(
+        base_url=server.url,
+        timeout=10,
+        checks=[
+            not_a_server_error,
+            status_code_conformance,
+            content_type_conformance,
+            response_schema_conformance,
+            negative_data_rejection,
+        ],
+    )

@@ -1,0 +1,100 @@
+"""A departed subscriber leaves nothing behind: no blocked waiter, no tail, no open stream.
+
+This one runs uvicorn in a thread of the test process (still a real server on loopback), so
+the test can look inside the app: the keyspace's blocked clients, the running tails and the
+open streams, after the clients go away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from app.engine.store import Store
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import free_port
+from tests.sse.support import add, command, entry_ids, open_events
+
+
+class ThreadServer:
+    def __init__(self, app: FastAPI, http: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, log_level="warning", http=http
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+# httptools: events are written straight to uvicorn's transport (``sse_flush``); h11: through
+# the ASGI ``send`` of each connection's writer task. Both must clean up the same way.
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def app(request: pytest.FixtureRequest) -> Iterator[FastAPI]:
+    application = create_app(Settings(sse_heartbeat_ms=200), store=Store())
+    srv = ThreadServer(application, request.param)
+    application.state.url = srv.url
+    application.state.http = request.param
+    yield application
+    srv.stop()
+
+
+async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -> None:
+    blocked = app.state.store.keyspace.blocked
+    tails = app.state.sse_tails.by_key
+    streams = app.state.sse.open
+    async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as client:
+        await command(client, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+        await command(client, "XGROUP", "CREATECONSUMER", "s", "g", "c1")
+        held = await add(client, "s", "n", "0")
+        await command(client, "XREADGROUP", "GROUP", "g", "c2", "STREAMS", "s", ">")
+        group = "/v1/streams/s/groups/g/consumers/{}/events"
+        async with (
+            open_events(client, "/v1/streams/s/events") as one,
+            open_events(client, "/v1/streams/s/events") as two,
+            open_events(client, "/v1/events", stream=["s", "t"]) as multi,
+            open_events(client, group.format("c1")) as c1,
+            open_events(client, group.format("c2"), max_unacked=1) as c2,
+        ):
+            assert entry_ids(await c2.take(1)) == [held]  # history; then it waits for acks
+            await asyncio.sleep(0.2)
+            sid = await add(client, "s", "n", "1")
+            for reader in (one, two, multi, c1):
+                assert entry_ids(await reader.take(1)) == [sid]
+            assert set(tails) == {"s", "t"}
+            assert len(streams) == 5
+            # Tails of s and t, c1 on `>`, c2 waiting for acks.
+            assert await _settles(lambda: blocked.count() == 4), blocked.count()
+    direct = app.state.sse.flusher.direct_writes
+    assert (direct > 0) == (app.state.http == "httptools"), direct
+    assert await _settles(lambda: not tails and not streams and blocked.count() == 0), (
+        dict(tails),
+        len(streams),
+        blocked.count(),
+    )

@@ -1,0 +1,155 @@
+"""Database failures: writes answer 503 while reads keep working; writes come back by themselves.
+
+PostgreSQL "goes down" for the server by losing its login (the test's own role: NOLOGIN, its
+sessions terminated), which is what a stopped server looks like from the client, without
+stopping the PostgreSQL other tests use. SQLite fails by another connection holding the write
+lock past the server's busy timeout (``?timeout=0.3`` in the URL) — "database is locked".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import Commands, Server
+from tests.storage.conftest import PG_ADMIN_URL, DurableServer, pg_url, wait_ready
+
+
+@contextmanager
+def sqlite_locked(path: Path) -> Iterator[None]:
+    conn = sqlite3.connect(path, timeout=5, isolation_level=None)
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+@contextmanager
+def pg_down(role: str) -> Iterator[None]:
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'alter role "{role}" nologin'))
+        conn.execute(
+            text("select pg_terminate_backend(pid) from pg_stat_activity where usename = :r"),
+            {"r": role},
+        )
+    try:
+        yield
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'alter role "{role}" login'))
+        admin.dispose()
+
+
+@pytest.fixture
+def pg_role(pg_schema: str) -> Iterator[str]:
+    role = f"{pg_schema}_user"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'create role "{role}" login'))
+        conn.execute(text(f'grant all on schema "{pg_schema}" to "{role}"'))
+    yield role
+    with admin.connect() as conn:
+        conn.execute(
+            text("select pg_terminate_backend(pid) from pg_stat_activity where usename = :r"),
+            {"r": role},
+        )
+        conn.execute(text(f'drop owned by "{role}" cascade'))
+        conn.execute(text(f'drop role "{role}"'))
+    admin.dispose()
+
+
+def until(cond: Callable[[], bool], timeout_s: float = 15) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
+def exercise(srv: DurableServer, outage: Callable[[], object]) -> None:
+    xs = Commands(srv.url)
+    http = httpx.Client(base_url=srv.url, timeout=30)
+    try:
+        first = xs("XADD", "s", "*", "n", "1")
+        assert xs("XGROUP", "CREATE", "s", "g", "0") == "OK"
+        with outage():  # type: ignore[attr-defined]
+            r = http.post("/", json=["XADD", "s", "*", "n", "2"])  # in flight when it fails
+            assert r.status_code == 503, r.text
+            assert r.json()["error"].startswith("ERR storage unavailable"), r.text
+            r = http.post("/", json=["XADD", "s", "*", "n", "3"])  # refused before it runs
+            assert r.status_code == 503 and r.headers["retry-after"] == "1"
+            r = http.post("/", json=["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"])
+            assert r.status_code == 503
+            # Reads keep working.
+            assert [e[1] for e in xs("XRANGE", "s", "-", "+")] == [["n", "1"], ["n", "2"]]
+            assert xs("XLEN", "s") == 2
+            assert http.get("/readyz").json()["storage"] != "ok"
+        # Back without a restart: the in-flight record is committed, writes are accepted.
+        until(lambda: http.get("/readyz").json()["storage"] == "ok")
+        assert xs("XADD", "s", "*", "n", "4") > first
+        assert [e[1][1] for e in xs("XRANGE", "s", "-", "+")] == ["1", "2", "4"]
+    finally:
+        xs.client.close()
+        http.close()
+
+
+@pytest.mark.timeout(90)
+def test_sqlite_failure(tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    srv = DurableServer(tmp_path, f"sqlite:///{db}?timeout=0.3")
+    try:
+        exercise(srv, lambda: sqlite_locked(db))
+        srv.stop()
+        srv = DurableServer(tmp_path, f"sqlite:///{db}")
+        xs = Commands(srv.url)
+        assert [e[1][1] for e in xs("XRANGE", "s", "-", "+")] == ["1", "2", "4"]
+        xs.client.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.timeout(90)
+def test_postgresql_failure(tmp_path: Path, pg_schema: str, pg_role: str) -> None:
+    url = pg_url(pg_schema, pg_role)
+    srv = DurableServer(tmp_path, url)
+    try:
+        exercise(srv, lambda: pg_down(pg_role))
+        srv.kill()  # no shutdown snapshot: the journal alone must hold everything
+        srv = DurableServer(tmp_path, url)
+        xs = Commands(srv.url)
+        assert [e[1][1] for e in xs("XRANGE", "s", "-", "+")] == ["1", "2", "4"]
+        xs.client.close()
+    finally:
+        srv.stop()
+
+
+@pytest.mark.timeout(90)
+def test_postgresql_down_at_start_is_not_ready_until_it_is_back(
+    tmp_path: Path, pg_schema: str, pg_role: str
+) -> None:
+    url = pg_url(pg_schema, pg_role)
+    with pg_down(pg_role):
+        srv = Server(tmp_path, "--database-url", url)  # healthy: alive, not ready
+        try:
+            time.sleep(1)
+            r = httpx.get(srv.url + "/readyz", timeout=5)
+            assert r.status_code == 503 and r.json()["status"] == "recovering"
+        except BaseException:
+            srv.stop()
+            raise
+    try:
+        wait_ready(srv.url)
+        xs = Commands(srv.url)
+        assert xs("XADD", "s", "1-1", "a", "b") == "1-1"
+        xs.client.close()
+    finally:
+        srv.stop()

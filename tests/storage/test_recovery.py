@@ -1,0 +1,207 @@
+"""Recovery refuses damaged state with a clear message; snapshots cover and drop the journal."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from sqlalchemy import func, select, update
+
+from app.durability import Readiness, ReadyState
+from app.engine.journal import encode_snapshot
+from app.engine.store import Store
+from app.settings import FsyncMode, Settings
+from app.storage import RecoveryError, Storage
+from app.storage import migrate as migrations
+from app.storage.database import Database, create_db_engine
+from app.storage.recovery import recover
+from app.storage.tables import journal, meta, snapshots
+from tests.conftest import Commands, free_port
+from tests.storage.conftest import DurableServer
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    engine = create_db_engine(db_url)
+    migrations.upgrade(engine)
+    d = Database(engine)
+    yield d
+    d.close()
+
+
+GOOD = [["new", "s"], ["add", "s", "1-0", ["f", "v"]]]
+
+
+def test_replays_the_journal(db: Database) -> None:
+    db.append([(1, orjson.dumps(GOOD))])
+    db.append([(2, orjson.dumps([["add", "s", "2-0", ["g", "w"]]]))])
+    store = Store()
+    done = recover(db, store)
+    assert (done.records, done.last_seq) == (2, 2)
+    assert store.execute(["XLEN", "s"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (b'[["add",', "journal record seq=2 in .*: not valid JSON"),
+        (orjson.dumps([["teleport", "s"]]), "cannot replay journal record seq=2 .*unknown effect"),
+        (orjson.dumps([["add", "missing", "1-0", []]]), "seq=2 .*missing stream"),
+        (orjson.dumps({"not": "a list"}), "seq=2 .*must be a list"),
+    ],
+)
+def test_a_damaged_record_stops_recovery(db: Database, record: bytes, message: str) -> None:
+    db.append([(1, orjson.dumps(GOOD))])
+    db.append([(2, record)])
+    with pytest.raises(RecoveryError, match=message):
+        recover(db, Store())
+
+
+def test_a_gap_stops_recovery(db: Database) -> None:
+    db.append([(1, orjson.dumps(GOOD))])
+    db.append([(3, orjson.dumps([["del", "s"]]))])
+    with pytest.raises(RecoveryError, match="gap: record 2 is missing"):
+        recover(db, Store())
+
+
+def test_an_unknown_format_stops_recovery(db: Database) -> None:
+    with db.engine.begin() as conn:
+        conn.execute(update(meta).values(value="99"))
+    with pytest.raises(RecoveryError, match="record format '99'"):
+        recover(db, Store())
+
+
+def test_a_damaged_snapshot_stops_recovery(db: Database) -> None:
+    db.write_snapshot(5, b"{garbage")
+    with pytest.raises(
+        RecoveryError, match=r"snapshot id=\d+ \(covering record 5\).*not valid JSON"
+    ):
+        recover(db, Store())
+
+
+def test_snapshot_then_later_records(db: Database) -> None:
+    src = Store()
+    src.execute(["XADD", "s", "1-0", "f", "v"])
+    db.write_snapshot(10, encode_snapshot(src.snapshot_view()))
+    db.append([(9, b"garbage, covered by the snapshot")])
+    db.append([(11, orjson.dumps([["del", "s"]]))])
+    store = Store()
+    done = recover(db, store)
+    assert (done.snapshot_covers_seq, done.records, done.last_seq) == (10, 1, 11)
+    assert store.execute(["EXISTS", "s"]) == 0
+
+
+def test_server_refuses_to_start_on_a_damaged_journal(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    engine = create_db_engine(url)
+    migrations.upgrade(engine)
+    Database(engine).append([(1, orjson.dumps(GOOD))])
+    Database(engine).append([(2, b"\x00not json")])
+    engine.dispose()
+    port = free_port()
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--database-url", url,
+         "--data-dir", str(tmp_path), "--log-level", "warning"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "recovery failed: journal record seq=2" in proc.stderr
+    assert "not valid JSON" in proc.stderr
+
+
+def test_size_trigger_snapshots_and_drops_the_journal(db_url: str, tmp_path: Path) -> None:
+    srv = DurableServer(tmp_path, db_url, env={"XSTREAMS_SNAPSHOT_AFTER_BYTES": "5000"})
+    xs = Commands(srv.url)
+    try:
+        for i in range(150):
+            xs("XADD", "s", "*", "i", str(i))
+        engine = create_db_engine(db_url)
+        with engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(snapshots)).scalar() == 1
+            covers = conn.execute(select(snapshots.c.covers_seq)).scalar()
+            left = conn.execute(select(func.min(journal.c.last_seq))).scalar()
+        engine.dispose()
+        assert covers and covers > 50
+        assert left is None or left > covers
+    finally:
+        xs.client.close()
+        srv.kill()
+    srv = DurableServer(tmp_path, db_url)
+    xs = Commands(srv.url)
+    try:
+        assert xs("XLEN", "s") == 150
+    finally:
+        xs.client.close()
+        srv.stop()
+
+
+def test_cli_snapshot_folds_the_journal(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'xstreams.db'}"
+    srv = DurableServer(tmp_path, url)
+    xs = Commands(srv.url)
+    for i in range(20):
+        xs("XADD", "s", "*", "i", str(i))
+    xs.client.close()
+    srv.kill()
+    out = subprocess.run(
+        [sys.executable, "-m", "app.cli", "snapshot", "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert "1 streams, snapshot covering record 20 (20 journal records folded in)" in out
+    engine = create_db_engine(url)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(journal)).scalar() == 0
+    engine.dispose()
+
+
+async def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
+    """In process: recovery is held in the migration step; /readyz and commands wait."""
+    from app.main import create_app
+
+    settings = Settings(data_dir=tmp_path, fsync=FsyncMode.ALWAYS)
+    app = create_app(settings)
+    storage: Storage = app.state.storage
+    gate = asyncio.Event()
+    real_start = storage.start
+
+    async def slow_start(store: Store) -> object:
+        await gate.wait()
+        return await real_start(store)
+
+    storage.start = slow_start  # type: ignore[method-assign]
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://x") as client,
+    ):
+        r = await client.get("/readyz")
+        assert r.status_code == 503 and r.json()["status"] == "recovering"
+        assert (await client.get("/healthz")).status_code == 200
+        pending = asyncio.create_task(client.post("/", json=["XADD", "s", "*", "a", "1"]))
+        await asyncio.sleep(0.1)
+        assert not pending.done()  # held by the loading gate, not refused at once
+        gate.set()
+        r = await pending
+        assert r.status_code == 200, r.text
+        assert (await client.get("/readyz")).json() == {"status": "ready", "storage": "ok"}
+    readiness: Readiness = app.state.readiness
+    assert readiness.state is ReadyState.READY
+
+
+def test_rows_partly_covered_by_the_snapshot(db: Database) -> None:
+    src = Store()
+    src.execute(["XADD", "s", "1-0", "f", "v"])
+    src.execute(["XADD", "s", "2-0", "f", "v"])
+    db.append([(1, orjson.dumps(GOOD)), (2, orjson.dumps([["add", "s", "2-0", ["f", "v"]]])),
+               (3, orjson.dumps([["add", "s", "3-0", ["f", "v"]]]))])  # fmt: skip
+    db.write_snapshot(2, encode_snapshot(src.snapshot_view()))  # keeps the row 1..3
+    store = Store()
+    done = recover(db, store)
+    assert (done.snapshot_covers_seq, done.records, done.last_seq) == (2, 1, 3)
+    assert store.execute(["XLEN", "s"]) == 3

@@ -1,0 +1,174 @@
+"""The journal writer: group commit, the three fsync modes, and what a database failure does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import orjson
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from app.durability import StorageUnavailable
+from app.settings import FsyncMode
+from app.storage import migrate
+from app.storage.database import Database, create_db_engine
+from app.storage.tables import journal
+from app.storage.writer import JournalWriter, decode_record, encode_record
+
+
+class FlakyDatabase(Database):
+    """A real database that can be told to fail, as a stopped server or a full disk would."""
+
+    broken = False
+    calls = 0
+
+    def append(self, rows: Sequence[tuple[int, bytes]], *, retry: bool = False) -> None:
+        self.calls += 1
+        if self.broken:
+            raise OperationalError("INSERT", {}, ConnectionRefusedError("database is down"))
+        super().append(rows, retry=retry)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[FlakyDatabase]:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    migrate.upgrade(engine)
+    d = FlakyDatabase(engine)
+    yield d
+    d.close()
+
+
+def rows(db: Database) -> list[tuple[int, bytes]]:
+    """The stored records, one (seq, record) each, whatever rows hold them."""
+    out: list[tuple[int, bytes]] = []
+    for first, last, blob in db.rows_after(0):
+        records = orjson.loads(blob)
+        assert len(records) == last - first + 1
+        out += [(first + i, orjson.dumps(r)) for i, r in enumerate(records)]
+    return out
+
+
+def row_count(db: Database) -> int:
+    with db.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(journal)).scalar() or 0)
+
+
+async def test_records_of_one_tick_are_one_transaction(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    for i in range(100):
+        w.append([["add", "s", f"{i}-0", ["f", "v"]]])
+    await w.wait_committed()
+    assert w.commits == 1 and w.committed_seq == 100 and row_count(db) == 1
+    assert [s for s, _ in rows(db)] == list(range(1, 101))
+    assert rows(db)[0][1] == b'[["add","s","0-0",["f","v"]]]'
+    await w.close()
+
+
+async def test_always_waits_for_the_commit_and_later_records_group(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(41)
+
+    async def writer(i: int) -> int:
+        w.append([["del", f"k{i}"]])
+        await w.wait_committed()
+        return w.committed_seq
+
+    seen = await asyncio.gather(*(writer(i) for i in range(50)))
+    assert all(s >= 42 for s in seen)
+    assert [s for s, _ in rows(db)] == list(range(42, 92))
+    assert w.commits <= 3  # group commit, not one per record
+    await w.close()
+
+
+async def test_everysec_replies_at_once_and_commits_within_a_second(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.EVERYSEC)
+    w.start(0)
+    w.append([["flush"]])
+    await asyncio.sleep(0)
+    w.append([["flush"]])
+    t0 = time.monotonic()
+    await w.wait_committed()  # returns at once
+    assert time.monotonic() - t0 < 0.05
+    while w.committed_seq < 2:
+        await asyncio.sleep(0.02)
+    assert time.monotonic() - t0 < 1.2
+    assert len(rows(db)) == 2
+    await w.close()
+
+
+async def test_off_journals_nothing_but_counts(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.OFF)
+    w.start(7)
+    w.append([["flush"]])
+    await w.wait_committed()
+    await w.close()
+    assert rows(db) == [] and w.last_seq == 8 and db.calls == 0
+
+
+async def test_append_before_start_is_refused(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    with pytest.raises(RuntimeError, match="before recovery"):
+        w.append([["flush"]])
+
+
+async def test_database_failure_refuses_writes_then_commits_the_pending_ones(
+    db: FlakyDatabase,
+) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
+    w.start(0)
+    w.append([["new", "a"]])
+    await w.wait_committed()
+    db.broken = True
+    w.append([["new", "b"]])
+    with pytest.raises(StorageUnavailable, match=r"storage unavailable: .*database is down"):
+        await w.wait_committed()
+    with pytest.raises(StorageUnavailable):
+        w.check_writable()
+    await asyncio.sleep(0.2)  # retries keep failing
+    assert db.calls >= 3 and w.failure is not None
+    db.broken = False
+    while w.failure is not None:
+        await asyncio.sleep(0.02)
+    w.check_writable()
+    assert [s for s, _ in rows(db)] == [1, 2]  # the in-flight record, committed once
+    w.append([["new", "c"]])
+    await w.wait_committed()
+    assert [s for s, _ in rows(db)] == [1, 2, 3]
+    await w.close()
+
+
+def test_a_retry_is_idempotent_by_seq(db: FlakyDatabase) -> None:
+    db.append([(1, b"[]"), (2, b"[]")])
+    db.append([(1, b"[]"), (2, b"[]"), (3, b"[]")], retry=True)  # after an unknown outcome
+    assert [s for s, _ in rows(db)] == [1, 2, 3] and row_count(db) == 2
+
+
+def test_a_large_group_is_split_into_rows(db: FlakyDatabase) -> None:
+    db.append([(i, b'["x"]') for i in range(1, 12_001)])
+    assert row_count(db) == 3 and [s for s, _ in rows(db)] == list(range(1, 12_001))
+
+
+async def test_a_second_writer_on_the_database_stops_writes(db: FlakyDatabase) -> None:
+    db.append([(1, b'[["flush"]]')])  # another process took seq 1
+    w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
+    w.start(0)
+    w.append([["new", "a"]])
+    with pytest.raises(StorageUnavailable, match="another process is writing"):
+        await w.wait_committed()
+    await asyncio.sleep(0.2)  # retries conflict again: writes stay refused
+    with pytest.raises(StorageUnavailable, match="another process is writing"):
+        w.check_writable()
+    await w.close(timeout_s=0.2)
+    assert rows(db) == [(1, b'[["flush"]]')]
+
+
+def test_records_with_surrogate_escaped_strings_round_trip() -> None:
+    """A binary value kept as a str with surrogate escapes is not valid UTF-8 for orjson."""
+    record = [["add", "s", "1-0", ["f", b"\xff\x00".decode("utf-8", "surrogateescape")]]]
+    assert decode_record(encode_record(record)) == record
+    assert encode_record([["del", "k"]]) == b'[["del","k"]]'
