@@ -1,10 +1,10 @@
-"""Exact replies from redis-server, and a ``Pair`` that compares xstreams against them.
+"""Exact replies from redis-server, and ``ExactPair``, which compares xstreams against them.
 
-``support.redis_raw`` reads replies through redis-py, whose error parser strips the error code
-of some errors: ``ERR unknown command ...`` reaches the test as ``unknown command ...`` (while
-``NOGROUP``/``BUSYGROUP``/``WRONGTYPE`` keep theirs). The Upstash protocol carries Redis's error
-text verbatim, so the comparison needs redis-server's own bytes: ``RespClient`` speaks RESP2 over
-a plain socket and keeps every reply exactly as the server sent it.
+redis-py is not used to read replies: its error parser strips the code of some errors
+(``ERR unknown command ...`` reaches a test as ``unknown command ...``) and it speaks RESP3.
+The Upstash protocol carries Redis's error text verbatim, so the comparison needs
+redis-server's own bytes: ``RespClient`` speaks RESP2 over a plain socket and keeps every
+reply exactly as the server sent it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import redis
 
 from tests.conftest import ReplyError
-from tests.differential.support import Pair, mask
+from tests.differential.support import mask
 
 ID_RE = re.compile(r"^\d+-\d+$")
 
@@ -96,11 +96,13 @@ class RedisCommands:
         self.resp.close()
 
 
-class ExactPair(Pair):
-    """``Pair`` with redis-server's replies read verbatim (error codes included)."""
+class ExactPair:
+    """Runs each command on both servers and asserts the masked replies are equal, with
+    redis-server's replies read verbatim (error codes included)."""
 
     def __init__(self, xs: Any, rr: redis.Redis) -> None:
-        super().__init__(xs, rr)
+        self.xs = xs
+        self.rr = rr
         self.resp = resp_for(rr)
 
     def both(self, *args: Any) -> tuple[Any, Any]:

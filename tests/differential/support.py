@@ -1,45 +1,20 @@
-"""Send one command to redis-server and to xstreams and compare the replies.
+"""Masking for the differential tests: what may differ between redis-server and xstreams.
 
-Replies are brought to one shape (the Upstash JSON shape: arrays, strings, integers, null, and
-errors as ``ReplyError``). Only wall-clock values (idle and seen times, delivery times) and the
-radix-tree node counts are masked; everything else must be equal to the letter.
+Replies are compared in one shape (the Upstash JSON shape: arrays, strings, integers, null, and
+errors as ``ReplyError``; see ``exact.ExactPair``). Only wall-clock values (idle and seen times,
+delivery times) and the radix-tree node counts are masked; everything else must be equal to
+the letter.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import redis
-
-from tests.conftest import Commands, ReplyError
+from tests.conftest import ReplyError
 
 # XINFO keys whose values depend on the wall clock or on Redis's radix-tree layout.
 MASKED_KEYS = frozenset({"seen-time", "idle", "radix-tree-keys", "radix-tree-nodes"})
 MASK = "<masked>"
-
-
-def redis_raw(client: redis.Redis, *args: Any) -> Any:
-    """The reply as redis-server sent it, without redis-py's per-command reshaping."""
-    conn = client.connection_pool.get_connection()
-    try:
-        conn.send_command(*[str(a) for a in args])
-        try:
-            reply = conn.read_response()
-        except redis.ResponseError as e:
-            return ReplyError(str(e))
-    finally:
-        client.connection_pool.release(conn)
-    return normalize(reply)
-
-
-def normalize(reply: Any) -> Any:
-    if isinstance(reply, bytes):
-        return reply.decode()
-    if isinstance(reply, list | tuple):
-        return [normalize(r) for r in reply]
-    if isinstance(reply, redis.ResponseError):
-        return ReplyError(str(reply))
-    return reply
 
 
 def _is_time(v: Any) -> bool:
@@ -105,20 +80,3 @@ def _looks_like_map(value: list[Any]) -> bool:
             "name", "length", "consumers", "pending", "radix-tree-keys", "seen-time",
         }
     )  # fmt: skip
-
-
-class Pair:
-    """Runs each command on both servers and asserts the masked replies are equal."""
-
-    def __init__(self, xs: Commands, rr: redis.Redis) -> None:
-        self.xs = xs
-        self.rr = rr
-
-    def __call__(self, *args: Any) -> Any:
-        expected = redis_raw(self.rr, *args)
-        actual = self.xs(*args)
-        assert type(actual) is type(expected) or not isinstance(expected, ReplyError), (
-            args, expected, actual,
-        )  # fmt: skip
-        assert mask(args, actual) == mask(args, expected), (args, expected, actual)
-        return actual
