@@ -110,8 +110,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     events.install(app)
     app.include_router(fallback.router)
     openapi.install(app)
-    # The command endpoint's catch-all path route goes last.
-    app.include_router(commands.router)
+    # The command endpoint: its routes go first, its catch-all path route last.
+    commands.install(app)
     if settings.token:
         app.add_middleware(TokenAuth, token=settings.token)
     app.add_middleware(LoadingGate, readiness=app.state.readiness)

@@ -30,13 +30,6 @@ def get_durability(request: Request) -> Durability:
     return durability
 
 
-async def _durability(request: Request) -> Durability:
-    return get_durability(request)
-
-
-DurabilityDep = Annotated[Durability, Depends(_durability)]
-
-
 async def read_body(request: Request) -> bytes:
     """The whole body, refusing more than the configured limit before reading it all."""
     limit: int = request.app.state.settings.max_body_bytes

@@ -4,16 +4,21 @@
 ``POST /pipeline`` (several, not atomic) and ``POST /multi-exec`` (atomic). Every answer is
 ``{"result": ...}`` or ``{"error": "<Redis error text>"}``; nothing else ever comes back.
 Unlike Upstash, XREAD / XREADGROUP BLOCK wait on the server.
+
+These are plain Starlette routes, not FastAPI ones: ``POST /``, ``/pipeline`` and
+``/multi-exec`` are matched before the ``/v1`` routes and solve no dependencies, which cost
+about 40 % of a one-entry XADD when they went through FastAPI's router (bench/REPORT.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.routing import Route
 
-from app.api.deps import DurabilityDep, StoreDep, read_body, wait_for_disconnect
+from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, parse_body, path_args
@@ -21,8 +26,6 @@ from app.durability import Durability
 from app.engine.errors import CommandError
 from app.engine.store import Store
 from app.engine.waiting import ClientGone, execute
-
-router = APIRouter(tags=["commands"], include_in_schema=False)
 
 
 def _shaper(request: Request) -> Shaper:
@@ -58,8 +61,8 @@ async def _run_one(
     return json_response({"result": shaper(reply)})
 
 
-@router.post("/")
-async def run_command(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
+async def run_command(request: Request) -> Response:
+    store, durability = request.app.state.store, request.app.state.durability
     try:
         args = command_args(parse_body(await read_body(request)))
     except CommandError as e:
@@ -67,8 +70,8 @@ async def run_command(request: Request, store: StoreDep, durability: DurabilityD
     return await _run_one(store, args, request, _shaper(request), durability)
 
 
-@router.post("/pipeline")
-async def run_pipeline(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
+async def run_pipeline(request: Request) -> Response:
+    store, durability = request.app.state.store, request.app.state.durability
     try:
         commands = command_list(parse_body(await read_body(request)))
     except CommandError as e:
@@ -92,8 +95,8 @@ async def run_pipeline(request: Request, store: StoreDep, durability: Durability
     return json_response(out)
 
 
-@router.post("/multi-exec")
-async def run_transaction(request: Request, store: StoreDep, durability: DurabilityDep) -> Response:
+async def run_transaction(request: Request) -> Response:
+    store, durability = request.app.state.store, request.app.state.durability
     try:
         commands = command_list(parse_body(await read_body(request)))
         writes = _writes(store, commands)
@@ -113,10 +116,8 @@ async def run_transaction(request: Request, store: StoreDep, durability: Durabil
     )
 
 
-@router.api_route("/{path:path}", methods=["GET", "POST", "PUT"])
-async def run_path_command(
-    request: Request, store: StoreDep, durability: DurabilityDep
-) -> Response:
+async def run_path_command(request: Request) -> Response:
+    store, durability = request.app.state.store, request.app.state.durability
     try:
         body = await read_body(request) if request.method in ("POST", "PUT") else None
         args = path_args(
@@ -129,3 +130,16 @@ async def run_path_command(
     except UnicodeDecodeError:
         return json_response({"error": "ERR the request body must be UTF-8 text"}, 400)
     return await _run_one(store, args, request, _shaper(request), durability)
+
+
+def install(app: FastAPI) -> None:
+    """``/``, ``/pipeline`` and ``/multi-exec`` go first; the path-style catch-all goes last,
+    so call this after every other route is registered."""
+    app.router.routes[:0] = [
+        Route("/", run_command, methods=["POST"]),
+        Route("/pipeline", run_pipeline, methods=["POST"]),
+        Route("/multi-exec", run_transaction, methods=["POST"]),
+    ]
+    app.router.routes.append(
+        Route("/{path:path}", run_path_command, methods=["GET", "POST", "PUT"])
+    )

@@ -1,0 +1,138 @@
+"""``python -m bench [--quick] [--out DIR]``: xstreams beside redis-server and the bare HTTP
+ceiling, measured in one run, with a table, a JSON of every figure and a chart.
+
+Absolute figures drift on a shared 2-core machine, so every xstreams figure stands beside its
+anchors from the same run (issue 7). Outputs go to ``--out`` (default bench/results/,
+git-ignored); the table also replaces the generated part of bench/REPORT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from bench import harness, report, workloads
+from bench.workloads import Cell, Plan, Row, log_stderr
+
+HERE = Path(__file__).resolve().parent
+
+
+def _tool_version(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "absent"
+    return (done.stdout or done.stderr).strip().splitlines()[0]
+
+
+def machine() -> dict[str, Any]:
+    """What a reader needs to judge the figures: cores, load, versions."""
+    model = "?"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
+    facts: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "cpu": model,
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "redis-server": _tool_version(["redis-server", "--version"]).split()[2],
+        "wrk": _tool_version(["wrk", "-v"]).split(" [")[0],
+    }
+    for package in ("xstreams", "fastapi", "uvicorn", "uvloop", "httptools", "orjson"):
+        try:
+            facts[package] = version(package)
+        except Exception:
+            facts[package] = "absent"
+    return facts
+
+
+def run(plan: Plan, out: Path) -> dict[str, Any]:
+    """Start everything, measure every group interleaved, stop everything; the figures."""
+    started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    facts = machine()
+    t0 = time.monotonic()
+    cells: list[Cell] = []
+    rows: list[Row] = []
+    with harness.fleet() as fleet:
+        log_stderr("starting xstreams (fsync off, fsync always), redis-server x2, bare app")
+        servers = workloads.start(fleet)
+        counts = workloads._RedisCounts(plan.seconds)
+        steps: list[tuple[str, Callable[[], tuple[list[Cell], list[Row]]]]] = [
+            ("1) XADD", lambda: workloads.xadd(servers, plan, counts)),
+            ("2) batch append", lambda: workloads.batch(servers, plan, counts)),
+            ("3) XRANGE", lambda: workloads.xrange(servers, plan, counts)),
+            ("4) consume+ack", lambda: workloads.consume(servers, plan)),
+        ]
+        for name, build in steps:
+            log_stderr(f"{name} ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = build()
+            workloads.measure(group, plan.rounds, log_stderr)
+            cells += group
+            rows += group_rows
+        log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
+        group, group_rows = workloads.memory(fleet, plan, log_stderr)
+        cells += group
+        rows += group_rows
+    facts["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    notes = [
+        "load generators (wrk -t1, redis-benchmark, python -m bench.client) share the 2 cores "
+        "with the server; their CPU is in the table above.",
+        "batch/consume ceilings: bare requests/s times the entries a request carries "
+        "(100 per batch; 50 for consume+ack: a read and an ack per 100 entries).",
+    ]
+    if plan.quick:
+        notes.append(
+            f"--quick: memory measured with {plan.memory_entries:,} entries, not 1,000,000."
+        )
+    return {
+        "started": started,
+        "seconds_total": round(time.monotonic() - t0, 1),
+        "config": {"quick": plan.quick, "rounds": plan.rounds, "seconds": plan.seconds,
+                   "memory_entries": plan.memory_entries, "clients": workloads.CLIENTS},
+        "machine": facts,
+        "cells": {c.key: c.summary() for c in cells},
+        "rows": [row.__dict__ for row in rows],
+        "notes": notes,
+    }  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds (< 5 min)")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
+    parser.add_argument("--no-report", action="store_true", help="do not rewrite bench/REPORT.md")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        figures = run(Plan.make(args.quick), args.out)
+    except KeyboardInterrupt:
+        log_stderr("interrupted: servers stopped")
+        sys.exit(130)
+    stem = "bench-quick" if args.quick else "bench-full"
+    (args.out / f"{stem}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    table = report.markdown(figures)
+    (args.out / f"{stem}.md").write_text(table)
+    report.chart(figures, args.out / f"{stem}.png")
+    if not args.no_report:
+        report.update_report(HERE / "REPORT.md", table)
+    print(table)
+    log_stderr(f"wrote {args.out}/{stem}.json, .md, .png ({figures['seconds_total']} s)")
+
+
+if __name__ == "__main__":
+    main()

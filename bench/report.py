@@ -1,0 +1,180 @@
+"""Turn a run's figures (the JSON ``python -m bench`` writes) into the Markdown table, the
+targets verdict and the PNG chart.
+
+Kept apart from the measuring so a table can be rebuilt from an old JSON, and so the test can
+check it without starting a server. A row whose anchor cell is missing from the figures is an
+error, not an empty cell: a table that silently lost its redis-server or ceiling column would
+read as a result when it is a failed run.
+
+bench/REPORT.md is part hand-written (how to reproduce, the profile findings) and part
+generated: only the text between the two ``FIGURES_*`` markers is replaced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+FIGURES_START = "<!-- figures:start (written by python -m bench) -->"
+FIGURES_END = "<!-- figures:end -->"
+
+
+class MissingFigure(ValueError):
+    """A row names a cell the figures do not have."""
+
+
+def _cell(figures: dict[str, Any], key: str | None, row: dict[str, Any]) -> dict[str, Any] | None:
+    if key is None:
+        return None
+    try:
+        return figures["cells"][key]  # type: ignore[no-any-return]
+    except KeyError:
+        raise MissingFigure(f"row {row['label']!r}: no figures for cell {key!r}") from None
+
+
+def _num(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}"
+
+
+def _spread(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "—"
+    if len(cell["samples"]) == 1:
+        return _num(cell["median"])
+    return f"{_num(cell['median'])} [{_num(cell['min'])}–{_num(cell['max'])}]"
+
+
+def _ratio(a: dict[str, Any], b: dict[str, Any] | None) -> float | None:
+    return float(a["median"] / b["median"]) if b and b["median"] else None
+
+
+def verdict(row: dict[str, Any], xs: dict[str, Any], bare: dict[str, Any] | None) -> str:
+    """'met' or 'missed', with the measured value beside the target."""
+    target = row.get("target")
+    if not target:
+        return ""
+    value, kind = target["value"], target["kind"]
+    if kind == "ceiling_ratio":
+        ratio = _ratio(xs, bare)
+        if ratio is None:
+            raise MissingFigure(f"row {row['label']!r}: a ceiling target needs a ceiling")
+        ok, got, want = ratio >= value, f"{ratio:.0%} of ceiling", f"≥ {value:.0%}"
+        short = f"{value / ratio:.1f}x short" if not ok else ""
+    elif kind == "min":
+        ok, got, want = xs["median"] >= value, _num(xs["median"]), f"≥ {_num(value)}"
+        short = f"{value / xs['median']:.1f}x short" if not ok else ""
+    else:
+        ok, got, want = xs["median"] <= value, _num(xs["median"]), f"≤ {_num(value)}"
+        short = f"{xs['median'] / value:.1f}x over" if not ok else ""
+    return f"{'met' if ok else '**missed**'}: {got} (target {want}){', ' + short if short else ''}"
+
+
+def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each row with its cells resolved and ratios computed; raises MissingFigure."""
+    out = []
+    for row in figures["rows"]:
+        xs = _cell(figures, row["xstreams"], row)
+        assert xs is not None  # every row has an xstreams cell (schema, not input)
+        redis = _cell(figures, row["redis"], row)
+        bare = _cell(figures, row["bare"], row)
+        out.append(
+            {
+                **row,
+                "cells": (xs, redis, bare),
+                "vs_bare": _ratio(xs, bare),
+                "vs_redis": _ratio(xs, redis),
+                "verdict": verdict(row, xs, bare),
+            }
+        )
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}" if value >= 0.01 else f"{value:.1%}"
+
+
+def markdown(figures: dict[str, Any]) -> str:
+    """The figures table, the latency and load-generator tables, the targets and the machine."""
+    resolved = rows(figures)
+    cfg, machine = figures["config"], figures["machine"]
+    lines = [
+        f"Run {figures['started']} ({'--quick' if cfg['quick'] else 'full'}): "
+        f"{cfg['rounds']} interleaved rounds of {cfg['seconds']:g} s per cell; "
+        "median [min–max] over rounds.",
+        "",
+        "| workload | unit | xstreams | redis-server | bare ceiling | xstreams/ceiling "
+        "| xstreams/redis |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in resolved:
+        xs, redis, bare = r["cells"]
+        lines.append(
+            f"| {r['label']} | {r['unit']} | {_spread(xs)} | {_spread(redis)} | {_spread(bare)} "
+            f"| {_pct(r['vs_bare'])} | {_pct(r['vs_redis'])} |"
+        )
+    lines += ["", "Targets (issue 7):", "", "| workload | verdict |", "|---|---|"]
+    lines += [f"| {r['label']} | {r['verdict']} |" for r in resolved if r["verdict"]]
+    lines += [
+        "",
+        "Latency (median over rounds of each round's percentile) and CPU, per cell:",
+        "",
+        "| cell | p50 ms | p99 ms | server cores | load generator cores (max) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for cell in figures["cells"].values():
+        p50 = "—" if cell["p50_ms"] is None else f"{cell['p50_ms']:.2f}"
+        p99 = "—" if cell["p99_ms"] is None else f"{cell['p99_ms']:.2f}"
+        srv = "—" if cell["server_cpu_median"] is None else f"{cell['server_cpu_median']:.2f}"
+        lines.append(f"| {cell['label']} | {p50} | {p99} | {srv} | {cell['client_cpu_max']:.2f} |")
+    lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items())]
+    lines += [f"Note: {note}" for note in figures.get("notes", [])]
+    return "\n".join(lines) + "\n"
+
+
+def chart(figures: dict[str, Any], path: Path) -> None:
+    """One small panel per row: xstreams, redis-server and ceiling bars in the row's unit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    resolved = rows(figures)
+    ncols = 3
+    nrows = (len(resolved) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 2.8 * nrows), squeeze=False)
+    colors = ("#d62728", "#1f77b4", "#7f7f7f")
+    for ax, r in zip(axes.flat, resolved, strict=False):
+        names, values, errs = [], [], []
+        for name, cell in zip(("xstreams", "redis", "ceiling"), r["cells"], strict=True):
+            if cell is not None:
+                names.append(name)
+                values.append(cell["median"])
+                errs.append([cell["median"] - cell["min"], cell["max"] - cell["median"]])
+        ax.bar(names, values, color=colors[: len(names)],
+               yerr=list(zip(*errs, strict=True)), capsize=3)  # fmt: skip
+        ax.set_title(r["label"], fontsize=7)
+        ax.set_ylabel(r["unit"], fontsize=7)
+        ax.set_yscale("log")
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(resolved) :]:
+        ax.axis("off")
+    fig.suptitle(f"xstreams beside redis-server and the bare ceiling ({figures['started']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def update_report(report: Path, table: str) -> None:
+    """Replace the generated part of REPORT.md, keeping the hand-written text around it."""
+    block = f"{FIGURES_START}\n{table}{FIGURES_END}"
+    if not report.exists():
+        report.write_text(f"# Benchmarks\n\n{block}\n")
+        return
+    text = report.read_text()
+    if FIGURES_START not in text or FIGURES_END not in text:
+        raise ValueError(f"{report} lacks the figures markers; add them where the table goes")
+    head, rest = text.split(FIGURES_START, 1)
+    tail = rest.split(FIGURES_END, 1)[1]
+    report.write_text(head + block + tail)

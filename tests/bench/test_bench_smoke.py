@@ -1,0 +1,76 @@
+"""The report builder: a figures JSON becomes the table and the targets verdict, and a row whose
+anchor was never measured is refused rather than shown as an empty column. No server, no timing.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import report
+
+
+def _cell(label: str, unit: str, rates: list[float]) -> dict[str, Any]:
+    return {
+        "label": label,
+        "unit": unit,
+        "samples": [{"rate": r} for r in rates],
+        "median": sorted(rates)[len(rates) // 2],
+        "min": min(rates),
+        "max": max(rates),
+        "p50_ms": 1.0,
+        "p99_ms": 9.0,
+        "client_cpu_max": 0.2,
+        "server_cpu_median": 0.9,
+    }
+
+
+FIGURES: dict[str, Any] = {
+    "started": "2026-11-22 01:00 UTC",
+    "config": {"quick": True, "rounds": 3, "seconds": 2.0},
+    "machine": {"cpus": 2},
+    "cells": {
+        "xs": _cell("xstreams XADD", "req/s", [2000, 2500, 2400]),
+        "redis": _cell("redis XADD", "req/s", [40000, 42000, 41000]),
+        "bare": _cell("bare POST", "req/s", [5000, 6000, 5500]),
+        "xs_mem": _cell("xstreams memory", "bytes/entry", [400]),
+        "redis_mem": _cell("redis memory", "bytes/entry", [20]),
+    },
+    "rows": [
+        {"label": "XADD", "unit": "req/s", "xstreams": "xs", "redis": "redis", "bare": "bare",
+         "target": {"kind": "ceiling_ratio", "value": 0.7}},
+        {"label": "memory", "unit": "bytes/entry", "xstreams": "xs_mem", "redis": "redis_mem",
+         "bare": None, "target": {"kind": "max", "value": 150}},
+    ],
+}  # fmt: skip
+
+
+def test_table_has_ratios_and_verdicts() -> None:
+    text = report.markdown(FIGURES)
+    assert "| XADD | req/s | 2,400 [2,000–2,500] | 41,000 [40,000–42,000] |" in text
+    assert "| 44% | 6% |" in text  # 2400/5500, 2400/41000
+    assert "**missed**: 44% of ceiling (target ≥ 70%), 1.6x short" in text
+    assert "**missed**: 400 (target ≤ 150), 2.7x over" in text
+    assert "| memory | bytes/entry | 400 | 20.0 | — | — | 2000% |" in text
+
+
+def test_missing_anchor_is_an_error() -> None:
+    figures = copy.deepcopy(FIGURES)
+    del figures["cells"]["redis"]
+    with pytest.raises(report.MissingFigure, match="redis"):
+        report.markdown(figures)
+
+
+def test_report_keeps_hand_written_text(tmp_path: Path) -> None:
+    path = tmp_path / "REPORT.md"
+    path.write_text(f"intro\n{report.FIGURES_START}\nold\n{report.FIGURES_END}\nfindings\n")
+    report.update_report(path, "new table\n")
+    text = path.read_text()
+    assert text.startswith("intro\n") and text.endswith("findings\n")
+    assert "new table" in text and "old" not in text
+    path.write_text("no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        report.update_report(path, "t\n")
