@@ -19,7 +19,7 @@ from fastapi import Request
 from app.api.deps import wait_for_disconnect
 from app.api.errors import NotFound, no_such_stream
 from app.engine.blocking import Block
-from app.engine.commands.groups import no_such_group
+from app.engine.commands.groups import find_group
 from app.engine.commands.reads import parse_read, xread
 from app.engine.groups import ConsumerGroup
 from app.engine.keyspace import Keyspace
@@ -63,11 +63,7 @@ def stream_of(store: Store, key: str) -> Stream:
 
 def group_of(store: Store, key: str, group: str) -> ConsumerGroup:
     """The group a path names, or 404 with Redis's NOGROUP text."""
-    found = store.keyspace.get(key)
-    g = found.groups.get(group) if found is not None else None
-    if g is None:
-        raise no_such_group(key, group)
-    return g
+    return find_group(store.keyspace, key, group)[1]
 
 
 def require_consumer(store: Store, key: str, group: str, consumer: str) -> None:

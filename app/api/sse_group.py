@@ -24,7 +24,7 @@ from app.api.sse_outbox import Outbox
 from app.api.sse_wire import EncodedEntry, deleted_event
 from app.durability import Durability
 from app.engine.blocking import Block
-from app.engine.commands.groups import no_such_group
+from app.engine.commands.groups import find_group
 from app.engine.commands.reads import NEW, ReadArgs, xread
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import StreamID
@@ -56,11 +56,7 @@ class GroupDelivery:
 def group_of(ks: Keyspace, key: str, group: str) -> ConsumerGroup:
     """The group, or Redis's NOGROUP error (404 before the stream starts, an ``error`` event
     after it, e.g. when the group is destroyed meanwhile)."""
-    stream = ks.get(key)
-    found = stream.groups.get(group) if stream is not None else None
-    if found is None:
-        raise no_such_group(key, group)
-    return found
+    return find_group(ks, key, group)[1]
 
 
 def held(ks: Keyspace, d: GroupDelivery) -> int:

@@ -66,6 +66,23 @@ def _sid(text: Any) -> StreamID:
         raise ReplayError(f"malformed ID {text!r}") from e
 
 
+def encode_json(value: Any) -> bytes:
+    """orjson, or the standard library's JSON for strings holding non-UTF-8 bytes (kept as
+    lone surrogates), which only it can escape; ``decode_json`` reads both."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode_json(data: bytes) -> Any:
+    """Raises ValueError for damaged data."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 # -- recording ------------------------------------------------------------------------------
 
 
@@ -271,22 +288,15 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
-    try:
-        return orjson.dumps(doc)
-    except orjson.JSONEncodeError:
-        # Values holding non-UTF-8 bytes (as lone surrogates) need the escaping json does.
-        return json.dumps(doc, separators=(",", ":")).encode()
+    return encode_json(doc)
 
 
 def decode_snapshot(data: bytes, ks: Keyspace) -> None:
     """Load a snapshot into an empty keyspace, nodes exactly as they were."""
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        try:
-            doc = json.loads(data)  # escaped lone surrogates (binary values) need json
-        except ValueError as e:
-            raise ReplayError(f"snapshot is not valid JSON: {e}") from e
+        doc = decode_json(data)
+    except ValueError as e:
+        raise ReplayError(f"snapshot is not valid JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
         raise ReplayError("unknown snapshot format")
     try:

@@ -21,16 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import orjson
-
 from app.durability import StorageUnavailable
+from app.engine.journal import decode_json, encode_json
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 
@@ -47,21 +45,8 @@ def describe(exc: BaseException) -> str:
     return f"{type(orig).__name__}: {text}"[:300]
 
 
-def encode_record(record: list[Any]) -> bytes:
-    """orjson, or — for a string that is not valid UTF-8 (a binary value kept with
-    surrogate escapes) — the standard library's JSON, which escapes it; ``decode_record``
-    reads both."""
-    try:
-        return orjson.dumps(record)
-    except TypeError:
-        return json.dumps(record, separators=(",", ":")).encode()
-
-
-def decode_record(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)  # raises ValueError for real damage
+encode_record = encode_json
+decode_record = decode_json
 
 
 class JournalWriter:

@@ -136,3 +136,14 @@ def test_a_corrupt_snapshot_stops_recovery() -> None:
         Store(clock=ManualClock()).restore(b'{"format": 1, "streams": [{"key": 1}]}', [])
     with pytest.raises(ReplayError):
         Store(clock=ManualClock()).restore(b"\x00garbage", [])
+
+
+def test_binary_values_survive_snapshots() -> None:
+    """Bytes that are not UTF-8 arrive as lone surrogates; a snapshot must keep them."""
+    value = b"\x00\xff\x80A".decode("utf-8", "surrogateescape")
+    store = Store(clock=ManualClock())
+    store.execute(["XADD", "s", "1-1", "f", value])
+    loaded = Store(clock=ManualClock())
+    loaded.restore(encode_snapshot(store.snapshot_view()), [])
+    [entry] = loaded.execute(["XRANGE", "s", "-", "+"])
+    assert entry.fields == ("f", value)

@@ -194,7 +194,8 @@ def _group_or_nogroup(ks: Keyspace, key: str, name: str) -> tuple[Stream, Consum
     return stream, group
 
 
-def _group(ks: Keyspace, key: str, name: str) -> tuple[Stream, ConsumerGroup]:
+def find_group(ks: Keyspace, key: str, name: str) -> tuple[Stream, ConsumerGroup]:
+    """The stream and its group, or NOGROUP naming both (XPENDING, XCLAIM ...; REST, SSE)."""
     stream = ks.get(key)
     group = stream.groups.get(name) if stream is not None else None
     if stream is None or group is None:
@@ -236,7 +237,7 @@ class PendingArgs:
 
 
 def xpending_summary(ks: Keyspace, key: str, group_name: str) -> PendingSummary:
-    _, group = _group(ks, key, group_name)
+    _, group = find_group(ks, key, group_name)
     if not group.pel:
         return PendingSummary(0, None, None, [])
     consumers = [(c.name, len(c.pel)) for _, c in sorted(group.consumers.items()) if c.pel]
@@ -244,7 +245,7 @@ def xpending_summary(ks: Keyspace, key: str, group_name: str) -> PendingSummary:
 
 
 def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
-    _, group = _group(ks, a.key, a.group)
+    _, group = find_group(ks, a.key, a.group)
     pel = group.pel
     if a.consumer is not None:
         consumer = group.consumers.get(a.consumer)
@@ -349,7 +350,7 @@ def parse_xclaim(argv: list[str]) -> ClaimArgs:
 
 def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     """Change the owner of pending entries (XCLAIM); entries gone from the stream leave the PEL."""
-    stream, group = _group(ks, a.key, a.group)
+    stream, group = find_group(ks, a.key, a.group)
     now = ks.clock.now_ms()
     if a.last_id is not None and a.last_id > group.last_id:
         group.last_id = a.last_id
@@ -396,7 +397,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
 
 @command("xclaim", -6, W)
 def _xclaim(ks: Keyspace, argv: list[str]) -> list[Entry | StreamID]:
-    _group(ks, argv[1], argv[2])
+    find_group(ks, argv[1], argv[2])
     return xclaim(ks, parse_xclaim(argv))
 
 
@@ -440,7 +441,7 @@ def parse_xautoclaim(argv: list[str]) -> AutoClaimArgs:
 
 def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     """Claim idle pending entries from a cursor (XAUTOCLAIM), at most ``count * 10`` looked at."""
-    stream, group = _group(ks, a.key, a.group)
+    stream, group = find_group(ks, a.key, a.group)
     now = ks.clock.now_ms()
     attempts = a.count * ATTEMPTS_FACTOR
     count = a.count
