@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= ./data
 
-.PHONY: setup setup-test serve test lint
+.PHONY: setup setup-test setup-pipeline java serve test lint
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +14,20 @@ $(VENV)/bin/python:
 setup: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e .
 
-setup-test: $(VENV)/bin/python
+setup-test: $(VENV)/bin/python java
 	$(VENV)/bin/pip install -q -e '.[dev]'
+
+# The Spark pipeline (xstreams archive / report) and its tests need PySpark and Java 17+.
+setup-pipeline: $(VENV)/bin/python java
+	$(VENV)/bin/pip install -q -e '.[pipeline]'
+
+# Java 17 from Debian's packages when no Java 17+ is on PATH (sudo when not root).
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  s=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$s apt-get update -qq && $$s apt-get install -y -qq openjdk-17-jre-headless; \
+	fi
 
 serve: setup
 	$(VENV)/bin/xstreams serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)

@@ -39,3 +39,38 @@ def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import fastapi\nfrom sqlalchemy import select\n")
     assert _imports(bad) == {"fastapi", "sqlalchemy"}
+
+
+APP = ENGINE.parent
+# The pipeline reaches the service over HTTP only (a Spark executor has nothing else); it may use
+# the engine's pure ID rules, never the API, storage or settings of a running server.
+PIPELINE_MAY_NOT = ("app.api", "app.storage", "app.main", "app.settings", "app.durability")
+
+
+def _offenders(folder: Path, forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for name in _imports(path):
+            if name.startswith(forbidden) or name.split(".")[0] in forbidden:
+                found.append(f"{path.relative_to(APP.parent)} imports {name}")
+    return found
+
+
+def test_the_pipeline_talks_to_the_service_only_over_http() -> None:
+    assert not _offenders(APP / "pipeline", PIPELINE_MAY_NOT)
+
+
+def test_nothing_outside_the_pipeline_needs_spark() -> None:
+    """PySpark is an optional extra: the server and the rest of the CLI start without it."""
+    offenders = []
+    for folder in ("engine", "api", "storage", "cli"):
+        offenders += _offenders(APP / folder, ("pyspark", "pyarrow"))
+    # The CLI may import the pipeline only inside its commands, not at module level.
+    for path in sorted((APP / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in tree.body:
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            # report_model is plain Python (option types); everything else may need Spark.
+            if module and module.startswith("app.pipeline") and not module.endswith("_model"):
+                offenders.append(f"{path.name} imports {module} at module level")
+    assert not offenders, offenders
