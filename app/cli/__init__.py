@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import storage
+from app.cli import archive, report, storage
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
@@ -76,6 +76,8 @@ def serve(
 
 cli.command()(storage.migrate)
 cli.command()(storage.snapshot)
+cli.command()(archive.archive)
+cli.command()(report.report)
 
 
 @cli.command()
