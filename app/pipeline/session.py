@@ -57,14 +57,16 @@ def spark_session(
             "Spark needs Java 17 or newer: install it (apt-get install openjdk-17-jre-headless) "
             "or set JAVA_HOME"
         )
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    if (master or DEFAULT_MASTER).startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: stay on loopback
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # under spark-submit, which decides
+    if not submitted and (master or DEFAULT_MASTER).startswith("local"):
+        # One machine: workers use this interpreter, and Spark stays on loopback. (On a
+        # cluster the nodes' own Python with xstreams installed is used instead.)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+    elif not submitted:
         builder = builder.master(DEFAULT_MASTER)
     settings = {
         "spark.ui.showConsoleProgress": "true" if progress else "false",
