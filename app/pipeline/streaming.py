@@ -36,9 +36,10 @@ class StreamReader(DataSourceStreamReader):
     def __init__(self, opts: Options) -> None:
         self.opts = opts
         self._client: Client | None = None
+        self._turn = 0
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_client": None}  # executors open their own connections
+        return {"opts": self.opts, "_client": None, "_turn": 0}  # executors connect themselves
 
     @property
     def client(self) -> Client:
@@ -95,17 +96,24 @@ class StreamReader(DataSourceStreamReader):
                 end[s] = reply[0][0]
         return end
 
+    def _rotated(self, streams: list[str]) -> list[str]:
+        """The streams in an order that moves on by one every micro-batch, so that with a
+        budget smaller than the number of busy streams each still gets its turn."""
+        if not streams:
+            return streams
+        k = self._turn % len(streams)
+        self._turn += 1
+        return streams[k:] + streams[:k]
+
     def _advance(self, begin: dict[str, str], budget: int) -> dict[str, str]:
-        """At most ``budget`` entries in all: the budget is shared evenly between streams and
-        what a stream leaves unused goes to the next ones."""
+        """At most ``budget`` entries in all, shared evenly; what a stream leaves unused goes
+        to the streams after it."""
         end = dict(begin)
-        streams = list(begin)
-        for i, s in enumerate(streams):
-            share = budget // (len(streams) - i) if budget else 0
-            if share == 0:
-                share = budget
-            if share <= 0:
+        order = self._rotated(list(begin))
+        for i, s in enumerate(order):
+            if budget <= 0:
                 break
+            share = max(1, budget // (len(order) - i))
             page = self.client("XRANGE", s, "(" + begin[s], "+", "COUNT", share)
             if page:
                 end[s] = page[-1][0]
@@ -114,22 +122,26 @@ class StreamReader(DataSourceStreamReader):
 
     def _deliver(self, begin: dict[str, str], budget: int | None) -> dict[str, str]:
         """Group mode: the consumer's own pending entries after ``begin`` (delivered before a
-        restart), then new ones taken with ``>``, up to the budget."""
+        restart), then new ones taken with ``>``, shared like ``_advance`` shares."""
         opts = self.opts
         group, consumer = opts.group or "", opts.consumer
         end = dict(begin)
-        for s in begin:
-            cap = GROUP_BATCH_CAP if budget is None else budget
-            if cap <= 0:
+        order = self._rotated(list(begin))
+        for i, s in enumerate(order):
+            if budget is None:
+                share = GROUP_BATCH_CAP
+            elif budget <= 0:
                 break
+            else:
+                share = max(1, budget // (len(order) - i))
             try:
-                pending = self.client("XPENDING", s, group, "(" + begin[s], "+", cap, consumer)
+                pending = self.client("XPENDING", s, group, "(" + begin[s], "+", share, consumer)
                 taken = len(pending)
                 if pending:
                     end[s] = pending[-1][0]
-                if taken < cap:
+                if taken < share:
                     reply = self.client(
-                        "XREADGROUP", "GROUP", group, consumer, "COUNT", cap - taken,
+                        "XREADGROUP", "GROUP", group, consumer, "COUNT", share - taken,
                         "STREAMS", s, ">",
                     )  # fmt: skip
                     fresh = reply[0][1] if reply else []

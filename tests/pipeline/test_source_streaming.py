@@ -195,3 +195,29 @@ def test_a_missing_group_stops_the_query_with_its_reason(
         query.awaitTermination(60)
     text = str(info.value)
     assert "NOGROUP" in text and "XGROUP CREATE jobs nogroup 0" in text
+
+
+def test_a_small_budget_is_shared_fairly_between_busy_streams(server: Server, xs: Commands) -> None:
+    """Driver side only: which offsets each micro-batch would cover."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from app.pipeline.options import parse_options
+    from app.pipeline.streaming import StreamReader
+
+    for s in ("a", "b", "c"):
+        for i in range(1, 11):
+            xs("XADD", s, f"{i}-0", "i", i)
+    reader = StreamReader(parse_options({"url": server.url, "stream": "?",
+                                         "startingPosition": "earliest"}))  # fmt: skip
+    offset = reader.initialOffset()
+    assert offset == {"a": "0-0", "b": "0-0", "c": "0-0"}
+    read = dict.fromkeys(offset, 0)
+    for _ in range(6):
+        end = reader.latestOffset(offset, ReadMaxRows(2))
+        taken = {s: int(end[s].split("-")[0]) - int(offset[s].split("-")[0]) for s in end}
+        assert sum(taken.values()) == 2
+        read = {s: read[s] + taken[s] for s in read}
+        offset = end
+    assert read == {"a": 4, "b": 4, "c": 4}  # every stream had its turns
+    assert reader.latestOffset(offset, ReadAllAvailable()) == dict.fromkeys(offset, "10-0")
+    reader.stop()
