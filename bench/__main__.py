@@ -11,54 +11,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from bench import harness, report, workloads
+from bench.machine import facts
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
 
 
-def _tool_version(argv: list[str]) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "absent"
-    return (done.stdout or done.stderr).strip().splitlines()[0]
-
-
 def machine() -> dict[str, Any]:
     """What a reader needs to judge the figures: cores, load, versions."""
-    model = "?"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
-    facts: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "cpu": model,
-        "memory_gib": round(mem_kib / 1024 / 1024, 1),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "redis-server": _tool_version(["redis-server", "--version"]).split()[2],
-        "wrk": _tool_version(["wrk", "-v"]).split(" [")[0],
-    }
-    for package in ("xstreams", "fastapi", "uvicorn", "uvloop", "httptools", "orjson"):
-        try:
-            facts[package] = version(package)
-        except Exception:
-            facts[package] = "absent"
-    return facts
+    found = facts(
+        ("xstreams", "fastapi", "uvicorn", "uvloop", "httptools", "orjson"),
+        {"redis-server": ["redis-server", "--version"], "wrk": ["wrk", "-v"]},
+    )
+    redis = found["redis-server"].split()
+    found["redis-server"] = redis[2] if len(redis) > 2 else found["redis-server"]
+    found["wrk"] = found["wrk"].split(" [")[0]
+    return found
 
 
 def run(plan: Plan, out: Path) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from app.cli.spark_options import Conf, Master
+
 
 def archive(
     stream: Annotated[str, typer.Option(help="The stream to archive.")],
@@ -30,12 +32,8 @@ def archive(
         str | None, typer.Option(envvar="XSTREAMS_TOKEN", help="The service's bearer token.")
     ] = None,
     partitions: Annotated[int, typer.Option(min=1, help="Parallel reads of the range.")] = 4,
-    master: Annotated[
-        str | None, typer.Option(help="Spark master URL (default: local[*]).")
-    ] = None,
-    conf: Annotated[
-        list[str] | None, typer.Option(help="Spark setting key=value (repeatable).")
-    ] = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Write the entries before the cutoff as Parquet partitioned by stream and UTC date."""
     from app.pipeline.archive import ArchiveError, parse_cutoff

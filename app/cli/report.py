@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from app.cli.spark_options import Conf, Master
 from app.pipeline.report_model import Bucket
 
 
@@ -40,12 +41,8 @@ def report(
         typer.Option(help="Also read the streams from this running service (base URL)."),
     ] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token for --live.")] = None,
-    master: Annotated[
-        str | None, typer.Option(help="Spark master URL (default: local[*]).")
-    ] = None,
-    conf: Annotated[
-        list[str] | None, typer.Option(help="Spark setting key=value (repeatable).")
-    ] = None,
+    master: Master = None,
+    conf: Conf = None,
 ) -> None:
     """Entries per bucket, inter-arrival percentiles and top field values of archived streams."""
     from app.pipeline.report_model import NoEntriesError, ReportError, report_options

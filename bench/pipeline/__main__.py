@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.machine import facts
 from bench.pipeline.data import REDIS_DB, log_stderr
 from bench.pipeline.runner import Plan, run
 from bench.pipeline.tables import markdown, update_report
@@ -40,36 +38,12 @@ BENCH = Path(__file__).resolve().parent.parent  # bench/: results/ and PIPELINE.
 VENV_BIN = Path(sys.executable).parent
 
 
-def _first_line(argv: list[str]) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return "absent"
-    text = (done.stdout or done.stderr).strip()
-    return text.splitlines()[0] if text else "absent"
-
-
 def machine() -> dict[str, Any]:
     """What a reader needs to judge the figures: cores, load, versions."""
-    model = "?"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    facts: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "cpu": model,
-        "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "python": platform.python_version(),
-        "java": _first_line(["java", "-version"]),
-        "redis-server": _first_line(["redis-server", "--version"]),
-    }
-    for package in ("xstreams", "pyspark", "pyarrow", "httpx", "redis", "uvicorn"):
-        try:
-            facts[package] = version(package)
-        except Exception:
-            facts[package] = "absent"
-    return facts
+    return facts(
+        ("xstreams", "pyspark", "pyarrow", "httpx", "redis", "uvicorn"),
+        {"java": ["java", "-version"], "redis-server": ["redis-server", "--version"]},
+    )
 
 
 @contextmanager

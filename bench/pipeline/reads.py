@@ -20,21 +20,17 @@ def spark_full_read(spark: Any, url: str, stream: str, partitions: int, page_siz
     full (a bare ``count()`` may skip converting the columns). Returns the row count."""
     from pyspark.sql import functions as F
 
-    df = (
-        spark.read.format("xstreams")
-        .option("url", url)
-        .option("stream", stream)
-        .option("partitions", str(partitions))
-        .option("pageSize", str(page_size))
-        .load()
+    row = (
+        _frame(spark, url, stream, partitions, page_size)
+        .select(
+            F.count("*").alias("rows"),
+            F.sum(F.length("id")).alias("id_chars"),
+            F.sum(F.size("fields")).alias("map_entries"),
+            F.sum(F.size("pairs")).alias("pairs"),
+            F.sum(F.length(F.col("fields")["kind"])).alias("kind_chars"),
+        )
+        .collect()[0]
     )
-    row = df.select(
-        F.count("*").alias("rows"),
-        F.sum(F.length("id")).alias("id_chars"),
-        F.sum(F.size("fields")).alias("map_entries"),
-        F.sum(F.size("pairs")).alias("pairs"),
-        F.sum(F.length(F.col("fields")["kind"])).alias("kind_chars"),
-    ).collect()[0]
     if row.map_entries != row.pairs or row.map_entries != 3 * row.rows:
         raise RuntimeError(f"unexpected read: {row}")
     return int(row.rows)
@@ -43,7 +39,11 @@ def spark_full_read(spark: Any, url: str, stream: str, partitions: int, page_siz
 def spark_count(spark: Any, url: str, stream: str, partitions: int, page_size: int) -> int:
     """The bare ``count()``, measured once beside the full read to show whether Spark skips
     converting columns when none is needed."""
-    df = (
+    return int(_frame(spark, url, stream, partitions, page_size).count())
+
+
+def _frame(spark: Any, url: str, stream: str, partitions: int, page_size: int) -> Any:
+    return (
         spark.read.format("xstreams")
         .option("url", url)
         .option("stream", stream)
@@ -51,7 +51,6 @@ def spark_count(spark: Any, url: str, stream: str, partitions: int, page_size: i
         .option("pageSize", str(page_size))
         .load()
     )
-    return int(df.count())
 
 
 def _reader(url: str, stream: str, start: str, end: str, page_size: int, arrow: bool,
