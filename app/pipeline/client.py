@@ -74,14 +74,25 @@ class Client:
         body = self._post("/", [str(a) for a in args])
         return _result(body, args)
 
-    def pipeline(self, commands: Sequence[Sequence[str | int]]) -> list[Any]:
-        """Run several commands in one request; the first error among them raises."""
+    def pipeline(
+        self, commands: Sequence[Sequence[str | int]], *, errors: bool = True
+    ) -> list[Any]:
+        """Run several commands in one request; the first error among them raises, or with
+        ``errors=False`` each error takes its command's place as a ``ReplyError``."""
         if not commands:
             return []
         body = self._post("/pipeline", [[str(a) for a in c] for c in commands])
         if not isinstance(body, list) or len(body) != len(commands):
             raise SourceError(f"{self.url}/pipeline answered an unexpected body")
-        return [_result(item, cmd) for item, cmd in zip(body, commands, strict=True)]
+        results: list[Any] = []
+        for item, cmd in zip(body, commands, strict=True):
+            try:
+                results.append(_result(item, cmd))
+            except ReplyError as exc:
+                if errors:
+                    raise
+                results.append(exc)
+        return results
 
     def _post(self, path: str, payload: Any) -> Any:
         content = orjson.dumps(payload)

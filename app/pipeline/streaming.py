@@ -49,13 +49,24 @@ class StreamReader(DataSourceStreamReader):
 
     def _streams(self) -> list[str]:
         if self.opts.is_glob:
-            return self.client.scan(self.opts.stream)
+            streams = self.client.scan(self.opts.stream)
+            return streams if self.opts.group is None else self._with_group(streams)
         try:
             return matching_streams(self.client, self.opts)
         except SourceError:
             if self.opts.group is not None:
                 raise
             return []  # a named stream may be created after the query starts
+
+    def _with_group(self, streams: list[str]) -> list[str]:
+        """A glob in group mode covers the matching streams that have the group: a stream a
+        producer creates later joins once someone creates the group on it (XGROUP CREATE)."""
+        replies = self.client.pipeline([["XINFO", "GROUPS", s] for s in streams], errors=False)
+        return [
+            s
+            for s, groups in zip(streams, replies, strict=True)
+            if isinstance(groups, list) and any(_info(g)["name"] == self.opts.group for g in groups)
+        ]
 
     def initialOffset(self) -> dict[str, str]:
         streams = self._streams()

@@ -221,3 +221,26 @@ def test_a_small_budget_is_shared_fairly_between_busy_streams(server: Server, xs
     assert read == {"a": 4, "b": 4, "c": 4}  # every stream had its turns
     assert reader.latestOffset(offset, ReadAllAvailable()) == dict.fromkeys(offset, "10-0")
     reader.stop()
+
+
+def test_a_glob_in_group_mode_covers_the_streams_that_have_the_group(
+    server: Server, xs: Commands
+) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from app.pipeline.options import parse_options
+    from app.pipeline.streaming import StreamReader
+
+    for s in ("jobs-a", "jobs-b"):
+        xs("XADD", s, "1-1", "i", 1)
+    xs("XGROUP", "CREATE", "jobs-a", "g", "0")
+    opts = parse_options({"url": server.url, "stream": "jobs-*", "group": "g"})
+    reader = StreamReader(opts)
+    start = reader.initialOffset()
+    assert start == {"jobs-a": "0-0"}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"jobs-a": "1-1"}
+    xs("XGROUP", "CREATE", "jobs-b", "g", "0")  # joins at the next micro-batch
+    end = reader.latestOffset({"jobs-a": "1-1"}, ReadAllAvailable())
+    assert end == {"jobs-a": "1-1", "jobs-b": "1-1"}
+    assert xs("XPENDING", "jobs-b", "g")[0] == 1  # delivered to the query's consumer
+    reader.stop()
