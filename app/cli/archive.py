@@ -6,15 +6,24 @@ optional pipeline dependencies are not installed.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from app.cli.spark_options import Conf, Master
 
+if TYPE_CHECKING:
+    from app.pipeline.archive import ArchiveResult
+
 
 def archive(
-    stream: Annotated[str, typer.Option(help="The stream to archive.")],
+    stream: Annotated[
+        str,
+        typer.Option(
+            help="The stream to archive, or a glob (orders-*) for each matching stream; "
+            "a backslash escapes * ? [ in a name."
+        ),
+    ],
     before: Annotated[
         str,
         typer.Option(help="Archive entries older than this: an ID or an age (30m, 12h, 7d)."),
@@ -51,22 +60,38 @@ def archive(
         raise typer.Exit(2) from e
 
     from app.pipeline.archive import archive as run
+    from app.pipeline.archive import streams_matching
 
     try:
-        result = run(
-            spark, url, stream, before, out,
-            trim=trim, token=token, partitions=partitions, log=say,
-        )  # fmt: skip
-    except (ArchiveError, SourceError) as e:
+        names = streams_matching(url, token, stream)
+    except SourceError as e:
         say(f"error: {e}")
         raise typer.Exit(1) from e
-    except Exception as e:  # a Spark job failed: show its cause, not the JVM's stack
-        say(f"error: {failure_text(e)}")
-        raise typer.Exit(1) from e
-    summary = f"archived {result.rows} entries of {stream!r}"
+    failed = False
+    for name in names:
+        try:
+            result = run(
+                spark, url, name, before, out,
+                trim=trim, token=token, partitions=partitions, log=say,
+            )  # fmt: skip
+        except (ArchiveError, SourceError) as e:
+            say(f"error: {e}")
+            failed = True
+            continue
+        except Exception as e:  # a Spark job failed: show its cause, not the JVM's stack
+            say(f"error: {name!r}: {failure_text(e)}")
+            failed = True
+            continue
+        typer.echo(_summary(result))
+    if failed:
+        raise typer.Exit(1)
+
+
+def _summary(result: ArchiveResult) -> str:
+    text = f"archived {result.rows} entries of {result.stream!r}"
     if result.run:
-        summary += f" ({result.first} .. {result.through}) in run {result.run}"
-    summary += f"; archived through {result.archived_through or 'nothing yet'}"
+        text += f" ({result.first} .. {result.through}) in run {result.run}"
+    text += f"; archived through {result.archived_through or 'nothing yet'}"
     if result.trimmed is not None:
-        summary += f"; trimmed {result.trimmed}"
-    typer.echo(summary)
+        text += f"; trimmed {result.trimmed}"
+    return text

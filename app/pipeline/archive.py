@@ -29,8 +29,9 @@ from typing import Any
 
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
-from app.pipeline.client import Client
+from app.pipeline.client import Client, SourceError
 from app.pipeline.files import Files
+from app.pipeline.options import GLOB_CHARS
 from app.pipeline.schema import ARCHIVE_PARTITIONS
 
 RUNS = "_xstreams/runs"
@@ -74,6 +75,18 @@ def parse_cutoff(text: str, now_ms: int) -> StreamID:
 def glob_escape(name: str) -> str:
     """A pattern that matches exactly ``name`` (Redis globs take backslash escapes)."""
     return re.sub(r"([*?\[\]\\])", r"\\\1", name)
+
+
+def streams_matching(url: str, token: str | None, pattern: str) -> list[str]:
+    """The streams a command-line ``--stream`` names: each one a glob matches, else the name
+    (with its backslash escapes removed), so a missing stream still gets its own error."""
+    if not any(c in GLOB_CHARS for c in re.sub(r"\\.", "", pattern)):
+        return [re.sub(r"\\(.)", r"\1", pattern)]
+    with Client(url, token) as client:
+        found = client.scan(pattern)
+    if not found:
+        raise SourceError(f"no stream matches {pattern!r} at {url}")
+    return found
 
 
 class Archive:

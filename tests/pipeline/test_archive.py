@@ -266,3 +266,29 @@ def test_the_command_line(
     assert bad.exit_code == 2 and "--before must be an entry ID" in bad.output
     missing = CliRunner().invoke(cli, ["archive", "--stream", "nope", *args[3:]])
     assert missing.exit_code == 1 and "stream 'nope' does not exist" in missing.output
+
+
+def test_the_command_line_archives_each_stream_a_glob_matches(
+    spark: Any, server: Server, xs: Commands, tmp_path: Path
+) -> None:
+    from app.cli import cli
+    from app.pipeline.archive import streams_matching
+
+    for s in ("m-1", "m-2", "n-1"):
+        for i in range(1, 4):
+            xs("XADD", s, f"{i}-1", "s", s)
+    out = str(tmp_path / "archive")
+    args = ["archive", "--stream", "m-*", "--before", "3", "--out", out, "--url", server.url,
+            "--trim", "--master", "local[2]"]  # fmt: skip
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert "archived 2 entries of 'm-1'" in done.stdout
+    assert "archived 2 entries of 'm-2'" in done.stdout
+    rows = read_archive(spark, out).collect()
+    assert sorted((r.stream, r.id) for r in rows) == [
+        ("m-1", "1-1"), ("m-1", "2-1"), ("m-2", "1-1"), ("m-2", "2-1"),
+    ]  # fmt: skip
+    assert [xs("XLEN", s) for s in ("m-1", "m-2", "n-1")] == [1, 1, 3]
+    none = CliRunner().invoke(cli, ["archive", "--stream", "zz-*", *args[3:]])
+    assert none.exit_code == 1 and "no stream matches 'zz-*'" in none.output
+    assert streams_matching(server.url, None, r"m-\*") == ["m-*"]  # an escaped literal name
