@@ -29,19 +29,13 @@ from typing import Any
 
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
+from app.pipeline.archive_folder import STAGING, Archive, ArchiveError, now_iso
 from app.pipeline.client import Client, SourceError
-from app.pipeline.files import Files
 from app.pipeline.options import GLOB_CHARS
 from app.pipeline.schema import ARCHIVE_PARTITIONS
 
-RUNS = "_xstreams/runs"
-STAGING = "_staging"
 _AGE = re.compile(r"^(\d+)(ms|s|m|h|d|w)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
-
-
-class ArchiveError(RuntimeError):
-    """The run stopped before committing; the archive and the stream are as they were."""
 
 
 @dataclass
@@ -55,6 +49,9 @@ class ArchiveResult:
     archived_through: str | None = None  # the stream's mark after the run
     trimmed: int | None = None  # entries XTRIM removed (None without --trim)
     recovered: list[str] = field(default_factory=list)  # runs finished or undone first
+
+
+__all__ = ["ArchiveError", "ArchiveResult", "archive", "parse_cutoff", "streams_matching"]
 
 
 def parse_cutoff(text: str, now_ms: int) -> StreamID:
@@ -89,55 +86,19 @@ def streams_matching(url: str, token: str | None, pattern: str) -> list[str]:
     return found
 
 
-class Archive:
-    """The archive folder: committed runs, and recovery from a run that died."""
+@dataclass(frozen=True)
+class _Job:
+    """One stream's run: where to read, what to keep, how to report."""
 
-    def __init__(self, spark: Any, out: str) -> None:
-        self.spark = spark
-        self.files = Files(spark, out)
-
-    def manifests(self) -> list[dict[str, Any]]:
-        runs = self.files.join(RUNS)
-        return [
-            self.files.read_json(f"{runs}/{name}")
-            for name in self.files.children(runs)
-            if name.endswith(".json")
-        ]
-
-    def archived_through(self, stream: str) -> StreamID | None:
-        marks = [parse_strict_id(m["through"]) for m in self.manifests() if m["stream"] == stream]
-        return max(marks, default=None)
-
-    def recover(self) -> list[str]:
-        """Roll committed runs forward and uncommitted ones back; the runs touched."""
-        touched: list[str] = []
-        committed = {m["run"]: m for m in self.manifests()}
-        for run, manifest in committed.items():
-            staged = self.files.join(STAGING, run)
-            moved = False
-            for rel in manifest["files"]:
-                final, source = self.files.join(rel), f"{staged}/{rel}"
-                if self.files.exists(source):
-                    self.files.rename(source, final)
-                    moved = True
-                elif not self.files.exists(final):
-                    raise ArchiveError(f"run {run}: file {rel} is missing from the archive")
-            if self.files.exists(staged):
-                self.files.delete(staged)
-                moved = True
-            if moved:
-                touched.append(run)
-        for run in self.files.children(self.files.join(STAGING)):
-            if run not in committed:
-                self.files.delete(self.files.join(STAGING, run))
-                touched.append(run)
-        return touched
-
-    def publish(self, run: str, files: list[str]) -> None:
-        staged = self.files.join(STAGING, run)
-        for rel in files:
-            self.files.rename(f"{staged}/{rel}", self.files.join(rel))
-        self.files.delete(staged)
+    spark: Any
+    store: Archive
+    url: str
+    token: str | None
+    stream: str
+    cutoff: StreamID
+    partitions: int
+    page_size: int
+    log: Callable[[str], None]
 
 
 def archive(
@@ -156,89 +117,89 @@ def archive(
 ) -> ArchiveResult:
     """Archive ``stream``'s entries below the cutoff into ``out``, then optionally trim them."""
     cutoff = parse_cutoff(before, now_ms())
-    result = ArchiveResult(stream, format_id(cutoff))
     store = Archive(spark, out)
-    result.recovered = store.recover()
+    job = _Job(spark, store, url, token, stream, cutoff, partitions, page_size, log)
+    store.lock()
+    try:
+        return _run(job, trim)
+    finally:
+        store.unlock()
+
+
+def _run(job: _Job, trim: bool) -> ArchiveResult:
+    result = ArchiveResult(job.stream, format_id(job.cutoff))
+    result.recovered = job.store.recover()
     if result.recovered:
-        log(f"finished or undone earlier runs: {', '.join(result.recovered)}")
-    with Client(url, token) as client:
-        kind = client("TYPE", stream)
+        job.log(f"finished or undone earlier runs: {', '.join(result.recovered)}")
+    with Client(job.url, job.token) as client:
+        kind = client("TYPE", job.stream)
         if kind not in ("stream", "none"):
-            raise ArchiveError(f"key {stream!r} is a {kind}, not a stream")
+            raise ArchiveError(f"key {job.stream!r} is a {kind}, not a stream")
         if kind == "none":
-            raise ArchiveError(f"stream {stream!r} does not exist at {url}")
-        mark = store.archived_through(stream)
-        tail = client("XREVRANGE", stream, "+", "-", "COUNT", 1)
+            raise ArchiveError(f"stream {job.stream!r} does not exist at {job.url}")
+        mark = job.store.archived_through(job.stream)
+        tail = client("XREVRANGE", job.stream, "+", "-", "COUNT", 1)
         last = parse_strict_id(tail[0][0]) if tail else None
-        below = cutoff.decr()
+        below = job.cutoff.decr()
         lower = mark.incr() if mark is not None else StreamID(0, 0)
+        # Every entry up to ``upper`` exists now; later ones get higher IDs.
         upper = min(below, last) if below is not None and last is not None else None
         if lower is not None and upper is not None and lower <= upper:
-            _archive_range(spark, store, url, token, stream, lower, upper, result,
-                           partitions, page_size, log)  # fmt: skip
+            _archive_range(job, lower, upper, result)
             mark = upper
         else:
-            log(f"nothing new below {format_id(cutoff)} in {stream!r}")
+            job.log(f"nothing new below {format_id(job.cutoff)} in {job.stream!r}")
         result.archived_through = format_id(mark) if mark is not None else None
         if trim:
-            result.trimmed = _trim(client, stream, mark, cutoff)
-            log(f"trimmed {result.trimmed} entries from {stream!r}")
+            result.trimmed = _trim(client, job.stream, mark, job.cutoff)
+            job.log(f"trimmed {result.trimmed} entries from {job.stream!r}")
     return result
 
 
-def _archive_range(
-    spark: Any,
-    store: Archive,
-    url: str,
-    token: str | None,
-    stream: str,
-    lower: StreamID,
-    upper: StreamID,
-    result: ArchiveResult,
-    partitions: int,
-    page_size: int,
-    log: Callable[[str], None],
-) -> None:
+def _archive_range(job: _Job, lower: StreamID, upper: StreamID, result: ArchiveResult) -> None:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     run = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     reader = (
-        spark.read.format("xstreams")
-        .option("url", url)
-        .option("stream", glob_escape(stream))
+        job.spark.read.format("xstreams")
+        .option("url", job.url)
+        .option("stream", glob_escape(job.stream))
         .option("start", format_id(lower))
         .option("end", format_id(upper))
-        .option("partitions", str(partitions))
-        .option("pageSize", str(page_size))
+        .option("partitions", str(job.partitions))
+        .option("pageSize", str(job.page_size))
     )
-    if token:
-        reader = reader.option("token", token)
+    if job.token:
+        reader = reader.option("token", job.token)
     rows = reader.load().withColumn("date", F.date_format(F.timestamp_millis("ms"), "yyyy-MM-dd"))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         read = rows.count()
-        log(f"read {read} entries of {stream!r} from {format_id(lower)} to {format_id(upper)}")
+        job.log(
+            f"read {read} entries of {job.stream!r} from {format_id(lower)} to {format_id(upper)}"
+        )
         if read == 0:
             return
-        staged = store.files.join(STAGING, run)
+        staged = job.store.files.join(STAGING, run)
         rows.write.partitionBy(*ARCHIVE_PARTITIONS).parquet(staged)
     finally:
         rows.unpersist()
-    first, through = _verify(spark, staged, read, lower, upper)
-    files = store.files.data_files(staged)
-    manifest = {
-        "run": run,
-        "stream": stream,
-        "first": first,
-        "through": format_id(upper),
-        "rows": read,
-        "files": files,
-        "committed_at": datetime.now(UTC).isoformat(),
-    }
-    store.files.write_json(store.files.join(RUNS, f"{run}.json"), manifest)
-    log(f"committed run {run}: {read} entries in {len(files)} files")
-    store.publish(run, files)
+    first, through = _verify(job.spark, staged, read, lower, upper)
+    files = job.store.files.data_files(staged)
+    job.store.commit(
+        {
+            "run": run,
+            "stream": job.stream,
+            "first": first,
+            "through": format_id(upper),
+            "rows": read,
+            "files": files,
+            "committed_at": now_iso(),
+        }
+    )
+    job.log(f"committed run {run}: {read} entries in {len(files)} files")
+    job.store.publish(run, files)
     result.run, result.first, result.through, result.rows = run, first, through, read
 
 

@@ -87,6 +87,21 @@ class Files:
         if not self._fs.rename(self._path(tmp), self._path(path)):
             raise OSError(f"cannot commit {path}")
 
+    def create_json(self, path: str, value: Any) -> bool:
+        """Create ``path`` only if it does not exist yet; False when it already does."""
+        try:
+            stream = self._fs.create(self._path(path), False)
+        except Exception:  # Hadoop's FileAlreadyExistsException, through py4j
+            if self.exists(path):
+                return False
+            raise
+        try:
+            stream.write(bytearray(orjson.dumps(value)))
+            stream.hsync()
+        finally:
+            stream.close()
+        return True
+
     def read_json(self, path: str) -> Any:
         stream = self._fs.open(self._path(path))
         try:

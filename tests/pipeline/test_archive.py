@@ -6,6 +6,7 @@ the stream exactly as a process killed at that point would; the next run must re
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,27 @@ def test_the_command_line_archives_each_stream_a_glob_matches(
     none = CliRunner().invoke(cli, ["archive", "--stream", "zz-*", *args[3:]])
     assert none.exit_code == 1 and "no stream matches 'zz-*'" in none.output
     assert streams_matching(server.url, None, r"m-\*") == ["m-*"]  # an escaped literal name
+
+
+def test_one_run_at_a_time_and_a_dead_runs_lock_is_taken_over(
+    spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path
+) -> None:
+    import json
+    import socket
+    import subprocess
+
+    out = tmp_path / "archive"
+    lock = out / "_xstreams" / "lock"
+    lock.parent.mkdir(parents=True)
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "since": "earlier"}
+    lock.write_text(json.dumps(live))
+    with pytest.raises(ArchiveError, match=r"another archive run holds .*lock"):
+        run(spark, server, out, cutoff_at(10), trim=True)
+    assert entries(xs, "events") == original and archived(spark, out) == []
+
+    with subprocess.Popen(["true"]) as dead:  # a pid that has exited
+        dead.wait()
+    lock.write_text(json.dumps({**live, "pid": dead.pid}))
+    assert run(spark, server, out, cutoff_at(10), trim=True).rows == 10
+    assert not lock.exists()  # released after the run
+    assert_whole(spark, xs, out, original)
