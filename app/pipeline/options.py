@@ -26,6 +26,8 @@ _KNOWN = {
     "timeout": "seconds one request may take",
     "startingposition": "streaming: latest, earliest, or an ID to read after",
     "maxentriesperbatch": "streaming: at most this many entries per micro-batch",
+    "failondataloss": "streaming: true stops the query when entries it had not read were "
+    "deleted or its stream recreated (default false: a warning)",
     "group": "streaming: read as this consumer group, ack after each batch commits",
     "consumer": "streaming with group: the consumer name",
 }
@@ -48,6 +50,7 @@ class Options:
     timeout_s: float
     starting_position: str  # "latest", "earliest" or a canonical ID
     max_entries_per_batch: int | None
+    fail_on_data_loss: bool
     group: str | None
     consumer: str
 
@@ -83,6 +86,7 @@ def parse_options(raw: Mapping[str, str]) -> Options:
             if "maxentriesperbatch" in opts
             else None
         ),
+        fail_on_data_loss=_bool(opts, "failondataloss", False),
         group=group,
         consumer=opts.get("consumer") or "spark",
     )
@@ -106,6 +110,13 @@ def _int(opts: Mapping[str, str], key: str, default: int, lo: int, hi: int) -> i
     if not lo <= value <= hi:
         raise OptionError(f"option {key} must be between {lo} and {hi}, got {value}")
     return value
+
+
+def _bool(opts: Mapping[str, str], key: str, default: bool) -> bool:
+    text = opts.get(key, str(default)).strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(f"option {key} must be true or false, got {opts[key]!r}")
+    return text == "true"
 
 
 def _range_id(

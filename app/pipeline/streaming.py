@@ -14,6 +14,7 @@ restart reads them again.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +28,7 @@ from app.pipeline.options import Options
 from app.pipeline.slices import Slices, id_of, plan
 from app.pipeline.source import connect, matching_streams, read_slices
 
+log = logging.getLogger("xstreams.pipeline")
 ORIGIN = "0-0"  # no entry has this ID, so "after 0-0" is the whole stream
 # Without maxEntriesPerBatch a group read still takes at most this many per stream per batch.
 GROUP_BATCH_CAP = 100_000
@@ -37,9 +39,11 @@ class StreamReader(DataSourceStreamReader):
         self.opts = opts
         self._client: Client | None = None
         self._turn = 0
+        self._warned: set[tuple[str, str]] = set()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_client": None, "_turn": 0}  # executors connect themselves
+        # executors open their own connections and plan nothing
+        return {"opts": self.opts, "_client": None, "_turn": 0, "_warned": set()}
 
     @property
     def client(self) -> Client:
@@ -85,6 +89,8 @@ class StreamReader(DataSourceStreamReader):
         streams = sorted(set(self._streams()) | set(start))
         begin = {s: start.get(s, ORIGIN) for s in streams}
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        if self.opts.group is None:
+            self._check_loss(begin)
         if self.opts.group is not None:
             # Spark asks for the next batch only once the batch ending at ``start`` has
             # committed, so acknowledging here too frees a quiet query's last batch at the next
@@ -96,6 +102,37 @@ class StreamReader(DataSourceStreamReader):
         else:
             end = self._advance(begin, budget)
         return dict(sorted(end.items()))
+
+    def _check_loss(self, begin: dict[str, str]) -> None:
+        """Entries after the offset deleted (XDEL) before the query read them, which Redis
+        records as ``max-deleted-entry-id``, or a stream recreated below the offset: a warning
+        once per occurrence, or the query's end with ``failOnDataLoss``. Trimming is not
+        seen: Redis 7.0 records nothing about what XTRIM and MAXLEN removed."""
+        streams = [s for s in begin if begin[s] != ORIGIN]
+        infos = self.client.pipeline([["XINFO", "STREAM", s] for s in streams], errors=False)
+        for s, reply in zip(streams, infos, strict=True):
+            if not isinstance(reply, list):
+                continue  # the stream is gone; it may come back
+            info = _info(reply)
+            offset = id_of(begin[s])
+            deleted = id_of(info["max-deleted-entry-id"])
+            if id_of(info["last-generated-id"]) < offset:
+                problem = (
+                    f"stream {s!r} ends at {info['last-generated-id']}, before the query's "
+                    f"offset {begin[s]}: it was deleted and created again"
+                )
+            elif deleted > offset:
+                problem = (
+                    f"entries of {s!r} after {begin[s]}, up to {info['max-deleted-entry-id']}, "
+                    "were deleted before the query read them"
+                )
+            else:
+                continue
+            if self.opts.fail_on_data_loss:
+                raise SourceError(problem + " (failOnDataLoss=true)")
+            if (s, problem) not in self._warned:
+                self._warned.add((s, problem))
+                log.warning("%s", problem)
 
     def _tails(self, begin: dict[str, str]) -> dict[str, str]:
         """Everything available: each stream's last entry."""

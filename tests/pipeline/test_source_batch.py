@@ -153,6 +153,7 @@ def test_a_missing_stream_is_an_error_not_an_empty_read(
         ({"start": "abc"}, "option start is not a valid stream ID"),
         ({"end": "(0-0"}, "option end is not a valid stream ID"),
         ({"startingPosition": "soon"}, "option startingPosition must be latest, earliest"),
+        ({"failOnDataLoss": "maybe"}, "option failondataloss must be true or false"),
     ],
 )
 def test_bad_options_are_named(

@@ -244,3 +244,38 @@ def test_a_glob_in_group_mode_covers_the_streams_that_have_the_group(
     assert end == {"jobs-a": "1-1", "jobs-b": "1-1"}
     assert xs("XPENDING", "jobs-b", "g")[0] == 1  # delivered to the query's consumer
     reader.stop()
+
+
+def test_entries_deleted_before_the_query_read_them_are_reported(
+    server: Server, xs: Commands, caplog: pytest.LogCaptureFixture
+) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from app.pipeline.client import SourceError
+    from app.pipeline.options import parse_options
+    from app.pipeline.streaming import StreamReader
+
+    for i in range(1, 11):
+        xs("XADD", "t", f"{i}-0", "i", i)
+    base = {"url": server.url, "stream": "t"}
+    strict = StreamReader(parse_options({**base, "failOnDataLoss": "true"}))
+    lenient = StreamReader(parse_options(base))
+    read_up_to = {"t": "3-0"}
+    assert strict.latestOffset(read_up_to, ReadAllAvailable()) == {"t": "10-0"}  # no loss yet
+    assert xs("XDEL", "t", "2-0", "4-0", "5-0") == 3  # 2-0 was read; 4-0 and 5-0 never were
+    with pytest.raises(SourceError, match=r"entries of 't' after 3-0, up to 5-0, were deleted"):
+        strict.latestOffset(read_up_to, ReadAllAvailable())
+    with caplog.at_level("WARNING", logger="xstreams.pipeline"):
+        assert lenient.latestOffset(read_up_to, ReadAllAvailable()) == {"t": "10-0"}
+        lenient.latestOffset(read_up_to, ReadAllAvailable())
+    assert [r.getMessage() for r in caplog.records] == [
+        "entries of 't' after 3-0, up to 5-0, were deleted before the query read them"
+    ]  # once, not at every trigger
+    assert strict.latestOffset({"t": "5-0"}, ReadAllAvailable()) == {"t": "10-0"}  # read past
+
+    xs("DEL", "t")
+    xs("XADD", "t", "2-0", "i", 2)
+    with pytest.raises(SourceError, match="it was deleted and created again"):
+        strict.latestOffset({"t": "10-0"}, ReadAllAvailable())
+    strict.stop()
+    lenient.stop()
