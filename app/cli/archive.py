@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from app.cli.spark_options import Conf, Master
+from app.cli.spark_options import Conf, Master, require_pipeline
 
 if TYPE_CHECKING:
     from app.pipeline.archive import ArchiveResult
@@ -45,6 +45,7 @@ def archive(
     conf: Conf = None,
 ) -> None:
     """Write the entries before the cutoff as Parquet partitioned by stream and UTC date."""
+    require_pipeline()
     from app.pipeline.archive import ArchiveError, parse_cutoff
     from app.pipeline.client import SourceError
     from app.pipeline.session import PipelineSetupError, failure_text, parse_conf, spark_session

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from app.cli.spark_options import Conf, Master
+from app.cli.spark_options import Conf, Master, require_pipeline
 from app.pipeline.report_model import Bucket
 
 
@@ -45,6 +45,7 @@ def report(
     conf: Conf = None,
 ) -> None:
     """Entries per bucket, inter-arrival percentiles and top field values of archived streams."""
+    require_pipeline()
     from app.pipeline.report_model import NoEntriesError, ReportError, report_options
     from app.pipeline.session import PipelineSetupError, failure_text, parse_conf, spark_session
 
