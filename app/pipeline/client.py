@@ -25,6 +25,10 @@ class SourceError(RuntimeError):
     """The service refused a request or could not be reached; the text says which and why."""
 
 
+class MissingStream(SourceError):
+    """A stream named on its own (not by a glob) does not exist."""
+
+
 class ReplyError(SourceError):
     """A Redis error reply (``{"error": ...}``), e.g. WRONGTYPE or NOGROUP."""
 

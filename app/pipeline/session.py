@@ -88,7 +88,7 @@ def _on_path(program: str) -> bool:
     return shutil.which(program) is not None
 
 
-_OURS = re.compile(r"\b(?:SourceError|ReplyError|OptionError|ArchiveError): (.+)")
+_OURS = re.compile(r"\b(?:SourceError|MissingStream|ReplyError|OptionError|ArchiveError): (.+)")
 
 
 def failure_text(exc: BaseException) -> str:

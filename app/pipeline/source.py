@@ -17,7 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from app.engine.ids import StreamID, format_id
-from app.pipeline.client import Client, ReplyError, SourceError
+from app.pipeline.client import Client, MissingStream, ReplyError, SourceError
 from app.pipeline.options import Options, parse_options
 from app.pipeline.schema import ENTRY_DDL, entries_batch
 from app.pipeline.slices import Slice, Slices, id_of, plan
@@ -60,7 +60,7 @@ def matching_streams(client: Client, opts: Options) -> list[str]:
         return client.scan(opts.stream)
     kind = client("TYPE", opts.stream)
     if kind == "none":
-        raise SourceError(f"stream {opts.stream!r} does not exist at {opts.url}")
+        raise MissingStream(f"stream {opts.stream!r} does not exist at {opts.url}")
     if kind != "stream":
         raise SourceError(f"key {opts.stream!r} at {opts.url} is a {kind}, not a stream")
     return [opts.stream]

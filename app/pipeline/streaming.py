@@ -23,7 +23,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from app.engine.ids import StreamID
-from app.pipeline.client import Client, ReplyError, SourceError
+from app.pipeline.client import Client, MissingStream, ReplyError, SourceError
 from app.pipeline.options import Options
 from app.pipeline.slices import Slices, id_of, plan
 from app.pipeline.source import connect, matching_streams, read_slices
@@ -57,7 +57,7 @@ class StreamReader(DataSourceStreamReader):
             return streams if self.opts.group is None else self._with_group(streams)
         try:
             return matching_streams(self.client, self.opts)
-        except SourceError:
+        except MissingStream:
             if self.opts.group is not None:
                 raise
             return []  # a named stream may be created after the query starts

@@ -279,3 +279,26 @@ def test_entries_deleted_before_the_query_read_them_are_reported(
         strict.latestOffset({"t": "10-0"}, ReadAllAvailable())
     strict.stop()
     lenient.stop()
+
+
+def test_a_named_stream_may_come_later_but_another_type_is_an_error(
+    server: Server, xs: Commands
+) -> None:
+    from app.pipeline.client import Client, SourceError
+    from app.pipeline.options import parse_options
+    from app.pipeline.streaming import StreamReader
+
+    reader = StreamReader(parse_options({"url": server.url, "stream": "later"}))
+    assert reader.initialOffset() == {}  # not there yet: created after the query starts
+    xs("XADD", "later", "1-1", "a", 1)
+    assert reader.initialOffset() == {"later": "1-1"}
+
+    class Typed(Client):  # what a Redis server with a string under that name answers
+        def __call__(self, *args: str | int) -> Any:
+            return "string" if args[0] == "TYPE" else super().__call__(*args)
+
+    reader.stop()  # closes its connection; the next call opens the one below
+    reader._client = Typed(server.url)
+    with pytest.raises(SourceError, match="is a string, not a stream"):
+        reader.initialOffset()
+    reader.stop()
