@@ -76,12 +76,7 @@ class Files:
     def write_json(self, path: str, value: Any) -> None:
         """Write through a temporary name and rename: readers see all of it or none of it."""
         tmp = path + ".tmp"
-        stream = self._fs.create(self._path(tmp), True)
-        try:
-            stream.write(bytearray(orjson.dumps(value, option=orjson.OPT_INDENT_2)))
-            stream.hsync()
-        finally:
-            stream.close()
+        self._write(self._fs.create(self._path(tmp), True), value)
         if self._fs.exists(self._path(path)):
             raise FileExistsError(path)
         if not self._fs.rename(self._path(tmp), self._path(path)):
@@ -95,12 +90,17 @@ class Files:
             if self.exists(path):
                 return False
             raise
+        self._write(stream, value)
+        return True
+
+    @staticmethod
+    def _write(stream: Any, value: Any) -> None:
+        """Write, flush to the disks (hsync), close: durable before anyone renames it."""
         try:
-            stream.write(bytearray(orjson.dumps(value)))
+            stream.write(bytearray(orjson.dumps(value, option=orjson.OPT_INDENT_2)))
             stream.hsync()
         finally:
             stream.close()
-        return True
 
     def read_json(self, path: str) -> Any:
         stream = self._fs.open(self._path(path))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from app.pipeline.report_model import (
     BucketRow,
@@ -32,7 +32,7 @@ from app.pipeline.report_model import (
     ReportTables,
     TopValueRow,
 )
-from app.pipeline.schema import ARCHIVE_PARTITIONS, ENTRY_DDL
+from app.pipeline.schema import ARCHIVE_PARTITIONS, entry_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,9 +59,9 @@ class ReportResult:
 
 def archive_schema() -> StructType:
     """The entry columns the archive's files hold, then its partition columns as strings."""
-    from pyspark.sql.types import DataType, StringType, StructField, StructType
+    from pyspark.sql.types import StringType, StructField, StructType
 
-    entry = cast(StructType, DataType.fromDDL(ENTRY_DDL))
+    entry = entry_schema()
     files = [f for f in entry.fields if f.name not in ARCHIVE_PARTITIONS]
     return StructType([*files, *(StructField(name, StringType()) for name in ARCHIVE_PARTITIONS)])
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import accumulate, chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-ENTRY_DDL = (
-    "stream string, id string, ms long, seq long, fields map<string,string>, "
-    "pairs array<struct<field:string,value:string>>"
-)
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
 # The archive's files hold the entry columns; stream and date are its partition columns.
 ARCHIVE_PARTITIONS = ("stream", "date")
 
@@ -33,6 +32,15 @@ ARROW_SCHEMA = pa.schema(
         pa.field("pairs", pa.list_(_PAIR)),
     ]
 )
+
+
+def entry_schema() -> StructType:
+    """Spark's view of the same row, derived so the two descriptions cannot drift apart."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(ARROW_SCHEMA)
+
+
 _INT64_MAX = pa.scalar((1 << 63) - 1, pa.uint64())
 _NULL_LONG = pa.scalar(None, pa.int64())
 

@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from app.engine.ids import StreamID, format_id
 from app.pipeline.client import Client, MissingStream, ReplyError, SourceError
 from app.pipeline.options import Options, parse_options
-from app.pipeline.schema import ENTRY_DDL, entries_batch
+from app.pipeline.schema import entries_batch, entry_schema
 from app.pipeline.slices import Slice, Slices, id_of, plan
 
 
@@ -34,8 +34,8 @@ class XStreamsDataSource(DataSource):
         super().__init__(options)
         self.parsed = parse_options(dict(options))
 
-    def schema(self) -> str:
-        return ENTRY_DDL
+    def schema(self) -> StructType:
+        return entry_schema()
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return BatchReader(self.parsed)
