@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from app.engine.commands.args import eq, int_arg
-from app.engine.commands.table import Flag, command, container, subcommand_syntax_error
+from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
 from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.ids import (
@@ -103,7 +103,7 @@ def xgroup_create(
     return OK
 
 
-@command("xgroup|create", -5, W)
+@command("xgroup|create", -5, W, keys=key_at(2))
 def _create(ks: Keyspace, argv: list[str]) -> Status:
     _, _, mkstream, entries_read = _xgroup_target(ks, argv, create=True)
     if len(argv) > 8:
@@ -122,7 +122,7 @@ def xgroup_setid(
     return OK
 
 
-@command("xgroup|setid", -5, W)
+@command("xgroup|setid", -5, W, keys=key_at(2))
 def _setid(ks: Keyspace, argv: list[str]) -> Status:
     _, _, _, entries_read = _xgroup_target(ks, argv)
     if len(argv) not in (5, 7):
@@ -139,7 +139,7 @@ def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
     return 1
 
 
-@command("xgroup|destroy", 4, W)
+@command("xgroup|destroy", 4, W, keys=key_at(2))
 def _destroy(ks: Keyspace, argv: list[str]) -> int:
     _xgroup_target(ks, argv)
     return xgroup_destroy(ks, argv[2], argv[3])
@@ -155,7 +155,7 @@ def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> i
     return 1
 
 
-@command("xgroup|createconsumer", 5, W)
+@command("xgroup|createconsumer", 5, W, keys=key_at(2))
 def _createconsumer(ks: Keyspace, argv: list[str]) -> int:
     _xgroup_target(ks, argv)
     return xgroup_createconsumer(ks, argv[2], argv[3], argv[4])
@@ -174,7 +174,7 @@ def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
     return len(gone.pel)
 
 
-@command("xgroup|delconsumer", 5, W)
+@command("xgroup|delconsumer", 5, W, keys=key_at(2))
 def _delconsumer(ks: Keyspace, argv: list[str]) -> int:
     _xgroup_target(ks, argv)
     return xgroup_delconsumer(ks, argv[2], argv[3], argv[4])
@@ -217,7 +217,7 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     return len(acked)
 
 
-@command("xack", -4, W)
+@command("xack", -4, W, keys=key_at(1))
 def _xack(ks: Keyspace, argv: list[str]) -> int:
     stream = ks.get(argv[1])
     if stream is None or argv[2] not in stream.groups:
@@ -269,7 +269,7 @@ def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
     return out
 
 
-@command("xpending", -3, R)
+@command("xpending", -3, R, keys=key_at(1))
 def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow]:
     n = len(argv)
     if n != 3 and (n < 6 or n > 9):
@@ -395,7 +395,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     return out
 
 
-@command("xclaim", -6, W)
+@command("xclaim", -6, W, keys=key_at(1))
 def _xclaim(ks: Keyspace, argv: list[str]) -> list[Entry | StreamID]:
     find_group(ks, argv[1], argv[2])
     return xclaim(ks, parse_xclaim(argv))
@@ -479,6 +479,6 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     return AutoClaim(next_id, claimed, deleted)
 
 
-@command("xautoclaim", -6, W)
+@command("xautoclaim", -6, W, keys=key_at(1))
 def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
     return xautoclaim(ks, parse_xautoclaim(argv))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engine.commands.args import int_arg
-from app.engine.commands.table import Flag, command, container, subcommand_syntax_error
+from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
 from app.engine.errors import CommandError, NoGroup
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.keyspace import Keyspace
@@ -136,7 +136,7 @@ def consumers_info(ks: Keyspace, key: str, group_name: str) -> list[ConsumerInfo
     ]
 
 
-@command("xinfo|stream", -3, R)
+@command("xinfo|stream", -3, R, keys=key_at(2))
 def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
     _stream(ks, argv[2])
     rest = argv[3:]
@@ -154,12 +154,12 @@ def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
     return stream_full_info(ks, argv[2], count)
 
 
-@command("xinfo|groups", 3, R)
+@command("xinfo|groups", 3, R, keys=key_at(2))
 def _xinfo_groups(ks: Keyspace, argv: list[str]) -> list[GroupInfo]:
     return groups_info(ks, argv[2])
 
 
-@command("xinfo|consumers", 4, R)
+@command("xinfo|consumers", 4, R, keys=key_at(2))
 def _xinfo_consumers(ks: Keyspace, argv: list[str]) -> list[ConsumerInfo]:
     return consumers_info(ks, argv[2], argv[3])
 

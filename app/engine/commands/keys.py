@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engine.commands.args import int_arg
-from app.engine.commands.table import Flag, command
+from app.engine.commands.table import Flag, command, every_key, key_at, keys_from
 from app.engine.errors import CommandError, SyntaxError_, WrongArity
 from app.engine.ids import UINT64_MAX
 from app.engine.keyspace import Keyspace
@@ -24,22 +24,22 @@ def _echo(ks: Keyspace, argv: list[str]) -> str:
     return argv[1]
 
 
-@command("del", -2, W)
+@command("del", -2, W, keys=keys_from(1))
 def _del(ks: Keyspace, argv: list[str]) -> int:
     return sum(ks.delete(k) for k in argv[1:])
 
 
-@command("exists", -2, R)
+@command("exists", -2, R, keys=keys_from(1))
 def _exists(ks: Keyspace, argv: list[str]) -> int:
     return sum(k in ks.streams for k in argv[1:])
 
 
-@command("type", 2, R)
+@command("type", 2, R, keys=key_at(1))
 def _type(ks: Keyspace, argv: list[str]) -> Status:
     return Status("stream" if argv[1] in ks.streams else "none")
 
 
-@command("keys", 2, R)
+@command("keys", 2, R, keys=every_key)
 def _keys(ks: Keyspace, argv: list[str]) -> list[str]:
     return ks.keys(argv[1])
 
@@ -53,7 +53,7 @@ def _cursor(text: str) -> int:
     return (-v) % (1 << 64) if text[:1] == "-" else v
 
 
-@command("scan", -2, R)
+@command("scan", -2, R, keys=every_key)
 def _scan(ks: Keyspace, argv: list[str]) -> ScanPage:
     cursor = _cursor(argv[1])
     count = 10
@@ -77,7 +77,7 @@ def _scan(ks: Keyspace, argv: list[str]) -> ScanPage:
     return ks.scan(cursor, count, match, type_)
 
 
-@command("dbsize", 1, R)
+@command("dbsize", 1, R, keys=every_key)
 def _dbsize(ks: Keyspace, argv: list[str]) -> int:
     return len(ks.streams)
 
@@ -89,5 +89,5 @@ def _flush(ks: Keyspace, argv: list[str]) -> Status:
     return OK
 
 
-command("flushdb", -1, W)(_flush)
-command("flushall", -1, W)(_flush)
+command("flushdb", -1, W, keys=every_key)(_flush)
+command("flushall", -1, W, keys=every_key)(_flush)

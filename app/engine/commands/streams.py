@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine.commands.args import eq, int_arg
-from app.engine.commands.table import Flag, command
+from app.engine.commands.table import Flag, command, key_at
 from app.engine.errors import CommandError, SyntaxError_
 from app.engine.ids import (
     MAX_ID,
@@ -229,7 +229,7 @@ class BatchItemError(CommandError):
         self.index = index
 
 
-@command("xadd", -5, W)
+@command("xadd", -5, W, keys=key_at(1))
 def _xadd(ks: Keyspace, argv: list[str]) -> StreamID | None:
     return xadd(ks, parse_xadd(ks, argv))
 
@@ -248,7 +248,7 @@ def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     return deleted
 
 
-@command("xtrim", -4, W)
+@command("xtrim", -4, W, keys=key_at(1))
 def _xtrim(ks: Keyspace, argv: list[str]) -> int:
     _, spec, _ = parse_trim_options(ks, argv, xadd=False)
     assert spec is not None
@@ -289,17 +289,17 @@ def xrange(ks: Keyspace, a: RangeArgs, rev: bool = False) -> list[Entry] | None:
     return stream.range(a.start, a.end, a.count or 0, rev)
 
 
-@command("xrange", -4, R)
+@command("xrange", -4, R, keys=key_at(1))
 def _xrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
     return xrange(ks, parse_range(argv, rev=False))
 
 
-@command("xrevrange", -4, R)
+@command("xrevrange", -4, R, keys=key_at(1))
 def _xrevrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
     return xrange(ks, parse_range(argv, rev=True), rev=True)
 
 
-@command("xlen", 2, R)
+@command("xlen", 2, R, keys=key_at(1))
 def _xlen(ks: Keyspace, argv: list[str]) -> int:
     stream = ks.get(argv[1])
     return 0 if stream is None else stream.length
@@ -321,7 +321,7 @@ def xdel(ks: Keyspace, key: str, ids: list[StreamID]) -> int:
     return len(deleted)
 
 
-@command("xdel", -3, W)
+@command("xdel", -3, W, keys=key_at(1))
 def _xdel(ks: Keyspace, argv: list[str]) -> int:
     if ks.get(argv[1]) is None:
         return 0  # Redis answers 0 before looking at the IDs
@@ -386,6 +386,6 @@ def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
     return OK
 
 
-@command("xsetid", -3, W)
+@command("xsetid", -3, W, keys=key_at(1))
 def _xsetid(ks: Keyspace, argv: list[str]) -> Status:
     return xsetid(ks, parse_xsetid(argv))

@@ -1,7 +1,9 @@
-"""The command table: each command described once (name, arity, flags, handler).
+"""The command table: each command described once (name, arity, flags, keys, handler).
 
 The table drives parsing (arity and unknown-command errors, as ``processCommand`` gives them),
-permission checks and, later, journaling: a command's flags say whether it writes or may block.
+permission checks and durability: a command's flags say whether it writes or may block, and its
+key positions (Redis's key specs, ``KeysOf``) say which keys it reads or changes, so a reply can
+wait for exactly the journal records it could observe, and an access check can cover every key.
 """
 
 from __future__ import annotations
@@ -17,6 +19,50 @@ from app.engine.keyspace import Keyspace
 
 Reply = Any
 Handler = Callable[[Keyspace, list[str]], Reply | Block]
+KeysOf = Callable[[list[str]], list[str] | None]
+"""The keys a command line names; ``None`` for a command over the whole keyspace (KEYS, SCAN,
+DBSIZE, FLUSHALL). Only the command's own argv is looked at, never the keyspace."""
+
+
+def no_keys(argv: list[str]) -> list[str]:
+    return []
+
+
+def every_key(argv: list[str]) -> None:
+    return None
+
+
+def key_at(index: int) -> KeysOf:
+    """One key at ``argv[index]`` (1 for XADD, 2 for XGROUP CREATE)."""
+
+    def keys(argv: list[str]) -> list[str]:
+        return argv[index : index + 1]
+
+    return keys
+
+
+def keys_from(index: int) -> KeysOf:
+    """Every argument from ``argv[index]`` on (DEL, EXISTS)."""
+
+    def keys(argv: list[str]) -> list[str]:
+        return argv[index:]
+
+    return keys
+
+
+def streams_keys(argv: list[str]) -> list[str]:
+    """XREAD / XREADGROUP: the first half of what follows the STREAMS option, found as Redis's
+    ``xreadGetKeys`` finds it (option values skipped, so a stream named "streams" after COUNT
+    is not taken for the option). A malformed line names no key: the command fails before it
+    touches one."""
+    i, n = 1, len(argv)
+    while i < n:
+        option = argv[i].lower()
+        if option == "streams":
+            rest = n - i - 1
+            return [] if rest % 2 else argv[i + 1 : i + 1 + rest // 2]
+        i += {"block": 2, "count": 2, "group": 3}.get(option, 1)
+    return []
 
 
 class Flag(StrEnum):
@@ -32,6 +78,7 @@ class Command:
     flags: frozenset[Flag]
     handler: Handler | None = None
     subcommands: dict[str, Command] = field(default_factory=dict)
+    keys: KeysOf = no_keys
 
     @property
     def writes(self) -> bool:
@@ -41,16 +88,18 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 
-def command(name: str, arity: int, *flags: Flag) -> Callable[[Handler], Handler]:
+def command(
+    name: str, arity: int, *flags: Flag, keys: KeysOf = no_keys
+) -> Callable[[Handler], Handler]:
     """Register a handler; ``name`` may be ``"xgroup|create"`` for a subcommand."""
 
     def register(fn: Handler) -> Handler:
         container, _, sub = name.partition("|")
+        entry = Command(name, arity, frozenset(flags), fn, keys=keys)
         if sub:
-            parent = COMMANDS[container]
-            parent.subcommands[sub] = Command(name, arity, frozenset(flags), fn)
+            COMMANDS[container].subcommands[sub] = entry
         else:
-            COMMANDS[name] = Command(name, arity, frozenset(flags), fn)
+            COMMANDS[name] = entry
         return fn
 
     return register
