@@ -1,16 +1,18 @@
-"""The contract between the HTTP layer and the storage layer: what a write's reply waits for.
+"""The contract between the HTTP layer and the storage layer: what a reply waits for.
 
 DESIGN.md's rule is that ``app/api`` and ``app/storage`` never import each other; both import
 this module instead, and ``app/main.py`` puts one ``Durability`` on ``app.state``. The API
-calls ``check_writable()`` before a write command and awaits ``wait_committed()`` after it;
-storage implements both (``app.storage.Storage``); ``InMemory`` is the no-storage stand-in.
+calls ``check_writable()`` before a write command, and awaits ``wait_visible(keys)`` before
+any reply about those keys, reads included: no reply shows state a crash could take back.
+Storage implements both (``app.storage.Storage``); ``InMemory`` is the no-storage stand-in.
 
-Errors: ``StorageUnavailable`` (a write cannot be made durable now: 503) is the only one.
+Errors: ``StorageUnavailable`` (the state cannot be made durable now: 503) is the only one.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Protocol
 
@@ -18,14 +20,15 @@ __all__ = ["Durability", "InMemory", "Readiness", "ReadyState", "StorageUnavaila
 
 
 class StorageUnavailable(Exception):
-    """The database does not accept writes: the write is refused (or, if it was already in
-    flight, its reply fails) with 503 until the database is back."""
+    """The database does not accept writes: a write is refused (or, if it was already in
+    flight, its reply fails) with 503 until the database is back, and so is a read of a key
+    whose newest records are not committed."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
         self.text = (
-            f"ERR storage unavailable: {reason}. Writes are refused until the database is back;"
-            " reads keep working"
+            f"ERR storage unavailable: {reason}. Writes, and reads of what is not durable yet,"
+            " are refused until the database is back"
         )
         super().__init__(self.text)
 
@@ -34,9 +37,10 @@ class Durability(Protocol):
     def check_writable(self) -> None:
         """Raise ``StorageUnavailable`` if a write must not run now."""
 
-    async def wait_committed(self) -> None:
-        """Return once every record appended so far is as durable as the mode promises
-        (committed for ``always``; at once for ``everysec`` / ``off``)."""
+    async def wait_visible(self, keys: Iterable[str] | None) -> None:
+        """Return once the records that changed ``keys`` (None: any key) are as durable as
+        the mode promises, so a reply showing those keys shows nothing a crash can take back;
+        raise ``StorageUnavailable`` when they cannot be made durable now."""
 
 
 class InMemory:
@@ -45,7 +49,7 @@ class InMemory:
     def check_writable(self) -> None:
         return None
 
-    async def wait_committed(self) -> None:
+    async def wait_visible(self, keys: Iterable[str] | None) -> None:
         return None
 
 

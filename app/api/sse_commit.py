@@ -9,6 +9,7 @@ the fsync). In the other modes this returns at once.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from app.durability import Durability, StorageUnavailable
 
@@ -17,11 +18,12 @@ __all__ = ["committed"]
 RETRY_S = 0.5  # while the database is away, events wait for it
 
 
-async def committed(durability: Durability) -> None:
-    """Return once everything read so far is as durable as the mode promises."""
+async def committed(durability: Durability, keys: Iterable[str] | None) -> None:
+    """Return once what was read of ``keys`` (None: any key) is as durable as the mode
+    promises."""
     while True:
         try:
-            await durability.wait_committed()
+            await durability.wait_visible(keys)
             return
         except StorageUnavailable:
             await asyncio.sleep(RETRY_S)

@@ -92,7 +92,7 @@ async def deliver(store: Store, durability: Durability, d: GroupDelivery, outbox
         reply = store.run(_read, history)
         assert not isinstance(reply, Block)  # history never blocks
         if reply:
-            await committed(durability)  # reading history counts deliveries: a write
+            await committed(durability, [d.key])  # reading history counts deliveries: a write
         after = _push(outbox, d, reply)
         await outbox.drained()
     while outbox.reason is None:
@@ -108,7 +108,7 @@ async def deliver(store: Store, durability: Durability, d: GroupDelivery, outbox
         if isinstance(reply, Block):
             reply = await wait(store, reply)
         if reply:
-            await committed(durability)  # the entries are now pending for this consumer
+            await committed(durability, [d.key])  # the entries are now pending for this consumer
         _push(outbox, d, reply)
         await outbox.drained()
 

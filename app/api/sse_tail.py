@@ -167,7 +167,7 @@ class StreamTail:
             while True:
                 entries, gap = self._sweep()
                 if entries or gap:
-                    await committed(self.durability)
+                    await committed(self.durability, [key])
                     self._deliver(entries, gap)
                 # Only a wake-up (COUNT 1: the waiter reads no more than that): the next
                 # sweep reads and counts.
@@ -290,7 +290,7 @@ async def _replay(tails: Tails, sub: Subscriber) -> asyncio.Future[None] | None:
             for key in keys:
                 tails.attach(key, sub)
             return behind
-        await committed(tails.durability)
+        await committed(tails.durability, keys)
         for key, first in gaps:
             sub.gap(key, first)
         for key, entries in reads.items():

@@ -86,6 +86,18 @@ def decode_json(data: bytes) -> Any:
 # -- recording ------------------------------------------------------------------------------
 
 
+def record_keys(record: list[Effect]) -> set[str] | None:
+    """The keys a record changed (every effect but ``flush`` names its key second); None when
+    it changed every key. Storage uses it to hold back exactly the replies that could show
+    the record before it is durable."""
+    keys: set[str] = set()
+    for effect in record:
+        if effect[0] == "flush":
+            return None
+        keys.add(effect[1])
+    return keys
+
+
 def group_state(key: str, g: ConsumerGroup) -> Effect:
     return ["gset", key, g.name, sid_text(g.last_id), g.entries_read]
 

@@ -1,7 +1,7 @@
 """``Storage``: durability for one Store, from start (migrate, recover) to clean shutdown.
 
 It is the engine's journal sink (through its ``writer``) and the API's ``Durability``
-(``check_writable`` / ``wait_committed``); ``app/main.py`` wires both ends, so neither the
+(``check_writable`` / ``wait_visible``); ``app/main.py`` wires both ends, so neither the
 engine nor the API imports this package.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from sqlalchemy.exc import OperationalError
 
@@ -41,8 +42,8 @@ class Storage:
     def check_writable(self) -> None:
         self.writer.check_writable()
 
-    async def wait_committed(self) -> None:
-        await self.writer.wait_committed()
+    async def wait_visible(self, keys: Iterable[str] | None) -> None:
+        await self.writer.wait_visible(keys)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

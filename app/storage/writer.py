@@ -13,7 +13,14 @@ with ``StorageUnavailable``; (3) makes ``check_writable`` refuse every further w
 runs, so no new effect is applied in memory while the database is away. Those in-flight
 records stay applied in memory and are committed once the database is back: a 503 for a write
 in flight at that moment means "not acknowledged", not "not applied" (the README says so);
-every later write is refused before it touches anything. Reads are never refused.
+every later write is refused before it touches anything.
+
+Visibility. In ``always`` mode no reply may show state a crash could take back, reads
+included. The writer remembers, per key, the last record that changed it (``record_keys``),
+until that record is committed; ``wait_visible(keys)`` holds a reply until the records behind
+the keys it observed are committed. A reply about other keys waits for nothing, and while the
+database is away only replies about keys with uncommitted records are refused (503): the rest
+of the keyspace is committed state and stays readable.
 """
 
 from __future__ import annotations
@@ -21,14 +28,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import heapq
+import itertools
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app.durability import StorageUnavailable
-from app.engine.journal import decode_json, encode_json
+from app.engine.journal import decode_json, encode_json, record_keys
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 
@@ -70,7 +79,15 @@ class JournalWriter:
         self.commits = 0  # transactions committed, for metrics and the benchmark
         self.on_threshold: Callable[[], None] | None = None
         self._pending: list[tuple[int, bytes]] = []
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        # ``always`` only: the newest record per key not known to be committed, the records'
+        # keys in order (to forget them once committed), and the newest record that changed
+        # every key (FLUSHALL).
+        self._key_seq: dict[str, int] = {}
+        self._uncommitted_keys: deque[tuple[int, set[str]]] = deque()
+        self._all_seq = 0
+        # Replies waiting for a record, by its seq (a heap: per-key waits come in any order).
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiter_ids = itertools.count()
         self._failure: StorageUnavailable | None = None
         self._conflict = False
         self._started = False
@@ -91,6 +108,14 @@ class JournalWriter:
         if self.mode is not FsyncMode.OFF:
             self._pending.append((self.last_seq, data))
             self._wake.set()
+        if self.mode is FsyncMode.ALWAYS:
+            keys = record_keys(record)
+            if keys is None:
+                self._all_seq = self.last_seq
+            else:
+                for key in keys:
+                    self._key_seq[key] = self.last_seq
+                self._uncommitted_keys.append((self.last_seq, keys))
         if self.bytes_since_snapshot >= self.snapshot_after_bytes and self.on_threshold:
             self.on_threshold()
 
@@ -109,6 +134,23 @@ class JournalWriter:
         if self.mode is FsyncMode.ALWAYS:
             await self.wait_seq(self.last_seq)
 
+    async def wait_visible(self, keys: Iterable[str] | None) -> None:
+        """In ``always`` mode, wait until every record that changed one of ``keys`` (None:
+        any key) is committed; raises ``StorageUnavailable`` if the database is away and such
+        a record is not committed yet."""
+        if self.mode is not FsyncMode.ALWAYS:
+            return
+        if keys is None:
+            need = self.last_seq
+        else:
+            need = self._all_seq
+            key_seq = self._key_seq
+            for key in keys:
+                seq = key_seq.get(key, 0)
+                if seq > need:
+                    need = seq
+        await self.wait_seq(need)
+
     async def wait_seq(self, seq: int) -> None:
         """Wait until the record ``seq`` (and all before it) is committed."""
         if self.committed_seq >= seq or self.mode is FsyncMode.OFF:
@@ -116,7 +158,7 @@ class JournalWriter:
         if self._failure is not None:
             raise self._failure
         fut = asyncio.get_running_loop().create_future()
-        self._waiters.append((seq, fut))
+        heapq.heappush(self._waiters, (seq, next(self._waiter_ids), fut))
         await fut
 
     async def flush(self) -> None:
@@ -207,13 +249,21 @@ class JournalWriter:
         if self._failure is None:
             log.error("journal commit failed, refusing writes until it succeeds: %s", reason)
         self._failure = StorageUnavailable(f"the database did not commit the journal ({reason})")
-        while self._waiters:
-            _, fut = self._waiters.popleft()
+        waiters, self._waiters = self._waiters, []
+        for _, _, fut in waiters:
             if not fut.done():
                 fut.set_exception(self._failure)
 
     def _resolve(self) -> None:
-        while self._waiters and self._waiters[0][0] <= self.committed_seq:
-            _, fut = self._waiters.popleft()
+        done = self._uncommitted_keys
+        key_seq = self._key_seq
+        while done and done[0][0] <= self.committed_seq:
+            seq, keys = done.popleft()
+            for key in keys:
+                if key_seq.get(key) == seq:
+                    del key_seq[key]
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self.committed_seq:
+            fut = heapq.heappop(waiters)[2]
             if not fut.done():
                 fut.set_result(None)

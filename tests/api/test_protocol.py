@@ -421,15 +421,18 @@ def test_multi_exec_is_atomic(server: Server, xs: Commands) -> None:
     """
     batch, rounds = 100, 8
     stop = threading.Event()
+    polling = threading.Event()
     seen: list[int] = []
 
     def poll() -> None:
         with httpx.Client(base_url=server.url, timeout=10) as c:
             while not stop.is_set():
                 seen.append(result_of(c.post("/", json=["XLEN", "s"])))
+                polling.set()
 
     poller = threading.Thread(target=poll)
     poller.start()
+    assert polling.wait(10), "the poller never got a reply"
     try:
         with httpx.Client(base_url=server.url, timeout=10) as c:
             for _ in range(rounds):

@@ -7,11 +7,15 @@ thread that received it, so the order of its operations is known. After each res
 every acknowledged XADD is present with its fields, nothing is duplicated, every pending entry
 has exactly the owner and delivery count the replies said, acknowledged entries are not
 pending, and the group's and consumers' PEL agree with each other (no half-applied command).
+Readers run beside them (ranges and blocked reads, on the command endpoint and over REST):
+every entry any reader was shown must have survived the kill (``--fsync always`` shows
+nothing a crash can take back).
 """
 
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,6 +51,7 @@ class Model:
     # id -> (state before, state after) of the one operation cut off on that entry
     maybe_pending: dict[str, tuple[Pending | None, Pending | None]] = field(default_factory=dict)
     maybe_delivered: bool = False  # an XREADGROUP cut off: unknown entries may be pending
+    shown: set[str] = field(default_factory=set)  # every entry ID a reader was shown
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -126,16 +131,43 @@ def consumer(url: str, model: Model, name: str, stop: threading.Event) -> None:
                         model.acked.add(sid)
 
 
+READS = [
+    ("POST", "/", ["XREVRANGE", "s", "+", "-", "COUNT", "10"]),
+    ("POST", "/", ["XREAD", "BLOCK", "300", "STREAMS", "s", "$"]),
+    ("GET", "/v1/streams/s/entries?order=desc&count=10", None),
+    ("GET", "/v1/streams/s/entries?after=$&block_ms=300", None),
+]
+
+
+def reader(url: str, model: Model, method: str, path: str, body: Any) -> None:
+    """Reads until the server dies; keeps every entry ID it was shown."""
+    with httpx.Client(base_url=url, timeout=10) as client:
+        while True:
+            try:
+                r = client.request(method, path, json=body)
+            except httpx.TransportError:
+                return
+            if r.status_code != 200:
+                continue
+            ids = re.findall(r"\b\d{10,}-\d+\b", r.text)
+            with model.lock:
+                model.shown.update(ids)
+
+
 def start_load(url: str, model: Model, cycle: int) -> list[threading.Thread]:
     """Clients that run until the server dies under them (never stopped politely)."""
     stop = threading.Event()  # never set: the kill ends the load
-    threads = [
-        threading.Thread(target=producer, args=(url, model, f"p{i}-{cycle}", stop), daemon=True)
-        for i in range(PRODUCERS)
-    ] + [
-        threading.Thread(target=consumer, args=(url, model, f"c{i}", stop), daemon=True)
-        for i in range(CONSUMERS)
-    ]
+    threads = (
+        [
+            threading.Thread(target=producer, args=(url, model, f"p{i}-{cycle}", stop), daemon=True)
+            for i in range(PRODUCERS)
+        ]
+        + [
+            threading.Thread(target=consumer, args=(url, model, f"c{i}", stop), daemon=True)
+            for i in range(CONSUMERS)
+        ]
+        + [threading.Thread(target=reader, args=(url, model, *read), daemon=True) for read in READS]
+    )
     for t in threads:
         t.start()
     return threads
@@ -155,6 +187,8 @@ def check(client: httpx.Client, model: Model) -> None:
     assert len(seen) == len(set(seen)), "an entry was duplicated"
     extra = [f for sid, f in entries.items() if sid not in model.entries]
     assert all(f in model.maybe_entries for f in extra), extra
+    lost = model.shown - set(entries)
+    assert not lost, f"readers were shown entries the crash took back: {sorted(lost)[:5]}"
     for sid, f in entries.items():  # unknown outcomes that did land become facts
         model.entries.setdefault(sid, f)
     model.maybe_entries.clear()
@@ -212,3 +246,4 @@ def test_kill_9_loses_nothing_acknowledged(db_url: str, tmp_path: Path) -> None:
     finally:
         srv.stop()
     assert len(model.entries) > 100 and model.acked and model.pending
+    assert len(model.shown) > 100  # the readers did read

@@ -1,4 +1,5 @@
-"""Database failures: writes answer 503 while reads keep working; writes come back by themselves.
+"""Database failures: writes answer 503, and so do reads of state not yet durable, while the
+rest of the keyspace stays readable; everything comes back by itself.
 
 PostgreSQL "goes down" for the server by losing its login (the test's own role: NOLOGIN, its
 sessions terminated), which is what a stopped server looks like from the client, without
@@ -81,6 +82,7 @@ def exercise(srv: DurableServer, outage: Callable[[], object]) -> None:
     try:
         first = xs("XADD", "s", "*", "n", "1")
         assert xs("XGROUP", "CREATE", "s", "g", "0") == "OK"
+        other = xs("XADD", "t", "*", "n", "1")
         with outage():  # type: ignore[attr-defined]
             r = http.post("/", json=["XADD", "s", "*", "n", "2"])  # in flight when it fails
             assert r.status_code == 503, r.text
@@ -89,12 +91,21 @@ def exercise(srv: DurableServer, outage: Callable[[], object]) -> None:
             assert r.status_code == 503 and r.headers["retry-after"] == "1"
             r = http.post("/", json=["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"])
             assert r.status_code == 503
-            # Reads keep working.
-            assert [e[1] for e in xs("XRANGE", "s", "-", "+")] == [["n", "1"], ["n", "2"]]
-            assert xs("XLEN", "s") == 2
+            # The in-flight entry is applied in memory but not durable: no read shows it.
+            for read in (["XRANGE", "s", "-", "+"], ["XLEN", "s"], ["KEYS", "*"]):
+                r = http.post("/", json=read)
+                assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+            r = http.get("/v1/streams/s/entries")
+            assert r.status_code == 503, r.text
+            assert r.headers["content-type"] == "application/problem+json"
+            # The rest of the keyspace is committed state: it stays readable.
+            assert xs("XRANGE", "t", "-", "+") == [[other, ["n", "1"]]]
+            r = http.get("/v1/streams/t/entries")
+            assert r.status_code == 200 and [e["id"] for e in r.json()["entries"]] == [other]
             assert http.get("/readyz").json()["storage"] != "ok"
         # Back without a restart: the in-flight record is committed, writes are accepted.
         until(lambda: http.get("/readyz").json()["storage"] == "ok")
+        assert [e[1] for e in xs("XRANGE", "s", "-", "+")] == [["n", "1"], ["n", "2"]]
         assert xs("XADD", "s", "*", "n", "4") > first
         assert [e[1][1] for e in xs("XRANGE", "s", "-", "+")] == ["1", "2", "4"]
     finally:

@@ -172,3 +172,92 @@ def test_records_with_surrogate_escaped_strings_round_trip() -> None:
     record = [["add", "s", "1-0", ["f", b"\xff\x00".decode("utf-8", "surrogateescape")]]]
     assert decode_record(encode_record(record)) == record
     assert encode_record([["del", "k"]]) == b'[["del","k"]]'
+
+
+class HeldDatabase(FlakyDatabase):
+    """Commits wait until the test lets them through (a slow disk, a held lock)."""
+
+    def __init__(self, engine: object) -> None:
+        super().__init__(engine)  # type: ignore[arg-type]
+        import threading
+
+        self.gate = threading.Event()
+
+    def append(self, rows: Sequence[tuple[int, bytes]], *, retry: bool = False) -> None:
+        self.gate.wait(10)
+        super().append(rows, retry=retry)
+
+
+async def _pending(aw: asyncio.Future[None] | asyncio.Task[None]) -> bool:
+    await asyncio.sleep(0.05)
+    return not aw.done()
+
+
+async def test_a_reply_waits_only_for_the_records_of_the_keys_it_shows(tmp_path: Path) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    migrate.upgrade(engine)
+    db = HeldDatabase(engine)
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    w.append([["add", "s", "1-0", ["f", "v"]]])
+    on_s = asyncio.ensure_future(w.wait_visible(["s"]))
+    on_all = asyncio.ensure_future(w.wait_visible(None))
+    await w.wait_visible(["t"])  # nothing uncommitted on t: at once
+    await w.wait_visible([])
+    assert await _pending(on_s) and await _pending(on_all)
+    db.gate.set()
+    await asyncio.wait_for(asyncio.gather(on_s, on_all), 5)
+    assert w.committed_seq == 1 and not w._key_seq  # committed keys are forgotten
+    await w.close()
+    db.close()
+
+
+async def test_a_flush_holds_every_key_until_committed(tmp_path: Path) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    migrate.upgrade(engine)
+    db = HeldDatabase(engine)
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    w.append([["flush"]])
+    on_t = asyncio.ensure_future(w.wait_visible(["t"]))
+    assert await _pending(on_t)
+    db.gate.set()
+    await asyncio.wait_for(on_t, 5)
+    await w.close()
+    db.close()
+
+
+async def test_during_an_outage_only_keys_with_uncommitted_records_are_refused(
+    db: FlakyDatabase,
+) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
+    w.start(0)
+    w.append([["add", "t", "1-0", ["f", "v"]]])
+    await w.wait_committed()
+    db.broken = True
+    w.append([["add", "s", "1-0", ["f", "v"]]])
+    with pytest.raises(StorageUnavailable):
+        await w.wait_visible(["s"])
+    with pytest.raises(StorageUnavailable):
+        await w.wait_visible(None)
+    await w.wait_visible(["t"])  # committed state: still readable
+    db.broken = False  # the writer's retry commits it; then the read is served
+    for _ in range(100):
+        if w.failure is None:
+            break
+        await asyncio.sleep(0.05)
+    await w.wait_visible(["s"])
+    assert w.committed_seq == 2
+    await w.close()
+
+
+@pytest.mark.parametrize("mode", [FsyncMode.EVERYSEC, FsyncMode.OFF])
+async def test_other_modes_never_hold_a_reply(db: FlakyDatabase, mode: FsyncMode) -> None:
+    w = JournalWriter(db, mode)
+    w.start(0)
+    db.broken = True
+    w.append([["add", "s", "1-0", ["f", "v"]]])
+    await w.wait_visible(["s"])
+    await w.wait_visible(None)
+    db.broken = False
+    await w.close()

@@ -32,32 +32,38 @@ def _shaper(request: Request) -> Shaper:
     return Shaper(request.headers.get("upstash-encoding", "").lower() == "base64")
 
 
-def _writes(store: Store, commands: list[list[str]]) -> bool:
-    """Whether any of ``commands`` is a write (journaled, so its reply awaits durability)."""
+def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | None]:
+    """Whether any of ``commands`` writes (refused while storage is away), and the keys they
+    name (None: the whole keyspace), whose records their replies wait for."""
+    writes = False
+    keys: list[str] | None = []
     for args in commands:
         try:
-            if store.command(args).writes:
-                return True
+            cmd = store.command(args)
         except CommandError:
-            continue
-    return False
+            continue  # refused before it runs: it shows nothing
+        writes = writes or cmd.writes
+        named = cmd.keys(args)
+        keys = None if keys is None or named is None else keys + named
+    return writes, keys
 
 
 async def _run_one(
     store: Any, args: list[str], request: Request, shaper: Shaper, durability: Durability
 ) -> Response:
-    writes = _writes(store, [args])
+    writes, keys = _scope(store, [args])
     try:
         if writes:
             durability.check_writable()  # refused before it runs: nothing applied
         reply = await execute(store, args, lambda: wait_for_disconnect(request))
     except CommandError as e:
+        await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
         return json_response({"error": e.text}, 400)
     except ClientGone:
         return Response(status_code=499)
-    if writes:
-        # Also covers a blocked XREADGROUP served by another client's write.
-        await durability.wait_committed()
+    # Nothing this reply shows may be taken back by a crash: a write's own record, another
+    # client's write that a read (or a blocked XREADGROUP served by it) observed.
+    await durability.wait_visible(keys)
     return json_response({"result": shaper(reply)})
 
 
@@ -78,11 +84,9 @@ async def run_pipeline(request: Request) -> Response:
         return json_response({"error": e.text}, 400)
     shaper = _shaper(request)
     out: list[dict[str, Any]] = []
-    writes = False
     for args in commands:
         try:
-            if _writes(store, [args]):
-                writes = True
+            if _scope(store, [args])[0]:
                 durability.check_writable()
             reply = await execute(store, args, lambda: wait_for_disconnect(request))
             out.append({"result": shaper(reply)})
@@ -90,8 +94,7 @@ async def run_pipeline(request: Request) -> Response:
             out.append({"error": e.text})
         except ClientGone:
             return Response(status_code=499)
-    if writes:
-        await durability.wait_committed()  # once for the whole pipeline: one group commit
+    await durability.wait_visible(_scope(store, commands)[1])  # once: one group commit
     return json_response(out)
 
 
@@ -99,14 +102,13 @@ async def run_transaction(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
     try:
         commands = command_list(parse_body(await read_body(request)))
-        writes = _writes(store, commands)
+        writes, keys = _scope(store, commands)
         if writes:
             durability.check_writable()
         results = store.execute_atomic(commands)
     except CommandError as e:
         return json_response({"error": e.text}, 400)
-    if writes:
-        await durability.wait_committed()
+    await durability.wait_visible(keys)
     shaper = _shaper(request)
     return json_response(
         [

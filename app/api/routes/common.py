@@ -63,8 +63,11 @@ class RestRoute(APIRoute):
 
     - The body is read through ``read_body``, so ``max_body_bytes`` holds (413) before
       FastAPI buffers and parses it.
-    - A write (any method but GET) is refused while storage cannot make it durable (503), and
-      its reply waits until it is (``Durability.wait_committed``), as for commands.
+    - A write (any method but GET) is refused while storage cannot make it durable (503).
+    - Every answer, reads and errors included, waits until the journal records behind the
+      stream it is about are durable (``Durability.wait_visible``), as on the command
+      endpoint: no answer shows state a crash could take back. A route without a stream
+      (listing streams, reading several) waits for every key.
     - A long poll whose client went away answers 499 (nobody reads it).
     """
 
@@ -72,16 +75,20 @@ class RestRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def rest(request: Request) -> Response:
-            write = request.method in _WRITES
-            if write:
+            durability = get_durability(request)
+            stream = request.path_params.get("stream")
+            keys = None if stream is None else [stream]
+            if request.method in _WRITES:
                 request._body = await read_body(request)
-                get_durability(request).check_writable()
+                durability.check_writable()
             try:
                 response = await handler(request)
             except ClientGone:
                 return Response(status_code=499)
-            if write:
-                await get_durability(request).wait_committed()
+            except Exception:
+                await durability.wait_visible(keys)  # a 404 or 409 shows state too
+                raise
+            await durability.wait_visible(keys)
             return response
 
         return rest
