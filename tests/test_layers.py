@@ -74,3 +74,15 @@ def test_nothing_outside_the_pipeline_needs_spark() -> None:
             if module and module.startswith("app.pipeline") and not module.endswith("_model"):
                 offenders.append(f"{path.name} imports {module} at module level")
     assert not offenders, offenders
+
+
+# Access decides from the engine's command table and nothing else: no HTTP, no SQL, so the
+# same check serves every surface and every backend.
+ACCESS_MAY_NOT = (
+    "app.api", "app.storage", "app.main", "app.settings", "app.durability", "app.pipeline",
+    "fastapi", "starlette", "sqlalchemy",
+)  # fmt: skip
+
+
+def test_access_is_pure() -> None:
+    assert not _offenders(APP / "access", ACCESS_MAY_NOT)

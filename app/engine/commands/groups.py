@@ -6,7 +6,14 @@ from dataclasses import dataclass
 from itertools import islice
 
 from app.engine.commands.args import eq, int_arg
-from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
+from app.engine.commands.table import (
+    Access,
+    Flag,
+    command,
+    container,
+    key_at,
+    subcommand_syntax_error,
+)
 from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.ids import (
@@ -217,7 +224,7 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     return len(acked)
 
 
-@command("xack", -4, W, keys=key_at(1))
+@command("xack", -4, W, keys=key_at(1), access=Access.CONSUME)
 def _xack(ks: Keyspace, argv: list[str]) -> int:
     stream = ks.get(argv[1])
     if stream is None or argv[2] not in stream.groups:
@@ -269,7 +276,7 @@ def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
     return out
 
 
-@command("xpending", -3, R, keys=key_at(1))
+@command("xpending", -3, R, keys=key_at(1), access=Access.CONSUME)
 def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow]:
     n = len(argv)
     if n != 3 and (n < 6 or n > 9):
@@ -395,7 +402,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     return out
 
 
-@command("xclaim", -6, W, keys=key_at(1))
+@command("xclaim", -6, W, keys=key_at(1), access=Access.CONSUME)
 def _xclaim(ks: Keyspace, argv: list[str]) -> list[Entry | StreamID]:
     find_group(ks, argv[1], argv[2])
     return xclaim(ks, parse_xclaim(argv))
@@ -479,6 +486,6 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     return AutoClaim(next_id, claimed, deleted)
 
 
-@command("xautoclaim", -6, W, keys=key_at(1))
+@command("xautoclaim", -6, W, keys=key_at(1), access=Access.CONSUME)
 def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
     return xautoclaim(ks, parse_xautoclaim(argv))

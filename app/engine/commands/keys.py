@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engine.commands.args import int_arg
-from app.engine.commands.table import Flag, command, every_key, key_at, keys_from
+from app.engine.commands.table import Access, Flag, command, every_key, key_at, keys_from
 from app.engine.errors import CommandError, SyntaxError_, WrongArity
 from app.engine.ids import UINT64_MAX
 from app.engine.keyspace import Keyspace
@@ -53,7 +53,7 @@ def _cursor(text: str) -> int:
     return (-v) % (1 << 64) if text[:1] == "-" else v
 
 
-@command("scan", -2, R, keys=every_key)
+@command("scan", -2, R, keys=every_key, access=Access.LIST)
 def _scan(ks: Keyspace, argv: list[str]) -> ScanPage:
     cursor = _cursor(argv[1])
     count = 10

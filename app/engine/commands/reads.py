@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import int_arg, timeout_arg
-from app.engine.commands.table import Flag, command, streams_keys
+from app.engine.commands.table import Access, Flag, command, streams_keys
 from app.engine.errors import CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
@@ -201,6 +201,6 @@ def _xread(ks: Keyspace, argv: list[str]) -> list[StreamRead] | Block | None:
     return xread(ks, parse_read(ks, argv))
 
 
-@command("xreadgroup", -7, Flag.WRITE, Flag.MAY_BLOCK, keys=streams_keys)
+@command("xreadgroup", -7, Flag.WRITE, Flag.MAY_BLOCK, keys=streams_keys, access=Access.CONSUME)
 def _xreadgroup(ks: Keyspace, argv: list[str]) -> list[StreamRead] | Block | None:
     return xread(ks, parse_read(ks, argv))

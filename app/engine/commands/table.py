@@ -71,6 +71,18 @@ class Flag(StrEnum):
     MAY_BLOCK = "may-block"  # can park the request (BLOCK option)
 
 
+class Access(StrEnum):
+    """What a caller must be granted on every key a command names, as Redis's ACL categories
+    say who may run what (``app/access`` decides from this, the keys and a grant)."""
+
+    NONE = "none"  # PING, ECHO, HELP: any authenticated caller
+    READ = "read"  # ranges, XREAD, XLEN, XINFO, EXISTS, TYPE
+    CONSUME = "consume"  # a worker's commands: XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, XPENDING
+    WRITE = "write"  # XADD, XDEL, XTRIM, XSETID, DEL, XGROUP's group and consumer admin
+    ADMIN = "admin"  # the whole keyspace: KEYS, DBSIZE, FLUSHDB, FLUSHALL
+    LIST = "list"  # SCAN: anyone who may read something; it lists only what they may read
+
+
 @dataclass(slots=True)
 class Command:
     name: str  # lower case; "container|sub" for a subcommand, as Redis's fullname
@@ -79,6 +91,7 @@ class Command:
     handler: Handler | None = None
     subcommands: dict[str, Command] = field(default_factory=dict)
     keys: KeysOf = no_keys
+    access: Access = Access.NONE
 
     @property
     def writes(self) -> bool:
@@ -89,13 +102,22 @@ COMMANDS: dict[str, Command] = {}
 
 
 def command(
-    name: str, arity: int, *flags: Flag, keys: KeysOf = no_keys
+    name: str, arity: int, *flags: Flag, keys: KeysOf = no_keys, access: Access | None = None
 ) -> Callable[[Handler], Handler]:
-    """Register a handler; ``name`` may be ``"xgroup|create"`` for a subcommand."""
+    """Register a handler; ``name`` may be ``"xgroup|create"`` for a subcommand. ``access``
+    defaults to what the flags and keys say: no keys NONE, the whole keyspace ADMIN, a write
+    WRITE, else READ."""
+    if access is None:
+        if keys is no_keys:
+            access = Access.NONE
+        elif keys is every_key:
+            access = Access.ADMIN
+        else:
+            access = Access.WRITE if Flag.WRITE in flags else Access.READ
 
     def register(fn: Handler) -> Handler:
         container, _, sub = name.partition("|")
-        entry = Command(name, arity, frozenset(flags), fn, keys=keys)
+        entry = Command(name, arity, frozenset(flags), fn, keys=keys, access=access)
         if sub:
             COMMANDS[container].subcommands[sub] = entry
         else:

@@ -1,0 +1,74 @@
+"""The one permission check: a grant, a command line, and the command table's word on it.
+
+Every surface asks here. The command endpoint checks each command it runs; REST and SSE check
+the Redis command their operation models (appending is XADD, a tail is XREAD, a consumer's
+read is XREADGROUP), with the stream named in the path as its key, so the three surfaces
+cannot disagree. What a command needs comes from the command table (``Command.access``, its
+key positions): a multi-key command needs the verb on every key it names.
+
+Refusals carry Redis's own texts: a verb the caller holds on no stream at all refuses the
+command (``NOPERM this user has no permissions to run the 'xadd' command``); a verb held, but
+not on one of the keys, refuses the key (``... to access one of the keys used as arguments``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.access.grants import Grant, Verb
+from app.engine.commands.table import Access, Command
+from app.engine.errors import CommandError
+
+__all__ = ["NoPerm", "check_command", "check_keys", "readable"]
+
+
+class NoPerm(CommandError):
+    """Credentials that do not reach: 403 on REST and SSE, Redis's NOPERM on the command
+    endpoint."""
+
+    @classmethod
+    def command(cls, name: str) -> NoPerm:
+        return cls(f"NOPERM this user has no permissions to run the '{name}' command")
+
+    @classmethod
+    def key(cls) -> NoPerm:
+        return cls(
+            "NOPERM this user has no permissions to access one of the keys used as arguments"
+        )
+
+
+_VERBS = {Access.READ: Verb.READ, Access.CONSUME: Verb.CONSUME, Access.WRITE: Verb.WRITE}
+
+
+def check_command(grant: Grant, cmd: Command, argv: list[str]) -> None:
+    """Raise ``NoPerm`` unless ``grant`` may run ``argv`` (``cmd`` is its table entry)."""
+    check_keys(grant, cmd, cmd.keys(argv))
+
+
+def check_keys(grant: Grant, cmd: Command, keys: list[str] | None) -> None:
+    """Raise ``NoPerm`` unless ``grant`` may run ``cmd`` on ``keys`` (None: every key), for a
+    surface that knows the keys from a path rather than an argv."""
+    access = cmd.access
+    if grant.admin or access is Access.NONE:
+        return
+    if access is Access.ADMIN:
+        raise NoPerm.command(cmd.name)
+    if access is Access.LIST:
+        if not grant.has(Verb.READ):
+            raise NoPerm.command(cmd.name)
+        return  # the reply is narrowed to what may be read (``readable``)
+    verb = _VERBS[access]
+    if not grant.has(verb):
+        raise NoPerm.command(cmd.name)
+    if keys is None:
+        raise NoPerm.command(cmd.name)
+    for key in keys:
+        if not grant.allows(verb, key):
+            raise NoPerm.key()
+
+
+def readable(grant: Grant, keys: Iterable[str]) -> list[str]:
+    """The keys of a listing (SCAN, ``GET /v1/streams``) the grant may read."""
+    if grant.admin:
+        return list(keys)
+    return [k for k in keys if grant.allows(Verb.READ, k)]

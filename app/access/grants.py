@@ -1,0 +1,110 @@
+"""What a credential may do: four verbs, each granted on stream-name globs.
+
+``read`` (ranges, XREAD, XINFO, SSE tails), ``consume`` (group reads, acks, claims, pending:
+what a worker needs, without appending), ``write`` (XADD, XDEL, XTRIM, XSETID, group and
+consumer admin) and ``admin`` (the whole keyspace: KEYS, DBSIZE, FLUSHALL, managing keys; it
+implies the other three on every stream). Globs are Redis's (``*``, ``?``, ``[a-z]``, ``\\``
+escapes), matched by the engine's one glob matcher, as ACL key patterns are.
+
+The verbs are independent: a producer may append without reading, a dashboard may read without
+writing. A grant is a plain value: API keys store it as JSON, a JWT carries it in a claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from app.engine.glob import glob_match
+
+__all__ = ["ADMIN", "Grant", "GrantError", "Verb"]
+
+
+class Verb(StrEnum):
+    READ = "read"
+    CONSUME = "consume"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+class GrantError(ValueError):
+    """A grant document (JWT claim, stored key) that is not of the documented shape."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    read: tuple[str, ...] = ()
+    consume: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    admin: bool = False
+
+    def globs(self, verb: Verb) -> tuple[str, ...]:
+        if verb is Verb.READ:
+            return self.read
+        if verb is Verb.CONSUME:
+            return self.consume
+        if verb is Verb.WRITE:
+            return self.write
+        return ()
+
+    def has(self, verb: Verb) -> bool:
+        """Whether the verb is granted on anything at all."""
+        return self.admin or bool(self.globs(verb))
+
+    def allows(self, verb: Verb, key: str) -> bool:
+        """Whether ``verb`` is granted on the stream ``key``."""
+        if self.admin:
+            return True
+        return any(glob_match(pattern, key) for pattern in self.globs(verb))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "read": list(self.read),
+            "consume": list(self.consume),
+            "write": list(self.write),
+            "admin": self.admin,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Grant:
+        """A grant from ``{"read": [globs], "consume": [...], "write": [...], "admin": bool}``
+        (every member optional); anything else raises ``GrantError``."""
+        if not isinstance(doc, Mapping):
+            raise GrantError("a grant must be an object of verbs")
+        unknown = set(doc) - {"read", "consume", "write", "admin"}
+        if unknown:
+            raise GrantError(f"unknown verbs in grant: {', '.join(sorted(map(str, unknown)))}")
+        admin = doc.get("admin", False)
+        if not isinstance(admin, bool):
+            raise GrantError("'admin' must be true or false")
+        return cls(
+            read=_globs(doc, "read"),
+            consume=_globs(doc, "consume"),
+            write=_globs(doc, "write"),
+            admin=admin,
+        )
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        read: Iterable[str] = (),
+        consume: Iterable[str] = (),
+        write: Iterable[str] = (),
+        admin: bool = False,
+    ) -> Grant:
+        return cls(read=tuple(read), consume=tuple(consume), write=tuple(write), admin=admin)
+
+
+def _globs(doc: Mapping[str, Any], verb: str) -> tuple[str, ...]:
+    value = doc.get(verb, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(g, str) and g for g in value):
+        raise GrantError(f"'{verb}' must be a list of non-empty glob strings")
+    return tuple(value)
+
+
+ADMIN = Grant(admin=True)

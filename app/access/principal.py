@@ -1,0 +1,130 @@
+"""Who is asking: credentials from a request, resolved to a principal holding a grant.
+
+Credentials, in the order they are tried: ``Authorization: Bearer <credential>``; the cookie
+named by ``XSTREAMS_AUTH_COOKIE`` (HttpOnly, so a page's scripts never see it); the query
+parameters ``access_token`` (what EventSource can send) and ``_token`` (the Upstash
+protocol's). A credential is the admin token (``--token``), an API key (``xs_<id>_<secret>``)
+or a JWT; the first one that is valid now wins.
+
+With nothing configured — no token, no JWT key, no API key in the database — the service is
+open (and protected mode keeps such a service on loopback): every request is the admin.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from enum import StrEnum
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import unquote_to_bytes
+
+from app.access.grants import ADMIN, Grant
+from app.access.keys import KeyRing
+from app.access.tokens import JwtVerifier
+
+__all__ = ["Authenticator", "Kind", "Principal"]
+
+QUERY_CREDENTIALS = (b"access_token", b"_token")
+
+
+class Kind(StrEnum):
+    OPEN = "open"  # no credentials configured: the service is open
+    TOKEN = "token"  # the admin token (--token)
+    KEY = "key"  # an API key
+    JWT = "jwt"  # a token the application minted
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    name: str
+    grant: Grant
+    kind: Kind
+    key_id: str | None = None  # API keys: what revocation and per-key limits follow
+    expires_at_ms: int | None = None
+
+    @property
+    def limit_key(self) -> str:
+        """What per-credential limits count against: the API key, the JWT's subject."""
+        return self.key_id or f"{self.kind.value}:{self.name}"
+
+
+OPEN = Principal("open", ADMIN, Kind.OPEN)
+
+
+class Authenticator:
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        keys: KeyRing | None = None,
+        jwt: JwtVerifier | None = None,
+        cookie: str | None = None,
+    ) -> None:
+        self._token = token.encode() if token else None
+        self.keys = keys if keys is not None else KeyRing()
+        self._jwt = jwt
+        self._cookie = cookie
+
+    @property
+    def enabled(self) -> bool:
+        """Whether requests need credentials (any kind is configured or stored)."""
+        return self._token is not None or self._jwt is not None or len(self.keys) > 0
+
+    def authenticate(
+        self, headers: list[tuple[bytes, bytes]], query: bytes, now_ms: int
+    ) -> Principal | None:
+        """The caller's principal, or None (401): no credential, or none valid now."""
+        if not self.enabled:
+            return OPEN
+        for credential in self._credentials(headers, query):
+            principal = self._resolve(credential, now_ms)
+            if principal is not None:
+                return principal
+        return None
+
+    def _credentials(self, headers: list[tuple[bytes, bytes]], query: bytes) -> list[bytes]:
+        found: list[bytes] = []
+        cookies: list[bytes] = []
+        for name, value in headers:
+            if name == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                if scheme.lower() == b"bearer" and given.strip():
+                    found.append(given.strip())
+            elif name == b"cookie" and self._cookie:
+                cookies.append(value)
+        for raw in cookies:
+            found.extend(self._from_cookie(raw))
+        if query:
+            for pair in query.split(b"&"):
+                name, _, value = pair.partition(b"=")
+                if name in QUERY_CREDENTIALS and value:
+                    found.append(unquote_to_bytes(value.replace(b"+", b" ")))
+        return found
+
+    def _from_cookie(self, raw: bytes) -> list[bytes]:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(raw.decode("latin-1"))
+        except CookieError:
+            return []
+        morsel = jar.get(self._cookie or "")
+        return [morsel.value.encode("latin-1")] if morsel is not None and morsel.value else []
+
+    def _resolve(self, credential: bytes, now_ms: int) -> Principal | None:
+        if self._token is not None and hmac.compare_digest(credential, self._token):
+            return Principal("admin", ADMIN, Kind.TOKEN)
+        if not credential.isascii():
+            return None
+        text = credential.decode("ascii")
+        record = self.keys.find(text, now_ms)
+        if record is not None:
+            return Principal(
+                record.name, record.grant, Kind.KEY, record.key_id, record.expires_at_ms
+            )
+        if self._jwt is not None and JwtVerifier.looks_like(text):
+            verified = self._jwt.verify(text)
+            if verified is not None:
+                return Principal(
+                    verified.subject, verified.grant, Kind.JWT, None, verified.expires_at_ms
+                )
+        return None

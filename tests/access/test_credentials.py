@@ -1,0 +1,164 @@
+"""Credentials to principals: the admin token, API keys and JWTs, from every place they travel."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from app.access import (
+    Authenticator,
+    Grant,
+    JwtVerifier,
+    KeyRecord,
+    KeyRing,
+    Kind,
+    hash_secret,
+    new_key,
+    split_key,
+)
+
+NOW_MS = 1_800_000_000_000
+SECRET = "an application secret of enough length"
+
+
+def key_record(name: str = "reader", **kw: Any) -> tuple[KeyRecord, str]:
+    key_id, secret, text = new_key()
+    record = KeyRecord(
+        key_id=key_id,
+        name=name,
+        secret_hash=hash_secret(secret),
+        grant=kw.pop("grant", Grant.of(read=["orders*"])),
+        created_at_ms=NOW_MS - 1000,
+        **kw,
+    )
+    return record, text
+
+
+def bearer(text: str) -> list[tuple[bytes, bytes]]:
+    return [(b"authorization", b"Bearer " + text.encode())]
+
+
+def mint(claims: dict[str, Any], key: Any = SECRET, alg: str = "HS256") -> str:
+    base = {"sub": "alice", "exp": int(time.time()) + 60, "xstreams": {"read": ["orders"]}}
+    return jwt.encode({**base, **claims}, key, algorithm=alg)
+
+
+def test_nothing_configured_is_open() -> None:
+    p = Authenticator().authenticate([], b"", NOW_MS)
+    assert p is not None and p.kind is Kind.OPEN and p.grant.admin
+
+
+def test_the_admin_token_from_a_header_or_the_query() -> None:
+    auth = Authenticator(token="s3cret")
+    for headers, query in [
+        (bearer("s3cret"), b""),
+        ([], b"_token=s3cret"),
+        ([], b"a=1&_token=s3cret"),
+    ]:
+        p = auth.authenticate(headers, query, NOW_MS)
+        assert p is not None and p.kind is Kind.TOKEN and p.grant.admin
+    for headers, query in [
+        ([], b""),
+        (bearer("wrong"), b""),
+        ([], b"_token=%E2%82%AC"),
+        ([], b"_token=%FF"),
+    ]:
+        assert auth.authenticate(headers, query, NOW_MS) is None
+
+
+def test_api_keys_by_id_and_secret() -> None:
+    record, text = key_record()
+    auth = Authenticator(keys=KeyRing([record]))
+    p = auth.authenticate(bearer(text), b"", NOW_MS)
+    assert p is not None and p.kind is Kind.KEY and p.key_id == record.key_id
+    assert p.grant == Grant.of(read=["orders*"]) and p.name == "reader"
+    key_id, secret = split_key(text)  # type: ignore[misc]
+    tampered = f"xs_{key_id}_{secret[:-1]}{'A' if secret[-1] != 'A' else 'B'}"
+    assert auth.authenticate(bearer(tampered), b"", NOW_MS) is None
+    assert auth.authenticate(bearer("xs_000000000000_" + secret), b"", NOW_MS) is None
+
+
+def test_revoked_and_expired_keys_are_refused() -> None:
+    revoked, t1 = key_record("a", revoked_at_ms=NOW_MS - 1)
+    expired, t2 = key_record("b", expires_at_ms=NOW_MS)
+    auth = Authenticator(keys=KeyRing([revoked, expired]))
+    assert auth.authenticate(bearer(t1), b"", NOW_MS) is None
+    assert auth.authenticate(bearer(t2), b"", NOW_MS) is None
+    assert auth.enabled  # keys exist: no longer open
+
+
+def test_the_ring_reports_keys_that_went_away() -> None:
+    a, _ = key_record("a")
+    b, _ = key_record("b")
+    gone: list[set[str]] = []
+    ring = KeyRing([a, b])
+    ring.on_gone(gone.append)
+    ring.replace([a, KeyRecord(**{**_fields(b), "revoked_at_ms": NOW_MS})], NOW_MS)
+    ring.replace([], NOW_MS)
+    assert gone == [{b.key_id}, {a.key_id}]
+
+
+def _fields(r: KeyRecord) -> dict[str, Any]:
+    return {f: getattr(r, f) for f in r.__dataclass_fields__}
+
+
+def test_jwt_hs256_from_header_query_and_cookie() -> None:
+    auth = Authenticator(jwt=JwtVerifier(secret=SECRET), cookie="xs")
+    token = mint({})
+    for headers, query in [
+        (bearer(token), b""),
+        ([], b"access_token=" + token.encode()),
+        ([(b"cookie", b"other=1; xs=" + token.encode())], b""),
+    ]:
+        p = auth.authenticate(headers, query, NOW_MS)
+        assert p is not None and p.kind is Kind.JWT and p.name == "alice"
+        assert p.grant == Grant.of(read=["orders"])
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": int(time.time()) - 60},  # expired
+        {"nbf": int(time.time()) + 60},  # not yet valid
+        {"xstreams": None},  # no grant
+        {"xstreams": {"read": "x", "fly": ["y"]}},  # malformed grant
+        {"aud": "someone-else"},
+    ],
+)
+def test_jwt_refused(claims: dict[str, Any]) -> None:
+    auth = Authenticator(jwt=JwtVerifier(secret=SECRET, audience="xstreams"))
+    assert auth.authenticate(bearer(mint({"aud": "xstreams", **claims})), b"", NOW_MS) is None
+
+
+def test_jwt_without_exp_or_with_another_key_is_refused() -> None:
+    auth = Authenticator(jwt=JwtVerifier(secret=SECRET))
+    no_exp = jwt.encode({"xstreams": {"read": ["a"]}}, SECRET, algorithm="HS256")
+    assert auth.authenticate(bearer(no_exp), b"", NOW_MS) is None
+    assert auth.authenticate(bearer(mint({}, key="x" * 40)), b"", NOW_MS) is None
+    # An HS256 token signed with a public key's text is the classic algorithm confusion.
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    rs = Authenticator(jwt=JwtVerifier(public_key=pem.decode()))
+    assert rs.authenticate(bearer(mint({}, key="x" * 64, alg="HS256")), b"", NOW_MS) is None
+
+
+@pytest.mark.parametrize("alg", ["RS256", "ES256"])
+def test_jwt_with_a_public_key(alg: str) -> None:
+    private: Any = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        if alg == "RS256"
+        else ec.generate_private_key(ec.SECP256R1())
+    )
+    pem = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    auth = Authenticator(jwt=JwtVerifier(public_key=pem.decode()))
+    p = auth.authenticate(bearer(mint({}, key=private, alg=alg)), b"", NOW_MS)
+    assert p is not None and p.kind is Kind.JWT
