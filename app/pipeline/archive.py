@@ -27,15 +27,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.durations import parse_duration_ms
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
 from app.pipeline.archive_folder import STAGING, Archive, ArchiveError, now_iso
 from app.pipeline.client import Client, SourceError
 from app.pipeline.options import GLOB_CHARS
 from app.pipeline.schema import ARCHIVE_PARTITIONS
-
-_AGE = re.compile(r"^(\d+)(ms|s|m|h|d|w)$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 
 
 @dataclass
@@ -57,9 +55,9 @@ __all__ = ["ArchiveError", "ArchiveResult", "archive", "parse_cutoff", "streams_
 def parse_cutoff(text: str, now_ms: int) -> StreamID:
     """``--before``: an entry ID (``ms`` or ``ms-seq``) or an age such as ``7d``, ``12h``."""
     value = text.strip()
-    age = _AGE.match(value)
-    if age:
-        return StreamID(max(0, now_ms - int(age.group(1)) * _UNIT_MS[age.group(2)]), 0)
+    age_ms = parse_duration_ms(value)
+    if age_ms is not None:
+        return StreamID(max(0, now_ms - age_ms), 0)
     try:
         return parse_strict_id(value)
     except CommandError:

@@ -13,11 +13,12 @@ is relative to it, and tests pin it instead of reading the wall clock.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TypedDict
+
+from app.durations import parse_duration_ms
 
 
 class ReportError(Exception):
@@ -44,8 +45,6 @@ class Bucket(StrEnum):
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_AGE = re.compile(r"(\d+)([dhms])")
-_UNIT_MS = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1_000}
 _EXPECTED = (
     "an ISO date (2026-11-01), an ISO datetime (2026-11-01T12:00:00, Z or an offset allowed)"
     " or an age (7d, 12h, 30m, 45s)"
@@ -59,9 +58,9 @@ def parse_instant(text: str, option: str, now_ms: int) -> int:
     the local time zone of whoever runs the report. An age counts back from ``now_ms``.
     """
     value = text.strip()
-    age = _AGE.fullmatch(value)
-    if age:
-        return now_ms - int(age.group(1)) * _UNIT_MS[age.group(2)]
+    age_ms = parse_duration_ms(value)
+    if age_ms is not None:
+        return now_ms - age_ms
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
