@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from app.api import errors, openapi
 from app.api.auth import TokenAuth
+from app.api.binary import RawPaths
 from app.api.errors import json_response
 from app.api.loading import LoadingGate
 from app.api.routes import (
@@ -115,6 +116,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     if settings.token:
         app.add_middleware(TokenAuth, token=settings.token)
     app.add_middleware(LoadingGate, readiness=app.state.readiness)
+    app.add_middleware(RawPaths)  # outermost: every layer sees /v1 names with their bytes
     return app
 
 
