@@ -8,9 +8,16 @@ client writes back what it read. Any other (``"\\ud800"``) stands for no byte: r
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from app.api.binary import from_json
 
@@ -28,6 +35,22 @@ def _is_text(value: Any) -> bool:
     if isinstance(value, list):
         return all(_is_text(v) for v in value)
     return True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _keep_bytes(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """pydantic refuses a lone surrogate in a string with constraints (``min_length``): they
+    are checked on a stand-in of the same length, and the string is kept as it is."""
+    if isinstance(value, str) and not _is_text(value):
+        handler(_SURROGATE.sub("\ufffd", value))
+        return value
+    return handler(value)
+
+
+KEEP_BYTES = WrapValidator(_keep_bytes)
+"""Put on a constrained ``str`` field of a body: ``Annotated[str, Field(...), KEEP_BYTES]``."""
 
 
 class Body(BaseModel):
