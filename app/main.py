@@ -46,6 +46,11 @@ behaves as redis-server does.
   are null when Redis cannot tell.
 - Errors are RFC 9457 problem details with Redis's error text (`error`) and code (`code`).
 - Long polls (`block_ms`) wait on the server and answer an empty list at timeout.
+- Names and values are bytes and need not be UTF-8. In JSON (bodies, responses, event data),
+  each byte that is not part of valid UTF-8 is the escape `\\udcNN` inside a string (the byte
+  0xFF is `"\\udcff"`; Python's surrogateescape, PEP 383); send back what you read and the same
+  bytes are stored. Any other lone surrogate is refused (422). In paths and query values a
+  byte is `%NN`: `/v1/streams/%FF` and `/v1/streams/%FE` are two streams, `%C3%A9` is `é`.
 """
 
 TAGS = [
