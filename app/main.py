@@ -12,6 +12,7 @@ from fastapi.responses import Response
 
 from app.api import errors, openapi
 from app.api.auth import TokenAuth
+from app.api.binary import RawPaths
 from app.api.errors import json_response
 from app.api.loading import LoadingGate
 from app.api.routes import (
@@ -45,6 +46,11 @@ behaves as redis-server does.
   are null when Redis cannot tell.
 - Errors are RFC 9457 problem details with Redis's error text (`error`) and code (`code`).
 - Long polls (`block_ms`) wait on the server and answer an empty list at timeout.
+- Names and values are bytes and need not be UTF-8. In JSON (bodies, responses, event data),
+  each byte that is not part of valid UTF-8 is the escape `\\udcNN` inside a string (the byte
+  0xFF is `"\\udcff"`; Python's surrogateescape, PEP 383); send back what you read and the same
+  bytes are stored. Any other lone surrogate is refused (422). In paths and query values a
+  byte is `%NN`: `/v1/streams/%FF` and `/v1/streams/%FE` are two streams, `%C3%A9` is `é`.
 """
 
 TAGS = [
@@ -115,6 +121,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     if settings.token:
         app.add_middleware(TokenAuth, token=settings.token)
     app.add_middleware(LoadingGate, readiness=app.state.readiness)
+    app.add_middleware(RawPaths)  # outermost: every layer sees /v1 names with their bytes
     return app
 
 

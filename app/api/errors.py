@@ -20,12 +20,12 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.durability import StorageUnavailable
 from app.engine.commands.streams import BatchItemError
@@ -71,23 +71,8 @@ def status_of(exc: CommandError) -> int:
 def json_response(
     content: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> Response:
-    try:
-        body = orjson.dumps(content)
-    except orjson.JSONEncodeError:
-        # A value holding bytes that are not UTF-8 cannot travel in JSON text: they become
-        # U+FFFD here, and clients that need them ask for Upstash-Encoding: base64.
-        body = orjson.dumps(_printable(content))
-    return Response(body, status, headers=headers, media_type="application/json")
-
-
-def _printable(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    if isinstance(value, dict):
-        return {_printable(k): _printable(v) for k, v in value.items()}
-    return value
+    """JSON in the one representation of bytes that are not UTF-8 (``\\udcNN``, app/api/binary)."""
+    return Response(encode_json(content), status, headers=headers, media_type="application/json")
 
 
 def problem(
@@ -108,7 +93,7 @@ def problem(
         "error": text,
         **{k: v for k, v in extra.items() if v is not None},
     }
-    return Response(orjson.dumps(body), status, headers=headers, media_type=PROBLEM_JSON)
+    return Response(encode_json(body), status, headers=headers, media_type=PROBLEM_JSON)
 
 
 def _is_rest(request: Request) -> bool:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from urllib.parse import quote
 
+from app.api.binary import quote_name
 from app.api.schemas.entries import FieldsForm
 from app.api.sse_commit import committed
 from app.api.sse_outbox import CloseReason, Outbox
@@ -85,7 +85,7 @@ class Subscriber:
         self.multi = multi
         self.live = False
         self._behind: asyncio.Future[None] | None = None
-        self._names = {key: quote(key, safe="").encode() for key in positions}
+        self._names = {key: quote_name(key).encode() for key in positions}
 
     def _event(self, encoded: EncodedEntry) -> bytes:
         if self.multi:

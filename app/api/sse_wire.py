@@ -15,15 +15,15 @@ Events:
 
 A multi-stream event ID is every stream's position as ``name=id`` pairs joined by ``&``, names
 percent-encoded (``a=1-0&b%26c=0-0``, built by ``sse_tail.Subscriber``), so it never holds a
-newline or a separator and survives any stream name.
+newline or a separator and survives any stream name; it is always ASCII.
+
+Data is JSON in the one representation of bytes that are not UTF-8 (app/api/binary): such an
+entry is delivered like any other, never ending the connection.
 """
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
-import orjson
-
+from app.api.binary import encode_json, unquote_name
 from app.api.schemas.entries import FieldsForm
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
@@ -59,7 +59,7 @@ def _data(fields: Fields, form: FieldsForm, entry_id: StreamID, stream: str | No
     body: dict[str, object] = {"id": format_id(entry_id), "fields": _shape(fields, form)}
     if stream is not None:
         body = {"stream": stream, **body}
-    return orjson.dumps(body)
+    return encode_json(body)
 
 
 class EncodedEntry:
@@ -106,7 +106,7 @@ def gap_event(after: StreamID, first_id: StreamID | None, stream: str | None = N
     }
     if stream is not None:
         body = {"stream": stream, **body}
-    return b"event: gap\ndata: %s\n\n" % orjson.dumps(body)
+    return b"event: gap\ndata: %s\n\n" % encode_json(body)
 
 
 def deleted_event(entry_id: StreamID) -> bytes:
@@ -120,7 +120,7 @@ def deleted_event(entry_id: StreamID) -> bytes:
 
 def error_event(error: CommandError) -> bytes:
     body = {"code": error.code, "error": error.text}
-    return b"event: error\ndata: %s\n\n" % orjson.dumps(body)
+    return b"event: error\ndata: %s\n\n" % encode_json(body)
 
 
 def parse_positions(text: str) -> dict[str, StreamID]:
@@ -130,5 +130,5 @@ def parse_positions(text: str) -> dict[str, StreamID]:
         name, sep, sid = part.partition("=")
         if not sep:
             raise CommandError.err("Invalid Last-Event-ID for a multi-stream connection")
-        out[unquote(name)] = parse_strict_id(sid)
+        out[unquote_name(name)] = parse_strict_id(sid)
     return out

@@ -10,20 +10,20 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-import orjson
-
+from app.api.binary import from_json, loads
 from app.engine.errors import CommandError
 
 
 def _literal(body: bytes) -> Any:
-    return json.loads(body, parse_int=str, parse_float=str, parse_constant=str)
+    return from_json(json.loads(body, parse_int=str, parse_float=str, parse_constant=str))
 
 
 def parse_body(body: bytes) -> Any:
-    """The decoded JSON document, numbers kept as their literal text."""
+    """The decoded JSON document, numbers kept as their literal text; ``"\\udcff"`` is the
+    byte 0xFF (app/api/binary)."""
     try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
+        doc = loads(body)
+    except ValueError as e:
         raise CommandError.err("failed to parse request body as JSON") from e
     if _has_numbers(doc):
         doc = _literal(body)

@@ -27,6 +27,8 @@ Effects, one list each (IDs as "ms-seq" strings):
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,20 +69,47 @@ def _sid(text: Any) -> StreamID:
 
 
 def encode_json(value: Any) -> bytes:
-    """orjson, or the standard library's JSON for strings holding non-UTF-8 bytes (kept as
-    lone surrogates), which only it can escape; ``decode_json`` reads both."""
+    """orjson, or for strings holding bytes that are not UTF-8 (kept as lone surrogates
+    U+DC80..U+DCFF, PEP 383) the standard library's JSON with each such byte written as the
+    escape ``\\udcNN``: the one JSON form of every surface, lossless and still strict UTF-8.
+    ``decode_json`` reads both.
+
+    orjson refuses lone surrogates, so the slower path runs only for such data.
+    """
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
-        return json.dumps(value, separators=(",", ":")).encode()
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        # A lone surrogate can only stand inside a JSON string here: its escape means the same.
+        return _SURROGATE.sub(_escape, text).encode()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match[0]):04x}"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number out of range: {text}")
+    return number
 
 
 def decode_json(data: bytes) -> Any:
-    """Raises ValueError for damaged data."""
+    """orjson, or the standard library's JSON for text orjson refuses only for its ``\\udcNN``
+    escapes (it takes nothing else orjson refuses: no NaN, no infinite number). Raises
+    ValueError for anything that is no such JSON (damaged data, text that is not UTF-8)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_no_constant, parse_float=_finite)
 
 
 # -- recording ------------------------------------------------------------------------------

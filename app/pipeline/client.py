@@ -6,6 +6,10 @@ Redis's exact range semantics (exclusive ``(id`` bounds for paging, ``MINID`` tr
 same source then reads any server of that protocol. Transient failures (connection errors, 5xx,
 429) are retried with capped exponential backoff and jitter; a Redis error reply is not
 transient and is raised at once.
+
+Bytes that are not UTF-8 travel as ``\\udcNN`` escapes in the service's JSON, both ways: a reply
+holding them decodes to strings with the lone surrogates U+DCNN (the journal's codec,
+``decode_json``), and such a string sent back in a command is those bytes again.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
-import orjson
+
+from app.engine.journal import decode_json, encode_json
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -99,7 +104,7 @@ class Client:
         return results
 
     def _post(self, path: str, payload: Any) -> Any:
-        content = orjson.dumps(payload)
+        content = encode_json(payload)
         attempt = 0
         while True:
             try:
@@ -115,8 +120,8 @@ class Client:
                     )
                 if status not in RETRY_STATUSES:
                     try:
-                        return orjson.loads(response.content)
-                    except orjson.JSONDecodeError:
+                        return decode_json(response.content)
+                    except ValueError:
                         raise SourceError(
                             f"{self.url}{path} answered {status} with a body that is not "
                             "JSON: is this an xstreams (Upstash REST protocol) endpoint?"

@@ -30,6 +30,8 @@ _KNOWN = {
     "deleted or its stream recreated (default false: a warning)",
     "group": "streaming: read as this consumer group, ack after each batch commits",
     "consumer": "streaming with group: the consumer name",
+    "binary": "true: field values as Spark binary, their exact bytes; false (default): "
+    "strings, each byte that is not UTF-8 shown as the text \\udcNN",
 }
 
 
@@ -53,6 +55,7 @@ class Options:
     fail_on_data_loss: bool
     group: str | None
     consumer: str
+    binary: bool = False  # values as Spark binary (exact bytes) rather than strings
 
     @property
     def is_glob(self) -> bool:
@@ -89,6 +92,7 @@ def parse_options(raw: Mapping[str, str]) -> Options:
         fail_on_data_loss=_bool(opts, "failondataloss", False),
         group=group,
         consumer=opts.get("consumer") or "spark",
+        binary=_bool(opts, "binary", False),
     )
 
 

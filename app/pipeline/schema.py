@@ -4,11 +4,18 @@
 dict would); ``pairs`` keeps every field/value pair in the order XADD received them, repeats
 included, so nothing Redis stored is lost. ``ms`` and ``seq`` are null for the rare ID part above
 2^63 - 1, which a Spark ``long`` cannot hold; ``id`` is always exact.
+
+Bytes that are not UTF-8 (the service's JSON carries each as the escape ``\\udcNN``; the
+client reads it as the lone surrogate U+DCNN): a Spark string must be valid UTF-8, so in a
+string column each such byte is the six characters ``\\udcNN`` (the JSON spelling, shown
+rather than replaced by U+FFFD). With the source option ``binary=true`` field values are Spark
+``binary``, the exact bytes (``BINARY_ARROW_SCHEMA``); stream and field names stay strings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
@@ -21,24 +28,52 @@ if TYPE_CHECKING:
 # The archive's files hold the entry columns; stream and date are its partition columns.
 ARCHIVE_PARTITIONS = ("stream", "date")
 
-_PAIR = pa.struct([pa.field("field", pa.string()), pa.field("value", pa.string())])
-ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("stream", pa.string()),
-        pa.field("id", pa.string()),
-        pa.field("ms", pa.int64()),
-        pa.field("seq", pa.int64()),
-        pa.field("fields", pa.map_(pa.string(), pa.string())),
-        pa.field("pairs", pa.list_(_PAIR)),
-    ]
-)
+
+def _schema(value: pa.DataType) -> pa.Schema:
+    pair = pa.struct([pa.field("field", pa.string()), pa.field("value", value)])
+    return pa.schema(
+        [
+            pa.field("stream", pa.string()),
+            pa.field("id", pa.string()),
+            pa.field("ms", pa.int64()),
+            pa.field("seq", pa.int64()),
+            pa.field("fields", pa.map_(pa.string(), value)),
+            pa.field("pairs", pa.list_(pair)),
+        ]
+    )
 
 
-def entry_schema() -> StructType:
+ARROW_SCHEMA = _schema(pa.string())
+BINARY_ARROW_SCHEMA = _schema(pa.binary())  # the source's binary=true: values as exact bytes
+
+
+def entry_schema(binary: bool = False) -> StructType:
     """Spark's view of the same row, derived so the two descriptions cannot drift apart."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return from_arrow_schema(ARROW_SCHEMA)
+    return from_arrow_schema(BINARY_ARROW_SCHEMA if binary else ARROW_SCHEMA)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(text: str) -> str:
+    """``text`` as a Spark string: each byte that is not UTF-8 (U+DCNN) as ``\\udcNN``."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
+
+
+def _strings(texts: list[str]) -> pa.Array:
+    try:
+        return pa.array(texts, pa.string())
+    except UnicodeEncodeError:  # bytes that are not UTF-8 somewhere: the rare, slower path
+        return pa.array([shown(t) for t in texts], pa.string())
+
+
+def _bytes(texts: list[str]) -> pa.Array:
+    try:
+        return pa.array(texts, pa.string()).cast(pa.binary())
+    except UnicodeEncodeError:
+        return pa.array([t.encode("utf-8", "surrogateescape") for t in texts], pa.binary())
 
 
 _INT64_MAX = pa.scalar((1 << 63) - 1, pa.uint64())
@@ -52,8 +87,11 @@ def _longs(digits: pa.Array) -> pa.Array:
     return pc.if_else(pc.greater(unsigned, _INT64_MAX), _NULL_LONG, signed)
 
 
-def entries_batch(stream: str, entries: Sequence[Sequence[Any]]) -> pa.RecordBatch:
-    """One Arrow batch from XRANGE-shaped entries ``[id, [f1, v1, f2, v2, ...]]``.
+def entries_batch(
+    stream: str, entries: Sequence[Sequence[Any]], binary: bool = False
+) -> pa.RecordBatch:
+    """One Arrow batch from XRANGE-shaped entries ``[id, [f1, v1, f2, v2, ...]]``; with
+    ``binary``, values as exact bytes (``BINARY_ARROW_SCHEMA``).
 
     Built from flat columns and Arrow compute (ID parsing included), never per value in
     Python: this runs for every entry a Spark task reads, and the per-value way cost twice the
@@ -63,31 +101,37 @@ def entries_batch(stream: str, entries: Sequence[Sequence[Any]]) -> pa.RecordBat
     flats = [e[1] for e in entries]
     flat = list(chain.from_iterable(flats))
     offsets = pa.array(list(accumulate((len(f) >> 1 for f in flats), initial=0)), pa.int32())
-    names = pa.array(flat[0::2], pa.string())
-    values = pa.array(flat[1::2], pa.string())
+    schema = BINARY_ARROW_SCHEMA if binary else ARROW_SCHEMA
+    values_of = _bytes if binary else _strings
+    names = _strings(flat[0::2])
+    values = values_of(flat[1::2])
+    pair_type = schema.field("pairs").type.value_type
     pairs = pa.ListArray.from_arrays(
-        offsets, pa.StructArray.from_arrays([names, values], fields=list(_PAIR))
+        offsets, pa.StructArray.from_arrays([names, values], fields=list(pair_type))
     )
     if any(len(f) > 2 and len(set(f[0::2])) != len(f) >> 1 for f in flats):
-        fields = _last_value_maps(flats)  # a repeated name: the last value wins, as in a dict
+        # A repeated name: the last value wins, as in a dict.
+        fields = _last_value_maps(flats, values_of)
     else:
         fields = pa.MapArray.from_arrays(offsets, names, values)
     id_array = pa.array(ids, pa.string())
     halves = pc.split_pattern(id_array, "-", max_splits=1)
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([stream] * len(ids), pa.string()),
+            pa.array([shown(stream)] * len(ids), pa.string()),
             id_array,
             _longs(pc.list_element(halves, 0)),
             _longs(pc.list_element(halves, 1)),
             fields,
             pairs,
         ],
-        schema=ARROW_SCHEMA,
+        schema=schema,
     )
 
 
-def _last_value_maps(flats: Sequence[Sequence[str]]) -> pa.MapArray:
+def _last_value_maps(
+    flats: Sequence[Sequence[str]], values_of: Callable[[list[str]], pa.Array]
+) -> pa.MapArray:
     keys: list[str] = []
     values: list[str] = []
     offsets = [0]
@@ -96,6 +140,4 @@ def _last_value_maps(flats: Sequence[Sequence[str]]) -> pa.MapArray:
         keys.extend(last)
         values.extend(last.values())
         offsets.append(len(keys))
-    return pa.MapArray.from_arrays(
-        pa.array(offsets, pa.int32()), pa.array(keys, pa.string()), pa.array(values, pa.string())
-    )
+    return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), _strings(keys), values_of(values))

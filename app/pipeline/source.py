@@ -35,7 +35,7 @@ class XStreamsDataSource(DataSource):
         self.parsed = parse_options(dict(options))
 
     def schema(self) -> StructType:
-        return entry_schema()
+        return entry_schema(self.parsed.binary)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return BatchReader(self.parsed)
@@ -107,7 +107,7 @@ def read_slices(opts: Options, slices: tuple[Slice, ...]) -> Iterator[pa.RecordB
         for sl in slices:
             if sl.group is None:
                 for page in client.xrange_pages(sl.stream, sl.start, sl.end, opts.page_size):
-                    yield entries_batch(sl.stream, page)
+                    yield entries_batch(sl.stream, page, opts.binary)
             else:
                 yield from _read_pending(client, opts, sl)
 
@@ -132,7 +132,7 @@ def _read_pending(client: Client, opts: Options, sl: Slice) -> Iterator[pa.Recor
         page = [e for e in entries if id_of(e[0]) <= end]
         rows = [e for e in page if e[1] is not None]
         if rows:
-            yield entries_batch(sl.stream, rows)
+            yield entries_batch(sl.stream, rows, opts.binary)
         if len(page) < len(entries) or len(entries) < opts.page_size:
             return
         cursor = entries[-1][0]

@@ -240,23 +240,24 @@ def test_path_style_post_body_is_last_argument(http: httpx.Client, xs: Commands)
 def test_binary_body_round_trips_with_base64(http: httpx.Client) -> None:
     """Binary values (docs: "To post a JSON or a binary value ... set value as the request body")
     are stored byte for byte; base64 replies give the exact bytes back, plain JSON replies show
-    each invalid UTF-8 sequence as U+FFFD (docs: Base64 Encoded Responses)."""
+    each byte that is not part of valid UTF-8 as the escape ``\\udcNN`` (README: Bytes that are
+    not UTF-8), losing nothing either."""
     raw = bytes([0, 0xFF, 0x80, 0x41, 0xC3])
     assert result_of(http.post("/xadd/s/1-1/bin", content=raw)) == "1-1"
     r = http.post("/", json=["XRANGE", "s", "-", "+"], headers=B64)
     assert result_of(r) == [[b64("1-1"), [b64("bin"), base64.b64encode(raw).decode()]]]
     plain = result_of(http.post("/", json=["XRANGE", "s", "-", "+"]))
-    assert plain == [["1-1", ["bin", raw.decode("utf-8", errors="replace")]]]
+    assert plain == [["1-1", ["bin", raw.decode("utf-8", errors="surrogateescape")]]]
 
 
 def test_percent_encoded_bytes_round_trip_with_base64(http: httpx.Client) -> None:
     """A segment is percent-decoded to *bytes*: ``%FF%FE`` is two bytes, not two U+FFFD (Redis
-    values are binary-safe; only the plain JSON rendering of a reply may substitute U+FFFD)."""
+    values are binary-safe; the plain JSON rendering of a reply shows them as ``\\udcNN``)."""
     assert result_of(http.get("/xadd/s/1-1/pct/%FF%FEz")) == "1-1"
     r = http.post("/", json=["XRANGE", "s", "-", "+"], headers=B64)
     assert result_of(r) == [[b64("1-1"), [b64("pct"), base64.b64encode(b"\xff\xfez").decode()]]]
     plain = result_of(http.post("/", json=["XRANGE", "s", "-", "+"]))
-    assert plain == [["1-1", ["pct", "\ufffd\ufffdz"]]]
+    assert plain == [["1-1", ["pct", "\udcff\udcfez"]]]
 
 
 def test_percent_decoded_command_name(http: httpx.Client) -> None:

@@ -121,9 +121,10 @@ class EventReader:
 async def open_events(
     client: httpx.AsyncClient, path: str, last_event_id: str | None = None, **params: Any
 ) -> AsyncIterator[EventReader]:
-    """GET an event stream; fails unless it is one (200, text/event-stream)."""
+    """GET an event stream; fails unless it is one (200, text/event-stream). Without
+    ``params``, a query written in ``path`` is kept (httpx drops it for ``params={}``)."""
     headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
-    async with client.stream("GET", path, params=params, headers=headers) as r:
+    async with client.stream("GET", path, params=params or None, headers=headers) as r:
         if r.status_code != 200:
             await r.aread()
             raise AssertionError(f"{r.status_code}: {r.text}")

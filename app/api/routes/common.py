@@ -5,20 +5,25 @@ plain ``def`` in a worker thread, racing the event loop that owns the keyspace (
 waiters' futures from the wrong thread). As ``async def``, each engine call is one atomic step
 on the loop, as a Redis command is.
 
-Path names are stream keys, group and consumer names: any text without a ``/`` (a name with
-``/`` cannot be addressed in a path segment; use the command endpoint for such keys).
+Path names are stream keys, group and consumer names: any bytes but ``/`` (a name with ``/``
+cannot be addressed in a path segment; use the command endpoint for such keys). Bytes that are
+not UTF-8 travel as ``%NN`` in URLs and as ``\\udcNN`` in JSON (app/api/binary).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Coroutine
 from http import HTTPStatus
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+from starlette.datastructures import QueryParams
 
+from app.api.binary import encode_json, query_pairs, quote_name
 from app.api.deps import get_durability, read_body
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
@@ -69,7 +74,13 @@ class RestRoute(APIRoute):
       endpoint: no answer shows state a crash could take back. A route without a stream
       (listing streams, reading several) waits for every key.
     - A long poll whose client went away answers 499 (nobody reads it).
+    - Query values keep bytes that are not UTF-8 (``query_pairs``), as paths do (``RawPaths``).
+    - The response model is encoded here (``_encoded``), in the one representation of such
+      bytes: pydantic's JSON cannot write a lone surrogate.
     """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, _encoded(endpoint, kwargs.get("status_code")), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -78,6 +89,9 @@ class RestRoute(APIRoute):
             durability = get_durability(request)
             stream = request.path_params.get("stream")
             keys = None if stream is None else [stream]
+            query: bytes = request.scope["query_string"]
+            if b"%" in query:
+                request._query_params = QueryParams(query_pairs(query))
             if request.method in _WRITES:
                 request._body = await read_body(request)
                 durability.check_writable()
@@ -94,12 +108,47 @@ class RestRoute(APIRoute):
         return rest
 
 
+def _encoded(
+    endpoint: Callable[..., Coroutine[Any, Any, Any]], status_code: int | None
+) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """The endpoint, answering its model as JSON bytes itself.
+
+    pydantic writes the model (its fast path) unless a string holds a lone surrogate, which it
+    cannot write (and its JSON mode would turn such object keys into U+FFFD); then the model's
+    Python form goes through ``encode_json``. The status and headers an endpoint set on its
+    ``Response`` parameter are kept, with FastAPI's precedence (the route's status first). The
+    wrapper keeps the endpoint's signature (``functools.wraps``): FastAPI still solves the same
+    parameters and documents ``response_model``.
+    """
+
+    @functools.wraps(endpoint)
+    async def encoded(*args: Any, **kwargs: Any) -> Any:
+        result = await endpoint(*args, **kwargs)
+        if not isinstance(result, BaseModel):
+            return result
+        try:
+            body = result.__pydantic_serializer__.to_json(result)
+        except PydanticSerializationError:
+            body = encode_json(result.model_dump(mode="python"))
+        set_on = next((v for v in kwargs.values() if isinstance(v, Response)), None)
+        status = status_code or (set_on and set_on.status_code) or 200
+        response = Response(body, status, media_type="application/json")
+        if set_on is not None:
+            response.headers.raw.extend(
+                (k, v) for k, v in set_on.headers.raw if k != b"content-length"
+            )
+        return response
+
+    return encoded
+
+
 def router(prefix: str, tag: str) -> APIRouter:
     return APIRouter(prefix=prefix, tags=[tag], route_class=RestRoute)
 
 
 def segment(name: str) -> str:
-    return quote(name, safe="")
+    """A name as one path segment, bytes that are not UTF-8 as ``%NN`` (they round-trip)."""
+    return quote_name(name)
 
 
 def stream_url(stream: str) -> str:

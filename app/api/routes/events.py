@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from app.api.deps import StoreDep
 from app.api.ops import require_consumer
+from app.api.routes.common import RestRoute
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
 from app.api.sse_group import GroupDelivery, deliver
@@ -26,7 +27,7 @@ from app.engine.commands.reads import parse_read
 from app.engine.ids import StreamID, parse_strict_id
 from app.engine.store import Store
 
-router = APIRouter(prefix="/v1", tags=["events"])
+router = APIRouter(prefix="/v1", tags=["events"], route_class=RestRoute)
 
 LastEventId = Annotated[
     str | None,

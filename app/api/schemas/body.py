@@ -1,26 +1,56 @@
-"""The base of every request body: strict types, unknown members refused, text Redis can store.
+"""The base of every request body: strict types, unknown members refused, bytes Redis can store.
 
-JSON can spell a lone UTF-16 surrogate (``"\\ud800"``), which is no Unicode text: no byte
-string for Redis to keep. It is refused here (422) rather than deep in the engine.
+JSON can spell a lone UTF-16 surrogate. ``"\\udc80"`` .. ``"\\udcff"`` are the one
+representation of bytes that are not UTF-8 (app/api/binary): they become those bytes, so a
+client writes back what it read. Any other (``"\\ud800"``) stands for no byte: refused here
+(422) rather than deep in the engine.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+
+from app.api.binary import from_json
 
 
-def _check_text(value: Any) -> None:
+def _is_text(value: Any) -> bool:
+    """Whether every string is valid Unicode (the common case: nothing to rewrite)."""
     if isinstance(value, str):
-        value.encode()  # UnicodeEncodeError is a ValueError: pydantic reports it
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _check_text(k)
-            _check_text(v)
-    elif isinstance(value, list):
-        for v in value:
-            _check_text(v)
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_is_text(k) and _is_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_text(v) for v in value)
+    return True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _keep_bytes(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """pydantic refuses a lone surrogate in a string with constraints (``min_length``): they
+    are checked on a stand-in of the same length, and the string is kept as it is."""
+    if isinstance(value, str) and not _is_text(value):
+        handler(_SURROGATE.sub("\ufffd", value))
+        return value
+    return handler(value)
+
+
+KEEP_BYTES = WrapValidator(_keep_bytes)
+"""Put on a constrained ``str`` field of a body: ``Annotated[str, Field(...), KEEP_BYTES]``."""
 
 
 class Body(BaseModel):
@@ -30,9 +60,8 @@ class Body(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _text_only(cls, data: Any) -> Any:
-        try:
-            _check_text(data)
-        except UnicodeEncodeError:
-            raise ValueError("text must be valid Unicode (no lone surrogates)") from None
-        return data
+    def _bytes_only(cls, data: Any) -> Any:
+        if _is_text(data):
+            return data
+        # ValueError (a lone surrogate that is no byte): pydantic reports it, 422.
+        return from_json(data)

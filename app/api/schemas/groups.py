@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from app.api.schemas.body import Body
+from app.api.schemas.body import KEEP_BYTES, Body
 from app.engine import replies
 from app.engine.ids import format_id
 
@@ -47,7 +49,7 @@ class NewGroup(Body):
         json_schema_extra={"examples": [{"name": "billing", "id": "$", "mkstream": True}]},
     )
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, Field(min_length=1), KEEP_BYTES]
     id: str = Field("$", description="Deliver entries after this ID; `$` is the last entry.")
     mkstream: bool = Field(False, description="MKSTREAM: create the stream if it is missing.")
     entries_read: int | None = Field(None, ge=0, description="ENTRIESREAD.")
