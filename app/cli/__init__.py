@@ -45,6 +45,7 @@ def serve(
     from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.server import Server
     from app.main import create_app
+    from app.redaction import redact_logs
     from app.settings import Settings
 
     overrides: dict[str, Any] = {
@@ -83,6 +84,7 @@ def serve(
         timeout_graceful_shutdown=5,
         http=protocol_class(limits),  # head and body deadlines, the connection cap
     )
+    redact_logs()  # after uvicorn.Config, which installs its log handlers
     server = Server(config, on_shutdown=app.state.sse.close_all)  # end event streams first
     # A failed recovery stops the server instead of serving a wrong state (exit status 1).
     app.state.on_fatal = lambda: setattr(server, "should_exit", True)
