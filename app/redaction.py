@@ -52,8 +52,7 @@ def _redact_arg(arg: object) -> object:
 
 class RedactSecrets(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
+        record.msg = _redact_arg(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(_redact_arg(a) for a in record.args)
         elif isinstance(record.args, Mapping):

@@ -152,6 +152,7 @@ class HttpProtocol(HttpToolsProtocol):
             return
         idle = self.cycle is None or self.cycle.response_complete
         if self._head_begun and idle:
+            log.info("closing %s: request head not received in time", _peer(self.client))
             self._reply_408("head", self.limits.header_timeout_ms, rest=False)
         self.transport.close()
 

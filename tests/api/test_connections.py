@@ -11,12 +11,14 @@ answered 503 and closed.
 from __future__ import annotations
 
 import asyncio
+import resource
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
+from app.cli.connections import RESERVED_FILES, fit_open_files
 from tests.conftest import Server
 from tests.sse.support import add, entry_ids, open_events
 
@@ -149,17 +151,58 @@ async def capped_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterat
     srv.stop()
 
 
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    """One GET /healthz on an open connection; the response's status line."""
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), MARGIN_S)
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)
+    return head.split(b"\r\n", 1)[0]
+
+
 async def test_connections_past_the_cap_get_503_and_are_closed(capped_server: Server) -> None:
-    """With the cap reached (by connections that send nothing), a new connection's request
-    is answered 503 and the connection closed; the connections within the cap are not
-    disturbed, and once they close there is room again."""
-    idle = [await asyncio.open_connection("127.0.0.1", capped_server.port) for _ in range(CAP)]
+    """With the cap reached, a new connection's request is answered 503 and the connection
+    closed, while a keep-alive connection within the cap goes on being served (uvicorn's own
+    ``limit_concurrency`` would refuse it too); once connections close there is room again."""
+    port = capped_server.port
+    served = await asyncio.open_connection("127.0.0.1", port)
+    assert await _exchange(*served) == b"HTTP/1.1 200 OK"
+    idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(CAP - 1)]
     request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-    data, _ = await _until_closed(capped_server.port, request, MARGIN_S)
+    data, _ = await _until_closed(port, request, MARGIN_S)
     assert data.startswith(b"HTTP/1.1 503 "), data[:80]
     assert b"connection: close" in data.lower()
+    assert await _exchange(*served) == b"HTTP/1.1 200 OK"
+    served[1].close()
     for reader, writer in idle:  # closed by the head timeout, not by the refusal
         assert await asyncio.wait_for(reader.read(-1), MARGIN_S) == b""
         writer.close()
     async with httpx.AsyncClient(base_url=capped_server.url) as client:
         assert (await client.get("/healthz")).status_code == 200
+
+
+NOFILE_CASES = [
+    # (soft, hard, max_connections) -> (soft after, connections served)
+    ((1024, 65536, 12_000), (65536, 12_000)),
+    ((20000, 20000, 12_000), (20000, 12_000)),
+    ((4096, 4096, 12_000), (4096, 4096 - RESERVED_FILES)),
+    ((1024, resource.RLIM_INFINITY, 12_000), (resource.RLIM_INFINITY, 12_000)),
+]
+
+
+@pytest.mark.parametrize(("limits", "expected"), NOFILE_CASES)
+def test_the_cap_fits_the_open_file_limit(
+    limits: tuple[int, int, int], expected: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The soft open-file limit is raised to the hard one; a cap that still does not fit
+    beside the reserve is lowered to what does."""
+    soft, hard, wanted = limits
+    current = [soft, hard]
+    monkeypatch.setattr(resource, "getrlimit", lambda _: tuple(current))
+    monkeypatch.setattr(resource, "setrlimit", lambda _, v: current.__setitem__(0, v[0]))
+    assert fit_open_files(wanted) == expected[1]
+    assert current[0] == expected[0]

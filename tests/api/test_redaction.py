@@ -75,6 +75,7 @@ def test_messages_arguments_and_tracebacks_are_redacted(
     url = httpx.URL(f"http://h/v1/x?access_token={SECRET}")
     log.warning(f"fetching /x?_token={SECRET}")
     log.warning("fetching %s (%d)", url, 3)
+    log.warning(url)  # not a string: printed as str(url)
     try:
         raise ValueError(f"bad request /v1/x?_token={SECRET}")
     except ValueError:
@@ -82,6 +83,7 @@ def test_messages_arguments_and_tracebacks_are_redacted(
     assert SECRET not in redacted.text
     assert "fetching /x?_token=***" in redacted.text
     assert "fetching http://h/v1/x?access_token=*** (3)" in redacted.text
+    assert " http://h/v1/x?access_token=***\n" in redacted.text
     assert "ValueError: bad request /v1/x?_token=***" in redacted.text
 
 
