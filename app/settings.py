@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -58,6 +59,20 @@ class Settings(BaseSettings):
     # A subscriber whose socket takes nothing for this long is disconnected (it resumes with
     # Last-Event-ID).
     sse_send_timeout_ms: int = 10_000
+
+    # Connections (``xstreams serve``; see app/cli/connections.py). A request's head (request
+    # line and headers) must arrive within this long of its first byte, or of the connection
+    # opening for the first request: else 408 and the connection is closed.
+    header_timeout_ms: int = Field(default=10_000, gt=0)
+    # A request's body must arrive in full within this long of its head: else 408 and close.
+    # A whole-body deadline (as Go's ReadTimeout), so a trickle cannot stretch it.
+    body_timeout_ms: int = Field(default=30_000, gt=0)
+    # An idle connection between two requests is closed after this long (uvicorn's keep-alive).
+    keepalive_timeout_ms: int = Field(default=5_000, gt=0)
+    # Open connections served at once; a connection past it gets 503 and is closed. The
+    # default leaves room for sse_max_connections event streams plus 2,000 other clients; the
+    # server raises its open-file limit to fit (and lowers this, with a warning, if it cannot).
+    max_connections: int = Field(default=12_000, gt=0)
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite (WAL) under ``data_dir``."""

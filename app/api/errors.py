@@ -24,6 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
@@ -151,6 +152,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StorageUnavailable)
     async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:
         return answer(request, 503, exc.text, {"Retry-After": "1"})
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect) -> Response:
+        # The client left (or its body timed out) before its body was read: nobody is there
+        # to answer, and nothing failed on our side, so nothing is logged.
+        return answer(request, 400, "ERR client disconnected before sending its body")
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

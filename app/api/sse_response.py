@@ -9,12 +9,15 @@ The source (a live tail or a group delivery loop) only pushes bytes into the con
   stream) and ``X-Accel-Buffering: no`` (nginx would otherwise hold events back); then a
   ``retry:`` hint, which also gets the headers out at once so ``EventSource`` opens;
 - heartbeats: a comment every heartbeat period, so proxies keep an idle stream open;
-- the end, whichever comes first: the client goes away, its socket takes nothing for
-  ``sse_send_timeout_ms`` (a watchdog timer, not a timeout per send: sends stay cheap), the
-  maximum lifetime passes, the server shuts down (``SseRegistry.close_all``), or the source
-  ends. Buffered events are flushed and the chunked body is terminated properly, except for a
-  departed or stalled client, whose buffer is dropped; a final write that cannot finish within
-  ``SEND_TIMEOUT_S`` is abandoned and the server closes the connection.
+- the end, whichever comes first: the client goes away, its peer takes nothing for
+  ``sse_send_timeout_ms`` while bytes wait for it, counted by the kernel (``sse_socket``: a
+  watchdog timer, not a timeout per send, so sends stay cheap; where the kernel cannot tell,
+  a send that has not returned for that long), the maximum lifetime passes, the server shuts
+  down (``SseRegistry.close_all``), or the source ends. Buffered events are flushed and the
+  chunked body is terminated properly, except for a departed or stalled client, whose buffer
+  is dropped (a stalled one's connection is reset, so the kernel lets go of its buffers too);
+  a final write that cannot finish within ``SEND_TIMEOUT_S`` is abandoned and the server
+  closes the connection.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from app.api.errors import problem
 from app.api.sse_flush import Flusher, direct_writer
 from app.api.sse_outbox import CloseReason, Outbox
+from app.api.sse_socket import PeerProgress, peer_progress
 from app.api.sse_wire import HEARTBEAT, error_event, retry_hint
 from app.engine.errors import CommandError
 
@@ -95,6 +99,7 @@ class EventStream(Response):
         self._beat: asyncio.TimerHandle | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._sending_since: float | None = None  # loop time a send started, if in one
+        self._peer: PeerProgress | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         outbox = Outbox(self.limit_bytes, self.registry.flusher, direct_writer(receive))
@@ -118,6 +123,7 @@ class EventStream(Response):
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         outbox.push(retry_hint(self.retry_ms))
         loop = asyncio.get_running_loop()
+        self._peer = peer_progress(receive, loop.time())
         writer = asyncio.create_task(self._write(outbox, send))
         helpers = [
             asyncio.create_task(self._run_source(outbox)),
@@ -135,8 +141,8 @@ class EventStream(Response):
             for task in helpers:
                 task.cancel()
             if reason in (CloseReason.STALLED, CloseReason.DISCONNECTED):
-                # Nobody reads: drop the buffer and leave the response unfinished, which makes
-                # uvicorn close the connection (it logs that for a stalled client).
+                # Nobody reads: drop the buffer and leave the response unfinished (a stalled
+                # connection was reset by the watchdog; otherwise uvicorn closes it).
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(writer, SEND_TIMEOUT_S)  # flush what is buffered
@@ -171,9 +177,16 @@ class EventStream(Response):
     def _watch(self, outbox: Outbox) -> None:
         """Cut off a client whose socket has taken nothing for the send timeout."""
         loop = asyncio.get_running_loop()
-        since = self._sending_since
-        if since is not None and loop.time() - since >= self.send_timeout_s:
+        now, peer = loop.time(), self._peer
+        if peer is not None:
+            stalled = peer.stalled(now, self.send_timeout_s)
+        else:
+            since = self._sending_since
+            stalled = since is not None and now - since >= self.send_timeout_s
+        if stalled:
             outbox.close(CloseReason.STALLED)
+            if peer is not None:
+                peer.abort()
         elif outbox.reason is None:
             self._watchdog = loop.call_later(self.send_timeout_s / 2, self._watch, outbox)
 

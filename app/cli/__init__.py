@@ -29,12 +29,23 @@ def serve(
     log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
     database_url: storage.DatabaseUrl = None,
     fsync: storage.Fsync = None,
+    max_connections: Annotated[
+        int | None, typer.Option(help="Open connections served at once; past it, 503.")
+    ] = None,
+    header_timeout_ms: Annotated[
+        int | None, typer.Option(help="Time allowed for a request's head, in ms.")
+    ] = None,
+    body_timeout_ms: Annotated[
+        int | None, typer.Option(help="Time allowed for a request's whole body, in ms.")
+    ] = None,
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
     import uvicorn
 
+    from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.server import Server
     from app.main import create_app
+    from app.redaction import redact_logs
     from app.settings import Settings
 
     overrides: dict[str, Any] = {
@@ -47,6 +58,9 @@ def serve(
             "log_level": log_level,
             "database_url": database_url,
             "fsync": fsync,
+            "max_connections": max_connections,
+            "header_timeout_ms": header_timeout_ms,
+            "body_timeout_ms": body_timeout_ms,
         }.items()
         if v is not None
     }
@@ -56,16 +70,22 @@ def serve(
         level=settings.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
     )
     app = create_app(settings)
-    server = Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level,
-            timeout_graceful_shutdown=5,
-        ),
-        on_shutdown=app.state.sse.close_all,  # end event streams first
+    limits = Limits(
+        header_timeout_ms=settings.header_timeout_ms,
+        body_timeout_ms=settings.body_timeout_ms,
+        keepalive_timeout_ms=settings.keepalive_timeout_ms,
+        max_connections=fit_open_files(settings.max_connections),
     )
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=5,
+        http=protocol_class(limits),  # head and body deadlines, the connection cap
+    )
+    redact_logs()  # after uvicorn.Config, which installs its log handlers
+    server = Server(config, on_shutdown=app.state.sse.close_all)  # end event streams first
     # A failed recovery stops the server instead of serving a wrong state (exit status 1).
     app.state.on_fatal = lambda: setattr(server, "should_exit", True)
     server.run()

@@ -1,0 +1,217 @@
+"""The HTTP connections ``xstreams serve`` holds: read deadlines and a cap on their number.
+
+What uvicorn 0.54 offers (read in its source), and why each guarantee lives where it does:
+
+- ``timeout_keep_alive`` closes a connection idle *between* requests. It is armed only once a
+  response has completed and disarmed by any byte: nothing bounds a connection that never sends
+  its first request, or the rest of a head once its first byte came. Used as is, for keep-alive
+  (``keepalive_timeout_ms``).
+- ``limit_concurrency`` answers 503 once open connections (or running requests) reach it, but
+  checks that on every request of every connection: a crowd of half-open connections past it
+  makes established clients get 503 as well, and is itself accepted and held for ever. Not used.
+- ``h11_max_incomplete_event_size`` bounds the size of a head, not its time (and h11 only;
+  httptools has its own size limit). No header or body timeout exists.
+- An ASGI middleware cannot supply them: the app is called only once a head is complete, and
+  after the app has answered (a 401 before reading the body, say) uvicorn keeps reading a
+  trickled body with nobody waiting for it.
+
+So the protocol, which sees the bytes arrive, keeps two timers (a subclass of uvicorn's
+httptools protocol, the one ``serve`` runs):
+
+- head: from the connection's opening (first request) or a request's first byte (later ones)
+  to the end of its head. When it passes: 408 if any of the request came (silence otherwise),
+  and the connection is closed.
+- body: from the end of the head to the end of the body, one deadline for the whole body (as
+  Go's ``http.Server.ReadTimeout``), so a trickle of a byte a second cannot stretch it. When it
+  passes: 408 unless a response has started (the app's ``receive`` sees the client go), and
+  close.
+
+A long poll or an event stream has a complete request and nothing more to read: neither timer
+runs while its response takes its time. A timer that passes while the server itself has paused
+reading (a pipelined request queued behind another, a body the app has not consumed yet) starts
+again instead: the client is not the one holding things up.
+
+The cap is decided once, when a connection opens: beyond ``max_connections`` open connections
+the new one is over the cap, and its request gets uvicorn's own 503 (``limit_concurrency`` set
+to 0 for that connection alone) with ``connection: close``; established connections are not
+touched. A connection past the cap holds a file descriptor until its head arrives or times out,
+so ``fit_open_files`` raises the soft open-file limit to the hard one at start (as the Go runtime
+does) and lowers the cap, with a warning, when even that cannot hold it plus a reserve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+__all__ = ["RESERVED_FILES", "HttpProtocol", "Limits", "fit_open_files", "protocol_class"]
+
+log = logging.getLogger("xstreams.http")
+
+# File descriptors kept for everything but client connections: the listening socket, the event
+# loop, the database and its journal, logs, a Redis connection pool.
+RESERVED_FILES = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    header_timeout_ms: int
+    body_timeout_ms: int
+    keepalive_timeout_ms: int
+    max_connections: int
+
+
+def protocol_class(limits: Limits) -> type[HttpProtocol]:
+    """uvicorn's ``http`` protocol, bound to ``limits`` (uvicorn builds it from the class)."""
+
+    class Bound(HttpProtocol):
+        pass
+
+    Bound.limits = limits
+    return Bound
+
+
+class HttpProtocol(HttpToolsProtocol):
+    limits: ClassVar[Limits]
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        # uvicorn annotates it as whole seconds but hands it to call_later, which takes any.
+        self.timeout_keep_alive = self.limits.keepalive_timeout_ms / 1000  # type: ignore[assignment]
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._head_begun = False  # some of the current request's head has arrived
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        over_cap = len(self.connections) > self.limits.max_connections
+        self.limit_concurrency = 0 if over_cap else None
+        self._arm_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+        super().connection_lost(exc)
+
+    # Parser callbacks
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_begun = True
+        if self._head_timer is None:
+            self._arm_head()
+
+    def on_headers_complete(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        self._head_begun = False
+        super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope and cycle.more_body:
+            self._arm_body()
+
+    def on_message_complete(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+        super().on_message_complete()
+
+    # Timers
+
+    def _arm_head(self) -> None:
+        delay = self.limits.header_timeout_ms / 1000
+        self._head_timer = self.loop.call_later(delay, self._head_timed_out)
+
+    def _arm_body(self) -> None:
+        delay = self.limits.body_timeout_ms / 1000
+        self._body_timer = self.loop.call_later(delay, self._body_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing():
+            return
+        if self.flow.read_paused:
+            self._arm_head()
+            return
+        idle = self.cycle is None or self.cycle.response_complete
+        if self._head_begun and idle:
+            log.info("closing %s: request head not received in time", _peer(self.client))
+            self._reply_408("head", self.limits.header_timeout_ms, rest=False)
+        self.transport.close()
+
+    def _body_timed_out(self) -> None:
+        self._body_timer = None
+        cycle = self.cycle
+        if self.transport.is_closing() or cycle is None or not cycle.more_body:
+            return
+        if self.flow.read_paused:
+            self._arm_body()
+            return
+        log.info("closing %s: request body not received in time", _peer(self.client))
+        if not cycle.response_started:
+            cycle.disconnected = True  # the app's receive answers http.disconnect, sends drop
+            cycle.message_event.set()
+            rest = self.scope["path"].startswith("/v1")
+            self._reply_408("body", self.limits.body_timeout_ms, rest=rest)
+        self.transport.close()
+
+    def _reply_408(self, part: str, timeout_ms: int, *, rest: bool) -> None:
+        text = f"ERR request {part} not received within {timeout_ms} ms"
+        if rest:
+            media = b"application/problem+json"
+            body = orjson.dumps(
+                {"type": "about:blank", "title": "Request Timeout", "status": 408,
+                 "detail": text, "code": "ERR", "error": text}
+            )  # fmt: skip
+        else:
+            media, body = b"application/json", orjson.dumps({"error": text})
+        head = [b"HTTP/1.1 408 Request Timeout\r\n"]
+        for name, value in self.server_state.default_headers:
+            head.append(b"%s: %s\r\n" % (name, value))
+        head.append(b"content-type: %s\r\ncontent-length: %d\r\n" % (media, len(body)))
+        head.append(b"connection: close\r\n\r\n")
+        self.transport.write(b"".join(head) + body)
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "a client"
+
+
+def fit_open_files(max_connections: int) -> int:
+    """Raise the soft open-file limit to the hard one; the connections that then fit beside
+    ``RESERVED_FILES`` (``max_connections`` when they all do)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError) as e:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, hard, e)
+    if soft == resource.RLIM_INFINITY or soft >= max_connections + RESERVED_FILES:
+        return max_connections
+    fits = max(soft - RESERVED_FILES, 1)
+    log.warning(
+        "max_connections lowered from %d to %d: the open-file limit is %d "
+        "(raise it with `ulimit -n` or LimitNOFILE=)",
+        max_connections,
+        fits,
+        soft,
+    )
+    return fits
