@@ -66,6 +66,9 @@ class Readiness:
     def __init__(self, state: ReadyState = ReadyState.STARTING) -> None:
         self.state = state
         self.error: str | None = None
+        # Why recovery is waiting instead of loading (a database that cannot be reached or
+        # written); requests are then refused at once with it instead of held.
+        self.waiting: str | None = None
         self._event = asyncio.Event()
         if state is ReadyState.READY:
             self._event.set()
@@ -73,6 +76,9 @@ class Readiness:
     def set_ready(self) -> None:
         self.state = ReadyState.READY
         self._event.set()
+
+    def set_waiting(self, reason: str | None) -> None:
+        self.waiting = reason
 
     def set_failed(self, error: str) -> None:
         self.state = ReadyState.FAILED

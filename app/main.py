@@ -95,6 +95,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.storage = storage
     app.state.durability = storage or InMemory()
     app.state.readiness = Readiness(ReadyState.STARTING if storage else ReadyState.READY)
+    if storage is not None:
+        storage.on_wait = app.state.readiness.set_waiting
     app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
     errors.install(app)
 
@@ -106,7 +108,10 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     async def readyz() -> Response:
         readiness: Readiness = app.state.readiness
         if readiness.state is not ReadyState.READY:
-            return json_response({"status": readiness.state.value, "error": readiness.error}, 503)
+            body = {"status": readiness.state.value, "error": readiness.error}
+            if readiness.waiting is not None:
+                body["reason"] = readiness.waiting
+            return json_response(body, 503)
         failure = storage.writer.failure if storage else None
         # Still ready while the database is away: reads are served, writes answer 503.
         return json_response({"status": "ready", "storage": failure.reason if failure else "ok"})

@@ -2,8 +2,9 @@
 
 A request that arrives during recovery waits up to ``LOADING_WAIT_S`` for it to finish, then
 gets 503 with Redis's ``LOADING`` error: short recoveries cost a client a short delay rather
-than an error, and nobody ever sees a half-loaded keyspace. ``/healthz`` and ``/readyz`` pass
-at once, so probes see "alive, not ready".
+than an error, and nobody ever sees a half-loaded keyspace. While recovery waits for its
+database instead (unreachable, or refusing writes) a request is answered at once, with the
+reason. ``/healthz`` and ``/readyz`` pass at once, so probes see "alive, not ready".
 """
 
 from __future__ import annotations
@@ -30,11 +31,20 @@ class LoadingGate:
             scope["type"] != "http"
             or ready.state is ReadyState.READY
             or scope["path"] in _PROBES
-            or (ready.state is not ReadyState.FAILED and await ready.wait(self.wait_s))
+            or (
+                ready.state is not ReadyState.FAILED
+                and ready.waiting is None
+                and await ready.wait(self.wait_s)
+            )
         ):
             await self.app(scope, receive, send)
             return
-        text = LOADING if ready.error is None else f"LOADING recovery failed: {ready.error}"
+        if ready.error is not None:
+            text = f"LOADING recovery failed: {ready.error}"
+        elif ready.waiting is not None:
+            text = f"LOADING xstreams is waiting for its database: {ready.waiting}"
+        else:
+            text = LOADING
         rest = scope["path"].startswith("/v1")
         body: dict[str, object] = (
             {"type": "about:blank", "title": "Service Unavailable", "status": 503,

@@ -96,6 +96,7 @@ def serve(
 
 cli.command()(storage.migrate)
 cli.command()(storage.snapshot)
+cli.command()(storage.check)
 cli.command()(archive.archive)
 cli.command()(report.report)
 

@@ -1,13 +1,17 @@
-"""``xstreams migrate`` and ``xstreams snapshot``: the storage commands of the command line."""
+"""``xstreams migrate``, ``snapshot`` and ``check``: the storage commands of the command line."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from app.engine.keyspace import StreamConfig
 from app.settings import FsyncMode
+
+if TYPE_CHECKING:
+    from app.storage.check import Loss, Report
 
 DataDir = Annotated[
     Path | None, typer.Option(help="Folder of the default SQLite database (data/xstreams.db).")
@@ -65,4 +69,115 @@ def snapshot(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None
     typer.echo(
         f"{done.url}: {done.streams} streams, snapshot covering record {r.last_seq}"
         f" ({r.records} journal records folded in); {what}; {done.duration_ms} ms"
+    )
+
+
+def check(
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Truncate the journal to the last good record (says what is lost first).",
+        ),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Repair without asking for confirmation.")
+    ] = False,
+) -> None:
+    """Verify a stopped service's database: checksums, seq order, every record replayed.
+
+    Exit status: 0 clean (or repaired), 1 damage found and not repaired, 2 the database
+    cannot be checked (missing, unreachable, schema not migrated).
+    """
+    import sys
+
+    from app.settings import Settings
+    from app.storage import check as checking
+
+    overrides: dict[str, Any] = {"data_dir": data_dir, "database_url": database_url}
+    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    try:
+        db = checking.open_database(settings)
+    except checking.CheckUnavailable as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from e
+    config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
+    try:
+        report = checking.check(db, config)
+        _summary(report)
+        if report.error is None:
+            return
+        typer.echo(f"first bad record: {report.error}")
+        loss = report.loss
+        if loss is None:
+            if report.snapshot_damaged:
+                typer.echo(
+                    f"the newest snapshot (id={report.snapshot_id}) is damaged: truncating the"
+                    " journal cannot repair it (the records it covers are gone); restore a"
+                    " backup. Nothing was changed."
+                )
+            else:
+                typer.echo("this cannot be repaired by truncating the journal; nothing changed")
+            raise typer.Exit(1)
+        typer.echo(_loss_text(loss))
+        if not repair:
+            typer.echo("run `xstreams check --repair` to truncate the journal there")
+            raise typer.Exit(1)
+        if not yes:
+            if not sys.stdin.isatty():
+                typer.echo(
+                    "refusing to repair without --yes: standard input is not a terminal;"
+                    " nothing changed",
+                    err=True,
+                )
+                raise typer.Exit(1)
+            if not typer.confirm("Truncate the journal?", default=False):
+                typer.echo("nothing changed")
+                raise typer.Exit(1)
+        checking.repair(db, loss)
+        after = checking.check(db, config)
+        if after.error is not None:  # pragma: no cover - what remains replayed cleanly
+            typer.echo(f"still damaged after the repair: {after.error}", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"repaired: the journal now ends at record {after.last_good_seq}")
+    finally:
+        db.close()
+
+
+def _summary(report: Report) -> None:
+    snap = (
+        f"snapshot id={report.snapshot_id} covering record {report.snapshot_covers_seq}"
+        if report.snapshot_id is not None
+        else "no snapshot"
+    )
+    state = "clean" if report.error is None else "DAMAGED"
+    typer.echo(
+        f"{report.url}: {state}; {snap}; {report.rows} journal rows and {report.records}"
+        f" records after it replay cleanly; last good record: {report.last_good_seq}"
+    )
+
+
+def _loss_text(loss: Loss) -> str:
+    from app.storage.check import time_text
+
+    rows = loss.rows
+    kept = (
+        f"; the damaged row's first {len(loss.keep)} records are kept (rewritten with a fresh"
+        " checksum)"
+        if loss.keep
+        else ""
+    )
+    if loss.last_seq < loss.first_seq:  # a row repeating records already loaded
+        return (
+            f"a repair deletes {rows.rows} journal row{'s' if rows.rows > 1 else ''} that"
+            f" hold{'s' if rows.rows == 1 else ''} no record after the last good one"
+            f" (written {time_text(rows.first_created_at_ms)})"
+        )
+    return (
+        f"a repair deletes records seq {loss.first_seq}..{loss.last_seq}"
+        f" ({loss.last_seq - loss.first_seq + 1} records in {rows.rows} journal rows, written"
+        f" {time_text(rows.first_created_at_ms)} .. {time_text(rows.last_created_at_ms)})"
+        f"{kept}"
     )

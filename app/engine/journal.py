@@ -22,6 +22,14 @@ Effects, one list each (IDs as "ms-seq" strings):
     ["cdel", key, group, name]
     ["pel", key, group, id, consumer, delivered_at_ms, delivery_count]  set a pending entry
     ["ack", key, group, [id, ...]]                 remove pending entries
+
+Replay refuses, with ``ReplayError``, any effect that does not fit the state it meets: an
+entry ID not greater than its stream's last ID (XADD's own rule, ``id_follows``), a stream
+created that exists or deleted that does not, a group created twice or destroyed while
+absent, a consumer removed or an entry deleted or acknowledged that is not there. A command
+records each of those only when it happened, so on a sound journal none can occur; on a
+damaged or edited one, applying them anyway would silently build a state that differs from
+the one acknowledged (entries out of order, a group reset, counters off).
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import orjson
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.stream import Node, Stream, TrimSpec, TrimStrategy
+from app.engine.stream import Node, Stream, TrimSpec, TrimStrategy, id_follows
 
 Effect = list[Any]
 SNAPSHOT_FORMAT = 1
@@ -176,7 +184,13 @@ def _apply(ks: Keyspace, e: Effect) -> None:
     op = e[0]
     if op == "add":
         s = _stream(ks, e[1])
-        s.append(_sid(e[2]), tuple(e[3]))
+        sid = _sid(e[2])
+        if not id_follows(s.last_id, sid):
+            raise ReplayError(
+                f"entry {e[2]} of {e[1]!r} is not greater than the stream's last ID"
+                f" {sid_text(s.last_id)}: IDs would go backwards"
+            )
+        s.append(sid, tuple(e[3]))
     elif op == "pel":
         g = _group(ks, e[1], e[2])
         sid = _sid(e[3])
@@ -193,7 +207,8 @@ def _apply(ks: Keyspace, e: Effect) -> None:
     elif op == "ack":
         g = _group(ks, e[1], e[2])
         for text in e[3]:
-            g.ack(_sid(text))
+            if not g.ack(_sid(text)):
+                raise ReplayError(f"ack of {text} in group {e[2]!r} of {e[1]!r}: not pending")
     elif op == "gset":
         g = _group(ks, e[1], e[2])
         g.last_id, g.entries_read = _sid(e[3]), e[4]
@@ -205,16 +220,21 @@ def _apply(ks: Keyspace, e: Effect) -> None:
         else:
             c.seen_time_ms = e[4]
     elif op == "new":
+        if e[1] in ks.streams:
+            raise ReplayError(f"stream {e[1]!r} created again while it exists")
         ks.create(e[1])
     elif op == "del":
-        ks.streams.pop(e[1], None)
+        if ks.streams.pop(e[1], None) is None:
+            raise ReplayError(f"deletion of missing stream {e[1]!r}")
     elif op == "flush":
         ks.streams.clear()
     elif op == "xdel":
         s = _stream(ks, e[1])
         for text in e[2]:
             sid = _sid(text)
-            if s.delete(sid) and sid > s.max_deleted_id:
+            if not s.delete(sid):
+                raise ReplayError(f"deletion of missing entry {text} of {e[1]!r}")
+            if sid > s.max_deleted_id:
                 s.max_deleted_id = sid
     elif op == "trim":
         s = _stream(ks, e[1])
@@ -228,15 +248,19 @@ def _apply(ks: Keyspace, e: Effect) -> None:
             s.max_deleted_id = _sid(e[4])
     elif op == "gcreate":
         s = _stream(ks, e[1])
+        if e[2] in s.groups:
+            raise ReplayError(f"group {e[2]!r} of {e[1]!r} created again while it exists")
         s.groups[e[2]] = ConsumerGroup(e[2], _sid(e[3]), e[4])
     elif op == "gdestroy":
-        _stream(ks, e[1]).groups.pop(e[2], None)
+        if _stream(ks, e[1]).groups.pop(e[2], None) is None:
+            raise ReplayError(f"destruction of missing group {e[2]!r} of {e[1]!r}")
     elif op == "cdel":
         g = _group(ks, e[1], e[2])
         gone = g.consumers.pop(e[3], None)
-        if gone is not None:
-            for sid in gone.pel:
-                g.pel.pop(sid, None)
+        if gone is None:
+            raise ReplayError(f"deletion of missing consumer {e[3]!r} in group {e[2]!r}")
+        for sid in gone.pel:
+            g.pel.pop(sid, None)
     else:
         raise ReplayError(f"unknown effect {op!r}")
 

@@ -134,6 +134,12 @@ def _last_at_or_before(node: Node, sid: StreamID) -> int:
     return len(node.ids) - 1
 
 
+def id_follows(last: StreamID, sid: StreamID) -> bool:
+    """XADD's ordering rule, the one copy that commands and replay both use: an entry's ID
+    is greater than its stream's last ID, so IDs never go backwards (``streamAppendItem``)."""
+    return sid > last
+
+
 class Stream:
     """Entries plus the metadata Redis 7 keeps: last ID, entries added, max deleted ID, groups."""
 

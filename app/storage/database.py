@@ -16,11 +16,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, delete, event, insert, select
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, select
 from sqlalchemy.engine import make_url
 
 from app.settings import FsyncMode
-from app.storage.tables import GROUP_MAX_RECORDS, RECORD_FORMAT, journal, meta, snapshots
+from app.storage.tables import (
+    GROUP_MAX_RECORDS,
+    RECORD_FORMAT,
+    checksum,
+    journal,
+    meta,
+    snapshots,
+)
 
 # How long SQLite waits for another connection's write lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -36,6 +43,28 @@ class Snapshot:
     id: int
     covers_seq: int
     data: bytes
+    checksum: int  # as stored; recovery compares it with checksum(data)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One journal row as stored: the records ``seq..last_seq`` and their checksum."""
+
+    seq: int
+    last_seq: int
+    records: bytes
+    checksum: int
+    created_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowsSummary:
+    """The journal rows from one seq on: what a truncation there would delete."""
+
+    rows: int
+    last_seq: int
+    first_created_at_ms: int
+    last_created_at_ms: int
 
 
 def _now_ms() -> int:
@@ -98,23 +127,16 @@ class Database:
                 records = [r for r in records if r[0] > tail]
                 if not records:
                     return
-            rows = []
-            for i in range(0, len(records), GROUP_MAX_RECORDS):
-                part = records[i : i + GROUP_MAX_RECORDS]
-                blob = b"[" + b",".join(r for _, r in part) + b"]"
-                rows.append(
-                    {"seq": part[0][0], "last_seq": part[-1][0], "records": blob,
-                     "created_at_ms": now}
-                )  # fmt: skip
-            conn.execute(insert(journal), rows)
+            conn.execute(insert(journal), _rows(records, now))
 
     def write_snapshot(self, covers_seq: int, data: bytes) -> int:
         """Store a snapshot and drop what it makes redundant (older snapshots, covered
         journal rows), atomically; returns its id."""
+        crc = checksum(data)  # here, in the caller's worker thread, not on the event loop
         with self.engine.begin() as conn:
             new_id = conn.execute(
                 insert(snapshots)
-                .values(covers_seq=covers_seq, data=data, created_at_ms=_now_ms())
+                .values(covers_seq=covers_seq, data=data, created_at_ms=_now_ms(), checksum=crc)
                 .returning(snapshots.c.id)
             ).scalar_one()
             # Never a newer one: an offline `xstreams snapshot` may race a running service's.
@@ -137,7 +159,7 @@ class Database:
 
     def newest_snapshot(self) -> Snapshot | None:
         sql = (
-            f"SELECT id, covers_seq, data FROM {snapshots.name}"
+            f"SELECT id, covers_seq, data, checksum FROM {snapshots.name}"
             " ORDER BY covers_seq DESC, id DESC LIMIT 1"
         )
         raw = self.engine.raw_connection()
@@ -153,11 +175,13 @@ class Database:
         finally:
             raw.rollback()
             raw.close()
-        return None if row is None else Snapshot(int(row[0]), int(row[1]), bytes(row[2]))
+        if row is None:
+            return None
+        return Snapshot(int(row[0]), int(row[1]), bytes(row[2]), int(row[3]))
 
-    def rows_after(self, seq: int) -> Iterator[tuple[int, int, bytes]]:
-        """Journal rows ``(seq, last_seq, records)`` holding records after ``seq``, in order,
-        streamed in chunks (a server-side cursor on PostgreSQL) straight from the driver."""
+    def rows_after(self, seq: int) -> Iterator[Row]:
+        """Journal rows holding records after ``seq``, in order of ``seq``, streamed in
+        chunks (a server-side cursor on PostgreSQL) straight from the driver."""
         raw = self.engine.raw_connection()
         if self._pg:
             cur: Any = raw.driver_connection.cursor(name="xstreams_recovery")  # type: ignore[union-attr]
@@ -167,20 +191,85 @@ class Database:
             mark = "?"
         try:
             cur.execute(
-                f"SELECT seq, last_seq, records FROM {journal.name}"
+                f"SELECT seq, last_seq, records, checksum, created_at_ms FROM {journal.name}"
                 f" WHERE last_seq > {mark} ORDER BY seq",
                 (seq,),
             )
             while rows := cur.fetchmany(_CHUNK_ROWS):
-                for first, last, blob in rows:
-                    yield int(first), int(last), bytes(blob)
+                for first, last, blob, crc, created in rows:
+                    yield Row(int(first), int(last), bytes(blob), int(crc), int(created))
         finally:
             cur.close()
             raw.rollback()
             raw.close()
 
+    # -- checks and repair (offline, and the start-up write probe) ------------------------
+
+    def probe_write(self) -> None:
+        """Write to the journal's table and roll back: raises the database's own error when
+        it refuses writes (a read-only file or transaction, a missing privilege), before
+        anything is applied in memory. Seq 0 is never a record's number."""
+        with self.engine.connect() as conn:
+            tx = conn.begin()
+            try:
+                conn.execute(
+                    insert(journal).values(
+                        seq=0, last_seq=0, records=b"[]", created_at_ms=0, checksum=checksum(b"[]")
+                    )
+                )
+            finally:
+                tx.rollback()
+
+    def rows_from(self, seq: int) -> RowsSummary | None:
+        """What the rows with ``seq`` >= the given one hold (None: no such row)."""
+        with self.engine.connect() as conn:
+            n, last, first_ms, last_ms = conn.execute(
+                select(
+                    func.count(),
+                    func.max(journal.c.last_seq),
+                    func.min(journal.c.created_at_ms),
+                    func.max(journal.c.created_at_ms),
+                ).where(journal.c.seq >= seq)
+            ).one()
+        if not n:
+            return None
+        return RowsSummary(int(n), int(last), int(first_ms), int(last_ms))
+
+    def truncate_journal(
+        self, from_seq: int, keep: Sequence[tuple[int, bytes]] = (), created_at_ms: int = 0
+    ) -> None:
+        """Delete the journal row starting at ``from_seq`` and every later row, then store
+        ``keep`` (the good records of that row, re-encoded) as a row of its own with a fresh
+        checksum and the old row's time: one transaction, so a failure deletes nothing."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(journal).where(journal.c.seq >= from_seq))
+            if keep:
+                conn.execute(insert(journal), _rows(keep, created_at_ms))
+
     def close(self) -> None:
         self.engine.dispose()
 
 
-__all__ = ["RECORD_FORMAT", "Database", "JournalConflict", "Snapshot", "create_db_engine"]
+def _rows(records: Sequence[tuple[int, bytes]], created_at_ms: int) -> list[dict[str, Any]]:
+    """Contiguous encoded records as journal rows of at most GROUP_MAX_RECORDS each, with
+    their checksums (computed by the caller's worker thread, never on the event loop)."""
+    rows = []
+    for i in range(0, len(records), GROUP_MAX_RECORDS):
+        part = records[i : i + GROUP_MAX_RECORDS]
+        blob = b"[" + b",".join(r for _, r in part) + b"]"
+        rows.append(
+            {"seq": part[0][0], "last_seq": part[-1][0], "records": blob,
+             "created_at_ms": created_at_ms, "checksum": checksum(blob)}
+        )  # fmt: skip
+    return rows
+
+
+__all__ = [
+    "RECORD_FORMAT",
+    "Database",
+    "JournalConflict",
+    "Row",
+    "RowsSummary",
+    "Snapshot",
+    "create_db_engine",
+]

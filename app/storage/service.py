@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from app.engine.store import Store
 from app.settings import FsyncMode, Settings
@@ -19,11 +19,13 @@ from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.recovery import Recovered, recover
 from app.storage.snapshots import Snapshotter
+from app.storage.writable import read_only_reason
 from app.storage.writer import JournalWriter, describe
 
 log = logging.getLogger("xstreams.storage")
 
-# While the database cannot be reached at start, try again this often (not ready meanwhile).
+# While the database cannot be reached or written at start, try again this often (not ready
+# meanwhile).
 CONNECT_RETRY_S = 2.0
 
 
@@ -36,6 +38,8 @@ class Storage:
             self.db, settings.fsync, snapshot_after_bytes=settings.snapshot_after_bytes
         )
         self.snapshots: Snapshotter | None = None
+        # Told why start is waiting (None once it no longer is): the app's readiness.
+        self.on_wait: Callable[[str | None], None] | None = None
 
     # -- Durability (app.durability) --------------------------------------------------------
 
@@ -48,18 +52,39 @@ class Storage:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, store: Store) -> Recovered:
-        """Migrate the schema, load the store, then start journaling. Waits (not ready)
-        while a database server cannot be reached; a damaged database raises
-        ``RecoveryError``."""
+        """Migrate the schema, check that the database takes writes, load the store, then
+        start journaling. Waits (not ready, the reason told to ``on_wait``) while a database
+        server cannot be reached or the database refuses writes — an operator can fix
+        either (start the server, promote the standby, make the file or folder writable)
+        without restarting xstreams; a damaged database raises ``RecoveryError``."""
+        told: str | None = None
         while True:
             try:
                 revision = await asyncio.to_thread(migrate.upgrade, self.db.engine)
+                await asyncio.to_thread(self.db.probe_write)
                 break
-            except OperationalError as e:
-                if self.db.engine.dialect.name == "sqlite":
-                    raise  # a file that cannot be opened will not open by waiting
-                log.error("database %s unreachable, retrying: %s", self.db.url, describe(e))
-                await asyncio.sleep(CONNECT_RETRY_S)
+            except DBAPIError as e:
+                reason = read_only_reason(self.db.engine.url, e)
+                if reason is not None:
+                    waiting = f"the database {self.db.url} is read-only (not writable): {reason}"
+                    # New sessions next time: a session keeps the read-only setting it began
+                    # with (default_transaction_read_only), even once the role's is changed.
+                    await asyncio.to_thread(self.db.engine.dispose)
+                elif isinstance(e, OperationalError) and self.db.engine.dialect.name != "sqlite":
+                    waiting = f"the database {self.db.url} is unreachable: {describe(e)}"
+                else:
+                    raise  # a SQLite file that cannot be opened will not open by waiting
+            waiting += f"; nothing is loaded or written, retrying every {CONNECT_RETRY_S:g} s"
+            if waiting != told:
+                log.error("%s", waiting)
+                told = waiting
+            if self.on_wait is not None:
+                self.on_wait(waiting)
+            await asyncio.sleep(CONNECT_RETRY_S)
+        if told is not None:
+            log.warning("the database %s takes writes now: loading", self.db.url)
+            if self.on_wait is not None:
+                self.on_wait(None)
         result = await asyncio.to_thread(recover, self.db, store)
         log.info(
             "recovered from %s (schema %s, %s): snapshot covering %d + %d records in %d ms",

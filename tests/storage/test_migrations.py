@@ -65,3 +65,57 @@ def test_cli_migrate(tmp_path: Path) -> None:
     ).stdout
     assert f"schema at revision {migrate.head_revision()}" in out
     assert (tmp_path / "xstreams.db").exists()
+
+
+def test_upgrade_from_0001_computes_checksums_of_existing_rows(db_url: str) -> None:
+    """A database written before checksums: its rows get theirs, and it loads as before."""
+    import zlib
+
+    import orjson
+    from sqlalchemy import text
+
+    from app.engine.journal import encode_snapshot
+    from app.engine.store import Store
+    from app.storage.recovery import recover
+
+    engine = create_db_engine(db_url)
+    try:
+        assert migrate.upgrade(engine, "0001") == "0001"
+        src = Store()
+        src.execute(["XADD", "s", "1-0", "f", "v"])
+        snap = encode_snapshot(src.snapshot_view())
+        rows = [
+            (2, 2, b"[" + orjson.dumps([["add", "s", "2-0", ["f", "w"]]]) + b"]"),
+            (3, 4, b"[" + orjson.dumps([["add", "s", "3-0", ["g", "x"]]]) + b","
+             + orjson.dumps([["add", "s", "4-0", ["g", "y"]]]) + b"]"),
+        ]  # fmt: skip
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "insert into xstreams_snapshots (covers_seq, data, created_at_ms)"
+                    " values (1, :d, 0)"
+                ),
+                {"d": snap},
+            )
+            for seq, last, blob in rows:
+                conn.execute(
+                    text(
+                        "insert into xstreams_journal (seq, last_seq, records, created_at_ms)"
+                        " values (:s, :l, :r, 0)"
+                    ),
+                    {"s": seq, "l": last, "r": blob},
+                )
+        assert migrate.upgrade(engine) == migrate.head_revision()
+        with engine.connect() as conn:
+            stored = conn.execute(
+                text("select records, checksum from xstreams_journal order by seq")
+            ).all()
+            snap_crc = conn.execute(text("select checksum from xstreams_snapshots")).scalar()
+        assert [int(c) for _, c in stored] == [zlib.crc32(bytes(r)) for r in [b for *_, b in rows]]
+        assert snap_crc == zlib.crc32(snap)
+        store = Store()
+        done = recover(Database(engine), store)
+        assert (done.snapshot_covers_seq, done.records, done.last_seq) == (1, 3, 4)
+        assert store.execute(["XLEN", "s"]) == 4
+    finally:
+        engine.dispose()

@@ -45,7 +45,8 @@ def db(tmp_path: Path) -> Iterator[FlakyDatabase]:
 def rows(db: Database) -> list[tuple[int, bytes]]:
     """The stored records, one (seq, record) each, whatever rows hold them."""
     out: list[tuple[int, bytes]] = []
-    for first, last, blob in db.rows_after(0):
+    for row in db.rows_after(0):
+        first, last, blob = row.seq, row.last_seq, row.records
         records = orjson.loads(blob)
         assert len(records) == last - first + 1
         out += [(first + i, orjson.dumps(r)) for i, r in enumerate(records)]

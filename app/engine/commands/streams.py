@@ -25,7 +25,14 @@ from app.engine.journal import sid_text
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import byte_len
 from app.engine.replies import OK, Status
-from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Entry, Fields, TrimSpec, TrimStrategy
+from app.engine.stream import (
+    STREAM_LISTPACK_MAX_SIZE,
+    Entry,
+    Fields,
+    TrimSpec,
+    TrimStrategy,
+    id_follows,
+)
 
 W, R = Flag.WRITE, Flag.READONLY
 
@@ -178,7 +185,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     if sid is None:
         # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
         raise CommandError.err("Elements are too large to be stored")
-    if sid <= last:
+    if not id_follows(last, sid):
         raise CommandError.err(XADD_ID_TOO_SMALL)
     total = sum(byte_len(x) for x in a.fields)
     if total > STREAM_LISTPACK_MAX_SIZE:
@@ -215,7 +222,7 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
         sid = _resolve_id(a, last, now)
         if sid is None:
             raise BatchItemError(i, CommandError.err("Elements are too large to be stored"))
-        if sid <= last:
+        if not id_follows(last, sid):
             raise BatchItemError(i, CommandError.err(XADD_ID_TOO_SMALL))
         last = sid
     return [xadd(ks, a) for a in batch]
