@@ -22,6 +22,7 @@ from fastapi.routing import APIRoute
 from app.api.deps import get_durability, read_body
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
+from app.engine.errors import CommandError
 from app.engine.waiting import ClientGone
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
@@ -85,6 +86,29 @@ class RestRoute(APIRoute):
             return response
 
         return rest
+
+
+def page_count(request: Request, count: int | None, *, zero_allowed: bool = True) -> int:
+    """A REST ``count``: the configured default page when absent, refused (400) above
+    ``rest_max_count`` (and at 0 where 0 would mean "everything"), so one request reads a
+    bounded page and pages on instead of holding the event loop."""
+    settings = request.app.state.settings
+    if count is None:
+        default: int = settings.rest_default_count
+        return default
+    most: int = settings.rest_max_count
+    if count > most or (count == 0 and not zero_allowed):
+        raise CommandError.err(
+            f"count must be between {0 if zero_allowed else 1} and {most} (rest_max_count); "
+            "read further pages with `next`"
+        )
+    return count
+
+
+def next_link(request: Request, **params: str | int) -> str:
+    """A ``Link`` header value to the next page: this request with ``params`` replaced."""
+    url = request.url.include_query_params(**params)
+    return f'<{url.path}?{url.query}>; rel="next"'
 
 
 def router(prefix: str, tag: str) -> APIRouter:
