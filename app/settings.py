@@ -71,11 +71,11 @@ class Settings(BaseSettings):
     max_read_keys: PositiveInt = 1_000
     # Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD / XREADGROUP:
     # past it the command is refused with an ERR asking for COUNT.
-    max_reply_entries: PositiveInt = 100_000
+    max_reply_entries: PositiveInt = 10_000
     # REST pages: the entries a range or read gives without `count`, and the largest `count`
     # accepted there and by XINFO STREAM FULL over REST.
     rest_default_count: PositiveInt = 100
-    rest_max_count: PositiveInt = 10_000
+    rest_max_count: PositiveInt = 1_000
     # A /pipeline lets other requests run after this many of its commands.
     pipeline_yield_every: PositiveInt = 64
 

@@ -115,7 +115,7 @@ async def list_entries(
             ge=0,
             le=INT64_MAX,
             description="COUNT: the page size; without it, the service's default page (100 "
-            "unless configured), at most `rest_max_count` (10000 unless configured).",
+            "unless configured), at most `rest_max_count` (1000 unless configured).",
         ),
     ] = None,
     order: Annotated[Order, Query(description="`asc` (XRANGE) or `desc` (XREVRANGE).")] = Order.asc,

@@ -41,7 +41,7 @@ async def read_streams(
             ge=0,
             le=INT64_MAX,
             description="COUNT per stream: without it, the service's default page (100 unless "
-            "configured), at most `rest_max_count` (10000 unless configured).",
+            "configured), at most `rest_max_count` (1000 unless configured).",
         ),
     ] = None,
     block_ms: Annotated[

@@ -80,7 +80,7 @@ async def get_stream(
         Query(
             ge=0,
             le=INT64_MAX,
-            description="With `full`: bound each list, at most `rest_max_count` (10000 unless "
+            description="With `full`: bound each list, at most `rest_max_count` (1000 unless "
             "configured); 0: all, while the stream and each PEL are within that bound.",
         ),
     ] = 10,
