@@ -18,7 +18,8 @@ from app.engine.errors import CommandError
 class Limits:
     # Keys one XREAD / XREADGROUP may name (a blocked read parks one waiter per key).
     read_keys: int = 0
-    # Entries one XRANGE / XREVRANGE / XREAD / XREADGROUP reply may hold.
+    # Entries one reply may hold: XRANGE, XREVRANGE, XREAD, XREADGROUP, XPENDING (extended),
+    # XAUTOCLAIM and XINFO STREAM FULL (its entries and each PEL).
     reply_entries: int = 0
 
     def check_read_keys(self, command: str, n: int) -> None:

@@ -108,3 +108,32 @@ async def test_a_pipeline_lets_other_requests_run() -> None:
         assert status == 200
         assert 0 < body["result"] < n  # type: ignore[index]
         assert (await pipeline).status_code == 200
+
+
+async def test_reply_entries_of_pending_claims_and_full_info() -> None:
+    """XPENDING, XAUTOCLAIM and XINFO STREAM FULL are bounded too, refused before claiming."""
+    async with serve(max_reply_entries=5) as c:
+        await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 8)])
+        await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
+        await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "5", "STREAMS", "s", ">"])
+        await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "5", "STREAMS", "s", ">"])
+        for argv, name in (
+            (["XPENDING", "s", "g", "-", "+", "100"], "XPENDING"),
+            (["XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "100"], "XAUTOCLAIM"),
+            (["XINFO", "STREAM", "s", "FULL", "COUNT", "0"], "XINFO STREAM FULL"),
+            (["XINFO", "STREAM", "s", "FULL", "COUNT", "6"], "XINFO STREAM FULL"),
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 400, body
+            assert body["error"].startswith(f"ERR {name} reply would hold more than 5")  # type: ignore[index]
+        # Nothing was claimed by the refused XAUTOCLAIM.
+        status, body = await _post(c, "/", ["XINFO", "CONSUMERS", "s", "g"])
+        assert [row[1] for row in body["result"]] == ["a"]  # type: ignore[index]
+        for argv in (
+            ["XPENDING", "s", "g", "-", "+", "5"],
+            ["XPENDING", "s", "g", "(5-1", "+", "100"],
+            ["XAUTOCLAIM", "s", "g", "b", "0", "3-1", "COUNT", "100"],
+            ["XINFO", "STREAM", "s", "FULL", "COUNT", "5"],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 200, (argv, body)
