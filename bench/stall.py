@@ -5,7 +5,7 @@ request (PING) while it runs, on a real ``xstreams serve`` (``--fsync off``).
     python -m bench.stall                                  # starts one of its own
 
 Each case prints the heavy request's status and time and the concurrent PINGs' worst latency
-(the loop stall). Figures for issue 11 (limits) are in bench/RESULTS.md.
+(the loop stall). Figures for issue 11 (limits) are in bench/STALL.md.
 """
 
 from __future__ import annotations
