@@ -105,3 +105,25 @@ async def test_bad_numbers_in_queries_are_400s(path: str, params: dict[str, obje
         await _fill(c, 1)
         r = await c.get(path, params={**params, "unknown": "ignored"})
         assert r.status_code == 400 and r.headers["content-type"] == PROBLEM
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"fields": {"a": "\xff"}}',  # not UTF-8
+        b"\xff\xfe",
+        b"[" * 100_000 + b"]" * 100_000,  # nested past any parser's limit
+        b'{"fields": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        b'{"fields": {"a": NaN}}',
+    ],
+    ids=["utf8-in-string", "utf8", "deep", "deep-field", "nan"],
+)
+async def test_a_malformed_json_body_is_a_422(body: bytes) -> None:
+    """As the README says: a malformed body is a 422 problem (some were 400s, or 500s)."""
+    store = Store()
+    async with serve(store) as c:
+        r = await c.post(
+            "/v1/streams/s/entries", content=body, headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 422 and r.headers["content-type"] == PROBLEM, r.text[:200]
+        assert store.keyspace.get("s") is None

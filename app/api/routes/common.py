@@ -16,7 +16,9 @@ from http import HTTPStatus
 from typing import Annotated, Any
 from urllib.parse import quote
 
+import orjson
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 from app.api.deps import get_durability, read_body
@@ -76,6 +78,7 @@ class RestRoute(APIRoute):
             write = request.method in _WRITES
             if write:
                 request._body = await read_body(request)
+                _decode_json(request)
                 get_durability(request).check_writable()
             try:
                 response = await handler(request)
@@ -109,6 +112,34 @@ def next_link(request: Request, **params: str | int) -> str:
     """A ``Link`` header value to the next page: this request with ``params`` replaced."""
     url = request.url.include_query_params(**params)
     return f'<{url.path}?{url.query}>; rel="next"'
+
+
+def _decode_json(request: Request) -> None:
+    """Parse a JSON body before FastAPI does, so that every malformed one is a 422.
+
+    FastAPI's own parse (the stdlib's) turns only a syntax error into a 422: a body that is
+    not UTF-8, or nested past the stdlib's recursion limit, became a 400 "error parsing the
+    body" (or a RecursionError). orjson refuses all of them alike (nesting past 1024, NaN),
+    and FastAPI then uses the document found here (Starlette's ``Request.json`` cache).
+    """
+    body: bytes = request._body
+    media = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    if not body or not (media == "application/json" or media.endswith("+json")):
+        return
+    try:
+        request._json = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ("body", e.pos),
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": e.msg},
+                }
+            ]
+        ) from None
 
 
 def router(prefix: str, tag: str) -> APIRouter:
