@@ -6,9 +6,10 @@ to exactly one waiting consumer of a group, as Redis's ``handleClientsBlockedOnK
 The asynchronous half (parking a request until served or timed out) is in ``waiting``.
 
 A write touches only the waiters of the keys it signalled: waiters are indexed by key, each
-key's waiters an insertion-ordered dict (arrival order, O(1) removal), so serving or
-dropping a reader costs its own keys, never the other waiters' (with 20 readers of 100,000
-keys each, one XADD used to spend seconds in ``list.remove``).
+key's waiters an insertion-ordered dict (arrival order, O(1) removal, where a list's
+``remove`` scanned every waiter of each key), so serving or dropping a reader costs one
+removal per key it named. That is still the reader's own key count, which is why a read may
+name at most ``max_read_keys`` (``limits``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Schemathesis runs openapi/openapi.json against a running server: no server error, no
-response that violates the document (status, content type, schema), bad input refused.
+"""Schemathesis runs openapi/openapi.json against a running server with all its checks but
+one (see ``EXCLUDED``): no server error, no response that violates the document (status,
+content type, headers, schema), bad input refused, Allow on 405, no use after delete.
 
 Bounded for CI: a few dozen examples per operation. Long polls are taken out of the generated
 requests (``block_ms`` could be "forever"); the Server-Sent Events routes are endless
