@@ -28,6 +28,7 @@ from app.api.routes import (
 )
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
+from app.engine.limits import Limits
 from app.engine.store import Store
 from app.settings import Settings
 from app.storage import Storage
@@ -90,6 +91,11 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         redoc_url=None,
     )
     app.state.settings = settings
+    # The engine enforces two of the limits itself, on every surface (keys per read, entries
+    # per reply); a store passed in (tests) gets them too.
+    store.keyspace.limits = Limits(
+        read_keys=settings.max_read_keys, reply_entries=settings.max_reply_entries
+    )
     app.state.store = store
     # Storage and the API meet only here: the API sees a Durability (app.durability).
     app.state.storage = storage

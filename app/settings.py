@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -73,6 +73,25 @@ class Settings(BaseSettings):
     # default leaves room for sse_max_connections event streams plus 2,000 other clients; the
     # server raises its open-file limit to fit (and lowers this, with a warning, if it cannot).
     max_connections: int = Field(default=12_000, gt=0)
+
+    # Limits: the work one request may ask for, so no request holds the event loop that every
+    # client shares. Going past one is refused whole, with an error naming the limit
+    # (README, "Limits"); nothing is half done.
+    # Commands in one /pipeline or /multi-exec body.
+    max_pipeline_commands: PositiveInt = 10_000
+    # Arguments of one command, its name included (the 16 MiB body holds ~5 million).
+    max_command_args: PositiveInt = 1_000_000
+    # Streams one XREAD / XREADGROUP, one /v1/read or one /v1/events may name.
+    max_read_keys: PositiveInt = 1_000
+    # Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD / XREADGROUP:
+    # past it the command is refused with an ERR asking for COUNT.
+    max_reply_entries: PositiveInt = 10_000
+    # REST pages: the entries a range or read gives without `count`, and the largest `count`
+    # accepted there and by XINFO STREAM FULL over REST.
+    rest_default_count: PositiveInt = 100
+    rest_max_count: PositiveInt = 1_000
+    # A /pipeline lets other requests run after this many of its commands.
+    pipeline_yield_every: PositiveInt = 64
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite (WAL) under ``data_dir``."""

@@ -33,7 +33,10 @@ class TokenAuth:
                     return True
         query = scope.get("query_string", b"")
         if b"_token=" in query:
-            for k, v in parse_qsl(query.decode("latin-1")):
+            # Compared as bytes: latin-1 maps each byte (raw or percent-decoded) to one
+            # character and back, so any bytes at all compare, and a token that is not
+            # ASCII matches its UTF-8 percent-encoding (a wrong one is a 401, never a 500).
+            for k, v in parse_qsl(query.decode("latin-1"), encoding="latin-1"):
                 if k == "_token" and hmac.compare_digest(v.encode("latin-1"), self.token):
                     return True
         return False

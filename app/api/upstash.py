@@ -10,59 +10,93 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from app.api.binary import from_json, loads
+import orjson
+
+from app.api.binary import from_json
 from app.engine.errors import CommandError
 
 
 def _literal(body: bytes) -> Any:
+    """The stdlib parser, numbers as their text; ``"\\udcff"`` is the byte 0xFF
+    (app/api/binary), a surrogate that is no byte a ValueError."""
     return from_json(json.loads(body, parse_int=str, parse_float=str, parse_constant=str))
 
 
-def parse_body(body: bytes) -> Any:
-    """The decoded JSON document, numbers kept as their literal text; ``"\\udcff"`` is the
-    byte 0xFF (app/api/binary)."""
+def _decode(body: bytes) -> Any:
+    """The document, by orjson; by the stdlib parser (numbers as text) only when orjson
+    refuses it: an integer beyond 64 bits, which Redis then refuses in its own words, or a
+    ``\\udcNN`` escape, a byte that is not UTF-8. Bodies that are not UTF-8 JSON, or nested
+    past either parser's limit, are malformed."""
     try:
-        doc = loads(body)
-    except ValueError as e:
-        raise CommandError.err("failed to parse request body as JSON") from e
-    if _has_numbers(doc):
-        doc = _literal(body)
-    return doc
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        try:
+            return _literal(body)
+        except (ValueError, RecursionError):
+            raise CommandError.err("failed to parse request body as JSON") from e
 
 
-def _has_numbers(doc: Any) -> bool:
-    if isinstance(doc, list):
-        return any(_has_numbers(x) for x in doc)
-    return isinstance(doc, int | float) and not isinstance(doc, bool)
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", bool: "boolean"}.get(type(value), type(value).__name__)
 
 
-def command_args(doc: Any) -> list[str]:
-    """One command: a non-empty array of strings (numbers already turned into text)."""
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_args(doc: Any, max_args: int) -> bool:
+    """A command's shape (a non-empty array of strings and numbers, at most ``max_args``):
+    whether it holds numbers. Nothing is looked at below the array's own items."""
     if not isinstance(doc, list):
         raise CommandError.err("the request body must be a JSON array of command arguments")
     if not doc:
         raise CommandError.err("empty command")
+    if len(doc) > max_args:
+        raise CommandError.err(
+            f"too many arguments: {len(doc)}, at most {max_args} per command (max_command_args)"
+        )
+    numbers = False
     for a in doc:
-        if not isinstance(a, str):
+        if isinstance(a, str):
+            continue
+        if not _is_number(a):
             raise CommandError.err(
-                "each command argument must be a JSON string or number, got "
-                + (
-                    "null"
-                    if a is None
-                    else type(a)
-                    .__name__.replace("dict", "object")
-                    .replace("list", "array")
-                    .replace("bool", "boolean")
-                )
+                "each command argument must be a JSON string or number, got " + _kind(a)
             )
-    return doc
+        numbers = True
+    return numbers
 
 
-def command_list(doc: Any) -> list[list[str]]:
-    """A pipeline or transaction: a non-empty array of commands."""
+def command_args(body: bytes, max_args: int) -> list[str]:
+    """One command from a JSON body, numbers as their literal text (``1.50`` stays
+    ``"1.50"``). The shape is checked on orjson's document before the stdlib parser reads the
+    numbers' text, so that parser (which recurses) only ever sees a flat array."""
+    doc = _decode(body)
+    if _check_args(doc, max_args):
+        doc = _literal(body)
+    result: list[str] = doc
+    return result
+
+
+def command_list(body: bytes, max_commands: int, max_args: int) -> list[list[str]]:
+    """A pipeline or transaction: a non-empty array of at most ``max_commands`` commands."""
+    doc = _decode(body)
     if not isinstance(doc, list) or not doc:
         raise CommandError.err("the request body must be a JSON array of commands")
-    return [command_args(c) for c in doc]
+    if len(doc) > max_commands:
+        raise CommandError.err(
+            f"too many commands: {len(doc)}, at most {max_commands} per request "
+            "(max_pipeline_commands); send them in several requests"
+        )
+    numbers = False
+    for command in doc:
+        numbers = _check_args(command, max_args) or numbers
+    if numbers:
+        doc = _literal(body)
+    result: list[list[str]] = doc
+    return result
 
 
 def path_args(raw_path: bytes, query: bytes, body: bytes | None) -> list[str]:

@@ -4,11 +4,16 @@ The synchronous half: which waiter waits for which keys, and serving them right 
 command that made a key ready, inside the same atomic step — so an entry added by XADD goes
 to exactly one waiting consumer of a group, as Redis's ``handleClientsBlockedOnKeys`` does.
 The asynchronous half (parking a request until served or timed out) is in ``waiting``.
+
+A write touches only the waiters of the keys it signalled: waiters are indexed by key, each
+key's waiters an insertion-ordered dict (arrival order, O(1) removal, where a list's
+``remove`` scanned every waiter of each key), so serving or dropping a reader costs one
+removal per key it named. That is still the reader's own key count, which is why a read may
+name at most ``max_read_keys`` (``limits``).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,23 +46,25 @@ class Waiter:
 class BlockedClients:
     """Waiters per key in arrival order, and the keys signalled since the last serve."""
 
-    by_key: dict[str, list[Waiter]] = field(default_factory=dict)
+    by_key: dict[str, dict[Waiter, None]] = field(default_factory=dict)
     ready: dict[str, None] = field(default_factory=dict)  # ordered set
 
     def add(self, block: Block, deliver: Callable[[Served | CommandError], None]) -> Waiter:
         waiter = Waiter(block, deliver)
-        for key in dict.fromkeys(block.keys):
-            self.by_key.setdefault(key, []).append(waiter)
+        for key in block.keys:
+            self.by_key.setdefault(key, {})[waiter] = None
         return waiter
 
     def remove(self, waiter: Waiter) -> None:
+        """Unregister ``waiter`` from every key it waits on (again: a no-op)."""
+        if waiter.done:
+            return
         waiter.done = True
-        for key in dict.fromkeys(waiter.block.keys):
+        for key in waiter.block.keys:
             queue = self.by_key.get(key)
             if queue is None:
                 continue
-            with contextlib.suppress(ValueError):
-                queue.remove(waiter)
+            queue.pop(waiter, None)
             if not queue:
                 del self.by_key[key]
 

@@ -13,6 +13,7 @@ from typing import Any
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
 from app.engine.glob import glob_match
+from app.engine.limits import Limits
 from app.engine.replies import ScanPage
 from app.engine.stream import Stream
 
@@ -31,6 +32,7 @@ class Keyspace:
     config: StreamConfig = field(default_factory=StreamConfig)
     streams: dict[str, Stream] = field(default_factory=dict)
     blocked: BlockedClients = field(default_factory=BlockedClients)
+    limits: Limits = field(default_factory=Limits)  # the service's bounds on one command
     # The running command's effects while a journal is attached (see journal.py), else None.
     effects: list[list[Any]] | None = None
 

@@ -157,3 +157,22 @@ def test_the_empty_key(store: Store, pattern: str, expected: list[str]) -> None:
     run(store, "XADD", "", "1-1", "f", "v")
     assert run(store, "KEYS", pattern) == expected
     assert run(store, "SCAN", "0", "MATCH", pattern).keys == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "string", "expected"),
+    [
+        ("*a" * 1000, "a" * 1000, True),  # 1000 nested '*': within Redis's limit
+        ("*a" * 1001, "a" * 1001, False),  # 1001: Redis's nesting guard says no match
+        ("*a" * 1001, "a" * 5000, False),
+        ("*" * 100_000, "anything", True),
+        ("a*" * 50_000, "a" * 50_000, False),
+        ("[" * 100_000, "[", True),  # an unclosed class: its bytes are the class
+        ("\\" * 100_001, "\\" * 50_000, False),
+    ],
+    ids=lambda v: f"{str(v)[:10]}..{len(v)}" if isinstance(v, str) else str(v),
+)
+def test_long_patterns_match_without_recursion(pattern: str, string: str, expected: bool) -> None:
+    """Patterns far longer than Python's recursion limit answer (checked on redis-server
+    7.0.15) instead of raising RecursionError, which the service used to answer with a 500."""
+    assert glob_match(pattern, string) is expected

@@ -1,5 +1,6 @@
-"""Schemathesis runs openapi/openapi.json against a running server: no server error, no
-response that violates the document (status, content type, schema), bad input refused.
+"""Schemathesis runs openapi/openapi.json against a running server with all its checks but
+one (see ``EXCLUDED``): no server error, no response that violates the document (status,
+content type, headers, schema), bad input refused, Allow on 405, no use after delete.
 
 Bounded for CI: a few dozen examples per operation. Long polls are taken out of the generated
 requests (``block_ms`` could be "forever"); the Server-Sent Events routes are endless
@@ -15,13 +16,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import (
-    content_type_conformance,
-    negative_data_rejection,
-    not_a_server_error,
-    status_code_conformance,
-)
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.checks import CHECKS, load_all_checks
 
 from tests.conftest import Commands, Server
 
@@ -31,6 +26,15 @@ MAX_EXAMPLES = int(os.environ.get("XSTREAMS_SCHEMATHESIS_EXAMPLES", "25"))
 
 
 schema = schemathesis.openapi.from_path(SPEC).exclude(path_regex="events")
+
+load_all_checks()
+# Every check schemathesis has (not_a_server_error among them: zero 5xx), but one:
+# positive_data_acceptance wants every schema-valid request to succeed, while the contract
+# deliberately answers 400 to schema-valid requests that Redis refuses (an ID string that is
+# not an ID, an option its command does not take) and to a `count` past the configurable
+# `rest_max_count` (README, Limits); the schema cannot carry Redis's grammar or a setting.
+EXCLUDED = {"positive_data_acceptance"}
+ALL_CHECKS = [c for c in CHECKS.get_all() if c.__name__ not in EXCLUDED]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,11 +58,5 @@ def test_the_server_keeps_to_its_contract(case: Any, server: Server) -> None:
     case.call_and_validate(
         base_url=server.url,
         timeout=10,
-        checks=[
-            not_a_server_error,
-            status_code_conformance,
-            content_type_conformance,
-            response_schema_conformance,
-            negative_data_rejection,
-        ],
+        checks=ALL_CHECKS,
     )

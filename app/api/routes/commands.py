@@ -12,6 +12,7 @@ about 40 % of a one-entry XADD when they went through FastAPI's router (bench/RE
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,11 +22,12 @@ from starlette.routing import Route
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
 from app.api.resp import Shaper
-from app.api.upstash import command_args, command_list, parse_body, path_args
+from app.api.upstash import command_args, command_list, path_args
 from app.durability import Durability
 from app.engine.errors import CommandError
 from app.engine.store import Store
 from app.engine.waiting import ClientGone, execute
+from app.settings import Settings
 
 
 def _shaper(request: Request) -> Shaper:
@@ -44,7 +46,10 @@ def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | N
             continue  # refused before it runs: it shows nothing
         writes = writes or cmd.writes
         named = cmd.keys(args)
-        keys = None if keys is None or named is None else keys + named
+        if named is None:
+            keys = None
+        elif keys is not None:
+            keys.extend(named)
     return writes, keys
 
 
@@ -67,10 +72,16 @@ async def _run_one(
     return json_response({"result": shaper(reply)})
 
 
+def _commands(request: Request, body: bytes) -> list[list[str]]:
+    settings: Settings = request.app.state.settings
+    return command_list(body, settings.max_pipeline_commands, settings.max_command_args)
+
+
 async def run_command(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
+    settings: Settings = request.app.state.settings
     try:
-        args = command_args(parse_body(await read_body(request)))
+        args = command_args(await read_body(request), settings.max_command_args)
     except CommandError as e:
         return json_response({"error": e.text}, 400)
     return await _run_one(store, args, request, _shaper(request), durability)
@@ -79,12 +90,17 @@ async def run_command(request: Request) -> Response:
 async def run_pipeline(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
     try:
-        commands = command_list(parse_body(await read_body(request)))
+        commands = _commands(request, await read_body(request))
     except CommandError as e:
         return json_response({"error": e.text}, 400)
     shaper = _shaper(request)
     out: list[dict[str, Any]] = []
-    for args in commands:
+    every: int = request.app.state.settings.pipeline_yield_every
+    for n, args in enumerate(commands, 1):
+        if n % every == 0:
+            # Not atomic: let other requests run between commands, as redis-server serves
+            # other clients between the commands of a pipelined connection.
+            await asyncio.sleep(0)
         try:
             if _scope(store, [args])[0]:
                 durability.check_writable()
@@ -101,7 +117,7 @@ async def run_pipeline(request: Request) -> Response:
 async def run_transaction(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
     try:
-        commands = command_list(parse_body(await read_body(request)))
+        commands = _commands(request, await read_body(request))
         writes, keys = _scope(store, commands)
         if writes:
             durability.check_writable()
@@ -142,6 +158,9 @@ def install(app: FastAPI) -> None:
         Route("/pipeline", run_pipeline, methods=["POST"]),
         Route("/multi-exec", run_transaction, methods=["POST"]),
     ]
-    app.router.routes.append(
-        Route("/{path:path}", run_path_command, methods=["GET", "POST", "PUT"])
-    )
+    path_style = Route("/{path:path}", run_path_command, methods=["GET", "POST", "PUT"])
+    # Starlette adds HEAD to every GET route; a HEAD must not run a command (HEAD /xadd/...
+    # used to append), so it gets 405 with Allow, as OPTIONS does until CORS is handled.
+    assert path_style.methods is not None
+    path_style.methods.discard("HEAD")
+    app.router.routes.append(path_style)

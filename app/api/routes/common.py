@@ -18,15 +18,17 @@ from http import HTTPStatus
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 from starlette.datastructures import QueryParams
 
-from app.api.binary import encode_json, query_pairs, quote_name
+from app.api.binary import encode_json, loads, query_pairs, quote_name
 from app.api.deps import get_durability, read_body
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
+from app.engine.errors import CommandError
 from app.engine.waiting import ClientGone
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
@@ -94,6 +96,7 @@ class RestRoute(APIRoute):
                 request._query_params = QueryParams(query_pairs(query))
             if request.method in _WRITES:
                 request._body = await read_body(request)
+                _decode_json(request)
                 durability.check_writable()
             try:
                 response = await handler(request)
@@ -140,6 +143,64 @@ def _encoded(
         return response
 
     return encoded
+
+
+def page_count(request: Request, count: int | None, *, zero_allowed: bool = True) -> int:
+    """A REST ``count``: the configured default page when absent, refused (400) above
+    ``rest_max_count`` (and at 0 where 0 would mean "everything"), so one request reads a
+    bounded page and pages on instead of holding the event loop."""
+    settings = request.app.state.settings
+    if count is None:
+        default: int = settings.rest_default_count
+        return default
+    most: int = settings.rest_max_count
+    if count > most or (count == 0 and not zero_allowed):
+        raise CommandError.err(
+            f"count must be between {0 if zero_allowed else 1} and {most} (rest_max_count); "
+            "read further pages with `next`"
+        )
+    return count
+
+
+def next_link(request: Request, **params: str | int) -> str:
+    """A ``Link`` header value to the next page: this request with ``params`` replaced.
+
+    Built from the raw path and query, names re-quoted byte for byte (``quote_name``), so a
+    stream whose name is not UTF-8 pages like any other (a header holds no lone surrogate)."""
+    pairs = [(k, v) for k, v in query_pairs(request.scope["query_string"]) if k not in params]
+    pairs += [(k, str(v)) for k, v in params.items()]
+    query = "&".join(f"{quote_name(k)}={quote_name(v)}" for k, v in pairs)
+    path = (request.scope.get("raw_path") or request.url.path.encode()).decode("latin-1")
+    return f'<{path}?{query}>; rel="next"'
+
+
+def _decode_json(request: Request) -> None:
+    """Parse a JSON body before FastAPI does, so that every malformed one is a 422.
+
+    FastAPI's own parse (the stdlib's) turns only a syntax error into a 422: a body that is
+    not UTF-8, or nested past the stdlib's recursion limit, became a 400 "error parsing the
+    body" (or a RecursionError). orjson refuses all of them alike (nesting past 1024, NaN),
+    the strict fallback that reads ``\\udcNN`` escapes likewise, and FastAPI then uses the
+    document found here (Starlette's ``Request.json`` cache).
+    """
+    body: bytes = request._body
+    media = request.headers.get("content-type", "application/json").split(";")[0].strip()
+    if not body or not (media == "application/json" or media.endswith("+json")):
+        return
+    try:
+        request._json = loads(body)  # orjson, then the reader of \udcNN escapes (app/api/binary)
+    except (ValueError, RecursionError) as e:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ("body", getattr(e, "pos", 0)),
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": getattr(e, "msg", type(e).__name__)},
+                }
+            ]
+        ) from None
 
 
 def router(prefix: str, tag: str) -> APIRouter:

@@ -10,7 +10,15 @@ from fastapi import Path, Query, Request, Response
 from app.api.deps import StoreDep
 from app.api.errors import NotFound, no_such_stream
 from app.api.ops import apply, read, stream_of
-from app.api.routes.common import FieldsParam, StreamName, errors, router, stream_url
+from app.api.routes.common import (
+    FieldsParam,
+    StreamName,
+    errors,
+    next_link,
+    page_count,
+    router,
+    stream_url,
+)
 from app.api.schemas.entries import Entry as EntrySchema
 from app.api.schemas.entries import EntryList, FieldsForm, entry, flatten
 from app.api.schemas.writes import Append, Appended, Deleted
@@ -98,38 +106,54 @@ async def list_entries(
     stream: StreamName,
     store: StoreDep,
     request: Request,
+    response: Response,
     start: Annotated[str, Query(description="`-`, an ID, `ms`, or exclusive `(id`.")] = "-",
     end: Annotated[str, Query(description="`+`, an ID, `ms`, or exclusive `(id`.")] = "+",
-    count: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="COUNT.")] = None,
+    count: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=INT64_MAX,
+            description="COUNT: the page size; without it, the service's default page (100 "
+            "unless configured), at most `rest_max_count` (1000 unless configured).",
+        ),
+    ] = None,
     order: Annotated[Order, Query(description="`asc` (XRANGE) or `desc` (XREVRANGE).")] = Order.asc,
     after: Annotated[
         str | None, Query(description="XREAD: entries after this ID (`$`: after the last).")
     ] = None,
     block_ms: Annotated[
-        int | None, Query(ge=0, description="With `after`: wait up to this long (0: forever).")
+        int | None,
+        Query(ge=0, le=INT64_MAX, description="With `after`: wait up to this long (0: forever)."),
     ] = None,
     fields: FieldsParam = FieldsForm.object,
 ) -> EntryList:
     """Without `after`: entries between `start` and `end` (XRANGE, or XREVRANGE with
-    `order=desc`), at most `count`; a full page gives `next`, to pass as `start` (or `end`
-    when descending). A missing stream is a 404.
+    `order=desc`), one page of at most `count` (a default page without it); a full page gives
+    `next`, to pass as `start` (or `end` when descending), and a `Link: <...>; rel="next"`
+    header to the next page. A missing stream is a 404.
 
     With `after`: the entries after that ID (XREAD); with `block_ms`, wait on the server until
     one arrives (XREAD BLOCK), answering an empty list at timeout. The stream may not exist
     yet. `next` is the last ID returned, to pass as `after` for the next poll."""
+    # XREAD's COUNT 0 means "no limit": refused here, as XRANGE's COUNT 0 is an empty page.
+    page = page_count(request, count, zero_allowed=after is None)
     if after is None:
         if block_ms is not None:
             raise CommandError.err("`block_ms` needs `after`")
         stream_of(store, stream)
-        a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), count)
+        a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), page)
         found = xrange(store.keyspace, a, rev=order is Order.desc) or []
-        full = bool(count) and len(found) == count
-        return _shaped(found, fields, f"({format_id(found[-1].id)}" if full else None)
+        if not (page and len(found) == page):
+            return _shaped(found, fields, None)
+        nxt = f"({format_id(found[-1].id)}"
+        bound = "end" if order is Order.desc else "start"
+        params: dict[str, str | int] = {bound: nxt, "count": page}
+        response.headers["Link"] = next_link(request, **params)
+        return _shaped(found, fields, nxt)
     if order is Order.desc:
         raise CommandError.err("`after` reads in ascending order only")
-    argv = ["XREAD"]
-    if count is not None:
-        argv += ["COUNT", str(count)]
+    argv = ["XREAD", "COUNT", str(page)]
     if block_ms is not None:
         argv += ["BLOCK", str(block_ms)]
     reads = await read(store, [*argv, "STREAMS", stream, after], request)

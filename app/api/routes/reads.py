@@ -8,7 +8,7 @@ from fastapi import Query, Request
 
 from app.api.deps import StoreDep
 from app.api.ops import read
-from app.api.routes.common import FieldsParam, errors, router
+from app.api.routes.common import FieldsParam, errors, page_count, router
 from app.api.schemas.entries import FieldsForm, StreamEntries, StreamsRead, entry
 from app.engine.ids import INT64_MAX
 from app.engine.stream import Entry
@@ -35,9 +35,17 @@ async def read_streams(
             "One value applies to every stream.",
         ),
     ],
-    count: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="COUNT per stream.")] = None,
+    count: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=INT64_MAX,
+            description="COUNT per stream: without it, the service's default page (100 unless "
+            "configured), at most `rest_max_count` (1000 unless configured).",
+        ),
+    ] = None,
     block_ms: Annotated[
-        int | None, Query(ge=0, description="Wait up to this long (0: forever).")
+        int | None, Query(ge=0, le=INT64_MAX, description="Wait up to this long (0: forever).")
     ] = None,
     fields: FieldsParam = FieldsForm.object,
 ) -> StreamsRead:
@@ -46,9 +54,7 @@ async def read_streams(
     empty list at timeout. Only streams with entries are listed; missing streams are waited
     for, as Redis does."""
     ids = after * len(stream) if len(after) == 1 else after
-    argv = ["XREAD"]
-    if count is not None:
-        argv += ["COUNT", str(count)]
+    argv = ["XREAD", "COUNT", str(page_count(request, count, zero_allowed=False))]
     if block_ms is not None:
         argv += ["BLOCK", str(block_ms)]
     reads = await read(store, [*argv, "STREAMS", *stream, *ids], request)

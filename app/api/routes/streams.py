@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query, Response
+from fastapi import Query, Request, Response
 
 from app.api.deps import StoreDep
 from app.api.errors import no_such_stream
 from app.api.ops import apply, stream_of
-from app.api.routes.common import FieldsParam, StreamName, errors, router
+from app.api.routes.common import FieldsParam, StreamName, errors, page_count, router
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.streams import (
     StreamFullInfo,
@@ -22,6 +22,7 @@ from app.api.schemas.streams import (
 from app.api.schemas.writes import LastId, Trim, Trimmed
 from app.engine.commands import info
 from app.engine.commands.streams import parse_trim_options, parse_xsetid, xsetid, xtrim
+from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX, UINT64_MAX, format_id
 from app.engine.keyspace import Keyspace
 
@@ -71,14 +72,31 @@ async def list_streams(
 async def get_stream(
     stream: StreamName,
     store: StoreDep,
+    request: Request,
     fields: FieldsParam = FieldsForm.object,
     full: Annotated[bool, Query(description="FULL: entries, groups, PELs, consumers.")] = False,
     count: Annotated[
-        int, Query(ge=0, le=INT64_MAX, description="With `full`: bound each list (0: all).")
+        int,
+        Query(
+            ge=0,
+            le=INT64_MAX,
+            description="With `full`: bound each list, at most `rest_max_count` (1000 unless "
+            "configured); 0: all, while the stream and each PEL are within that bound.",
+        ),
     ] = 10,
 ) -> StreamFullInfo | StreamInfo:
     """XINFO STREAM, or XINFO STREAM FULL COUNT `count` with `full=true`."""
     if full:
+        if count:
+            count = page_count(request, count)
+        else:  # 0, everything: only while everything is within one page
+            s = stream_of(store, stream)
+            most: int = request.app.state.settings.rest_max_count
+            if s.length > most or any(len(g.pel) > most for g in s.groups.values()):
+                raise CommandError.err(
+                    f"count=0 (everything) needs a stream of at most {most} entries and "
+                    f"pending entries per group (rest_max_count); pass a count"
+                )
         return stream_full_info(
             stream, info.stream_full_info(store.keyspace, stream, count), fields
         )

@@ -9,7 +9,7 @@ from pydantic.config import JsonDict
 
 from app.api.schemas.body import KEEP_BYTES, Body
 from app.engine import replies
-from app.engine.ids import format_id
+from app.engine.ids import INT64_MAX, format_id
 
 _GROUP_EXAMPLE: JsonDict = {
     "name": "billing",
@@ -52,7 +52,7 @@ class NewGroup(Body):
     name: Annotated[str, Field(min_length=1), KEEP_BYTES]
     id: str = Field("$", description="Deliver entries after this ID; `$` is the last entry.")
     mkstream: bool = Field(False, description="MKSTREAM: create the stream if it is missing.")
-    entries_read: int | None = Field(None, ge=0, description="ENTRIESREAD.")
+    entries_read: int | None = Field(None, ge=0, le=INT64_MAX, description="ENTRIESREAD.")
 
 
 class GroupUpdate(Body):
@@ -63,7 +63,9 @@ class GroupUpdate(Body):
     )
 
     last_delivered_id: str = Field(description="The new last-delivered ID; `$`: the last entry.")
-    entries_read: int | None = Field(None, ge=0, description="ENTRIESREAD; null: unknown.")
+    entries_read: int | None = Field(
+        None, ge=0, le=INT64_MAX, description="ENTRIESREAD; null: unknown."
+    )
 
 
 class Consumer(BaseModel):
@@ -110,9 +112,14 @@ class Read(Body):
         description="`>`: entries never delivered to the group; an ID: this consumer's "
         "pending entries after it (its history).",
     )
-    count: int | None = Field(None, ge=1, description="COUNT: at most this many entries.")
+    count: int | None = Field(
+        None, ge=1, le=INT64_MAX, description="COUNT: at most this many entries."
+    )
     block_ms: int | None = Field(
-        None, ge=0, description="BLOCK: wait up to this long for new entries (0: forever)."
+        None,
+        ge=0,
+        le=INT64_MAX,
+        description="BLOCK: wait up to this long for new entries (0: forever).",
     )
     noack: bool = Field(False, description="NOACK: do not add the entries to the PEL.")
 

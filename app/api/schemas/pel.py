@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api.schemas.body import Body
 from app.api.schemas.entries import ENTRY_EXAMPLE, Entry
 from app.engine.commands.groups import ATTEMPTS_FACTOR, LONG_MAX
+from app.engine.ids import INT64_MAX
 
 _ID = "1526569495631-0"
 
@@ -77,11 +78,17 @@ class Claim(Body):
     )
 
     consumer: str
-    min_idle_ms: int = Field(ge=0, description="Claim only entries idle at least this long.")
+    min_idle_ms: int = Field(
+        ge=0, le=INT64_MAX, description="Claim only entries idle at least this long."
+    )
     ids: list[str] = Field(min_length=1)
-    idle_ms: int | None = Field(None, ge=0, description="IDLE: set the idle time.")
-    time_ms: int | None = Field(None, ge=0, description="TIME: set the delivery time (Unix ms).")
-    retry_count: int | None = Field(None, ge=0, description="RETRYCOUNT: set the delivery count.")
+    idle_ms: int | None = Field(None, ge=0, le=INT64_MAX, description="IDLE: set the idle time.")
+    time_ms: int | None = Field(
+        None, ge=0, le=INT64_MAX, description="TIME: set the delivery time (Unix ms)."
+    )
+    retry_count: int | None = Field(
+        None, ge=0, le=INT64_MAX, description="RETRYCOUNT: set the delivery count."
+    )
     force: bool = Field(False, description="FORCE: claim IDs even if not pending.")
     justid: bool = Field(False, description="JUSTID: return IDs only, count no delivery.")
     last_id: str | None = Field(None, description="LASTID: raise the group's last-delivered ID.")
@@ -108,7 +115,9 @@ class AutoClaim(Body):
     )
 
     consumer: str
-    min_idle_ms: int = Field(ge=0, description="Claim only entries idle at least this long.")
+    min_idle_ms: int = Field(
+        ge=0, le=INT64_MAX, description="Claim only entries idle at least this long."
+    )
     start: str = Field("0-0", description="The cursor: scan the PEL from this ID.")
     count: int = Field(
         100,

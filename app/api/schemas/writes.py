@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.schemas.body import Body
 from app.api.schemas.entries import FieldsIn
+from app.engine.ids import INT64_MAX, INT64_MIN
 
 
 class Trim(Body):
@@ -15,13 +16,18 @@ class Trim(Body):
         json_schema_extra={"examples": [{"maxlen": 1000, "approximate": True}]},
     )
 
-    maxlen: int | None = Field(None, description="MAXLEN: keep at most this many entries.")
+    maxlen: int | None = Field(
+        None, ge=INT64_MIN, le=INT64_MAX, description="MAXLEN: keep at most this many entries."
+    )
     minid: str | None = Field(None, description="MINID: drop entries with smaller IDs.")
     approximate: bool = Field(
         False, description="`~`: trim only whole nodes, never more than exact trimming would."
     )
     limit: int | None = Field(
-        None, description="LIMIT: at most this many entries removed (with `approximate` only)."
+        None,
+        ge=INT64_MIN,
+        le=INT64_MAX,
+        description="LIMIT: at most this many entries removed (with `approximate` only).",
     )
 
     def tokens(self) -> list[str]:
@@ -120,5 +126,5 @@ class LastId(Body):
     )
 
     last_id: str
-    entries_added: int | None = Field(None, ge=0, description="ENTRIESADDED.")
+    entries_added: int | None = Field(None, ge=0, le=INT64_MAX, description="ENTRIESADDED.")
     max_deleted_id: str | None = Field(None, description="MAXDELETEDID.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 
 from app.engine.commands.args import eq, int_arg
@@ -294,7 +294,14 @@ def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow
     start = parse_range_start(argv[startidx])
     end = parse_range_end(argv[startidx + 1])
     consumer = argv[startidx + 3] if startidx + 3 < n else None
-    return xpending_range(ks, PendingArgs(argv[1], argv[2], start, end, count, consumer, min_idle))
+    a = PendingArgs(argv[1], argv[2], start, end, count, consumer, min_idle)
+    cap = ks.limits.reply_cap(count)
+    if cap is None or count == 0:  # COUNT 0 (or negative): an empty reply
+        return xpending_range(ks, a)
+    rows = xpending_range(ks, replace(a, count=cap))  # read-only: look one past the limit
+    if len(rows) >= cap:
+        raise ks.limits.too_large(argv[0])
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,4 +495,12 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
 
 @command("xautoclaim", -6, W, keys=key_at(1), access=Access.CONSUME)
 def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
-    return xautoclaim(ks, parse_xautoclaim(argv))
+    a = parse_xautoclaim(argv)
+    limit = ks.limits.reply_entries
+    if limit and a.count > limit:
+        # Refused before claiming anything when the reply could pass the limit: a COUNT
+        # above it with more entries than that pending from the cursor on.
+        _, group = find_group(ks, a.key, a.group)
+        if len(group.pel) - group.pel.bisect_left(a.start) > limit:
+            raise ks.limits.too_large(argv[0])
+    return xautoclaim(ks, a)

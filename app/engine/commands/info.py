@@ -87,7 +87,10 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
             c = g.consumers[cname]
             consumers.append(
                 ConsumerFull(
-                    c.name, c.seen_time_ms, len(c.pel), _deliveries(list(c.pel.items()), count)
+                    c.name,
+                    c.seen_time_ms,
+                    len(c.pel),
+                    _deliveries(c.pel.items()[: count or None], count),
                 )
             )
         groups.append(
@@ -151,6 +154,11 @@ def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
         count = int_arg(rest[2])
         if count < 0:
             count = 10
+    limit = ks.limits.reply_entries
+    if limit and (count == 0 or count > limit):
+        s = _stream(ks, argv[2])
+        if s.length > limit or any(len(g.pel) > limit for g in s.groups.values()):
+            raise ks.limits.too_large("xinfo stream full")
     return stream_full_info(ks, argv[2], count)
 
 

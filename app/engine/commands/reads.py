@@ -80,6 +80,7 @@ def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
         raise SyntaxError_()
     if xreadgroup and group is None:
         raise CommandError.err("Missing GROUP option for XREADGROUP")
+    ks.limits.check_read_keys(argv[0], nstreams)
     keys = argv[streams_arg : streams_arg + nstreams]
     ids: list[StreamID] = []
     for key, text in zip(keys, argv[streams_arg + nstreams :], strict=True):
@@ -112,6 +113,9 @@ def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
 def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRead] | Block | None:
     """Serve what can be served now (XREAD / XREADGROUP); else a ``Block`` or nil."""
     now = ks.clock.now_ms()
+    cap = ks.limits.reply_cap(a.count, len(a.keys))
+    if cap is not None and _reply_size(ks, a, cap) >= cap:
+        raise ks.limits.too_large("xreadgroup" if a.group is not None else "xread")
     out: list[StreamRead] = []
     for key, gt in zip(a.keys, a.ids, strict=True):
         stream = ks.get(key)
@@ -148,6 +152,34 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
     if a.block_ms is not None and may_block:
         return Block(list(a.keys), a.block_ms, _retry(ks, a))
     return None
+
+
+def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
+    """How many entries ``xread`` would answer now, counting no further than ``cap``: a
+    read past ``max_reply_entries`` is refused before it records any delivery."""
+    total = 0
+    for key, gt in zip(a.keys, a.ids, strict=True):
+        stream = ks.get(key)
+        if stream is None or total >= cap:
+            continue
+        left = min(cap - total, a.count or cap)
+        if a.group is not None:
+            group = stream.groups[a.group]
+            if gt != NEW:
+                consumer = group.consumers.get(a.consumer or "")
+                start = gt.incr()
+                if consumer is not None and start is not None:
+                    for _ in consumer.pel.irange(minimum=start):
+                        total += 1
+                        left -= 1
+                        if not left:
+                            break
+                continue
+            gt = group.last_id
+        start = gt.incr()
+        if start is not None:
+            total += len(stream.range(start, MAX_ID, left))
+    return total
 
 
 def deliver_new(

@@ -296,14 +296,27 @@ def xrange(ks: Keyspace, a: RangeArgs, rev: bool = False) -> list[Entry] | None:
     return stream.range(a.start, a.end, a.count or 0, rev)
 
 
+def bounded_range(ks: Keyspace, argv: list[str], rev: bool) -> list[Entry] | None:
+    """XRANGE / XREVRANGE within ``max_reply_entries``: a reply that would hold more is
+    refused (look at one entry past the limit, never at the whole range)."""
+    a = parse_range(argv, rev)
+    cap = ks.limits.reply_cap(a.count)
+    if cap is None or a.count == 0:
+        return xrange(ks, a, rev)
+    found = xrange(ks, RangeArgs(a.key, a.start, a.end, cap), rev)
+    if found is not None and len(found) >= cap:
+        raise ks.limits.too_large(argv[0])
+    return found
+
+
 @command("xrange", -4, R, keys=key_at(1))
 def _xrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
-    return xrange(ks, parse_range(argv, rev=False))
+    return bounded_range(ks, argv, rev=False)
 
 
 @command("xrevrange", -4, R, keys=key_at(1))
 def _xrevrange(ks: Keyspace, argv: list[str]) -> list[Entry] | None:
-    return xrange(ks, parse_range(argv, rev=True), rev=True)
+    return bounded_range(ks, argv, rev=True)
 
 
 @command("xlen", 2, R, keys=key_at(1))

@@ -1,0 +1,45 @@
+"""Service limits on the work one command may ask for: not Redis rules, the server's own.
+
+redis-server answers ``XRANGE s - +`` on a stream of millions of entries, holding its one
+thread while it builds the reply; xstreams shares its one event loop with every HTTP client,
+so a reply is bounded. A command that would go past a limit is refused whole with an ``ERR``
+that says which limit and how to stay within it, before it changes anything. 0 means no limit
+(the engine's default; the app sets them from ``Settings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.engine.errors import CommandError
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    # Keys one XREAD / XREADGROUP may name (a blocked read parks one waiter per key).
+    read_keys: int = 0
+    # Entries one reply may hold: XRANGE, XREVRANGE, XREAD, XREADGROUP, XPENDING (extended),
+    # XAUTOCLAIM and XINFO STREAM FULL (its entries and each PEL).
+    reply_entries: int = 0
+
+    def check_read_keys(self, command: str, n: int) -> None:
+        if self.read_keys and n > self.read_keys:
+            raise CommandError.err(
+                f"too many keys: {command.upper()} names {n} streams, at most "
+                f"{self.read_keys} are allowed (max_read_keys)"
+            )
+
+    def reply_cap(self, count: int | None, keys: int = 1) -> int | None:
+        """How many entries to look at to tell whether a reply fits: None when ``count``
+        already bounds it within the limit, else one more than the limit."""
+        if not self.reply_entries:
+            return None
+        if count and count * keys <= self.reply_entries:
+            return None
+        return self.reply_entries + 1
+
+    def too_large(self, command: str) -> CommandError:
+        return CommandError.err(
+            f"{command.upper()} reply would hold more than {self.reply_entries} entries "
+            f"(max_reply_entries): read it in pages with COUNT {self.reply_entries} or less"
+        )

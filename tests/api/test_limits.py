@@ -1,0 +1,139 @@
+"""The command endpoint's limits: each refused whole with an ``ERR`` naming the limit.
+
+Before them, a 16 MB pipeline of PINGs held the event loop for 10.8 s, an unbounded XRANGE on
+200k entries 2.4 s, and 20 blocked XREADs naming 100k keys each made one XADD take 2.6 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from app.engine.store import Store
+from tests.api.inproc import serve
+
+
+async def _post(client: httpx.AsyncClient, path: str, body: object) -> tuple[int, object]:
+    r = await client.post(path, json=body)
+    return r.status_code, r.json()
+
+
+async def test_pipeline_and_transaction_length() -> None:
+    """More commands than ``max_pipeline_commands`` is a 400 before any runs."""
+    async with serve(max_pipeline_commands=3) as c:
+        ok = [["XADD", "s", "*", "f", "v"]] * 3
+        assert (await c.post("/pipeline", json=ok)).status_code == 200
+        for path in ("/pipeline", "/multi-exec"):
+            status, body = await _post(c, path, [*ok, ["PING"]])
+            assert status == 400
+            assert body == {
+                "error": "ERR too many commands: 4, at most 3 per request "
+                "(max_pipeline_commands); send them in several requests"
+            }
+        assert (await _post(c, "/", ["XLEN", "s"]))[1] == {"result": 3}  # nothing else ran
+
+
+async def test_arguments_per_command() -> None:
+    async with serve(max_command_args=4) as c:
+        assert (await _post(c, "/", ["XADD", "s", "*", "f"]))[0] == 400  # arity, Redis's error
+        status, body = await _post(c, "/", ["XADD", "s", "*", "f", "v"])
+        assert status == 400
+        assert body == {
+            "error": "ERR too many arguments: 5, at most 4 per command (max_command_args)"
+        }
+        status, body = await _post(c, "/pipeline", [["PING"], ["XADD", "s", "*", "f", "v"]])
+        assert status == 400 and "max_command_args" in body["error"]  # type: ignore[index]
+
+
+async def test_keys_per_read() -> None:
+    """XREAD / XREADGROUP naming more streams than ``max_read_keys``: refused, nothing parked."""
+    async with serve(max_read_keys=3) as c:
+        keys = ["a", "b", "c", "d"]
+        for argv in (
+            ["XREAD", "BLOCK", "0", "STREAMS", *keys, *["$"] * 4],
+            ["XREADGROUP", "GROUP", "g", "c", "STREAMS", *keys, *[">"] * 4],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 400
+            assert body == {
+                "error": f"ERR too many keys: {argv[0]} names 4 streams, at most 3 are "
+                "allowed (max_read_keys)"
+            }
+        status, body = await _post(c, "/", ["XREAD", "STREAMS", *keys[:3], "0", "0", "0"])
+        assert (status, body) == (200, {"result": None})
+
+
+async def test_reply_entries() -> None:
+    """A range or read that would answer more than ``max_reply_entries`` asks for COUNT."""
+    async with serve(max_reply_entries=5) as c:
+        await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 7)])
+        await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
+        too_large = (
+            "reply would hold more than 5 entries (max_reply_entries): read it in pages "
+            "with COUNT 5 or less"
+        )
+        for argv in (
+            ["XRANGE", "s", "-", "+"],
+            ["XREVRANGE", "s", "+", "-", "COUNT", "100"],
+            ["XREAD", "STREAMS", "s", "0"],
+            ["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">"],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert (status, body) == (400, {"error": f"ERR {argv[0]} {too_large}"})
+        # Nothing was delivered by the refused XREADGROUP.
+        assert (await _post(c, "/", ["XPENDING", "s", "g"]))[1] == {"result": [0, None, None, None]}
+        for argv in (
+            ["XRANGE", "s", "-", "+", "COUNT", "5"],
+            ["XRANGE", "s", "(1-1", "+"],
+            ["XREAD", "COUNT", "5", "STREAMS", "s", "0"],
+            ["XREADGROUP", "GROUP", "g", "alice", "COUNT", "5", "STREAMS", "s", ">"],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 200, body
+
+
+async def test_a_pipeline_lets_other_requests_run() -> None:
+    """A long pipeline (not atomic) yields: a request sent while it runs is answered before
+    it ends, seeing part of its writes."""
+    store = Store()
+    async with serve(store, pipeline_yield_every=10) as c:
+        n = 5000
+        woken = asyncio.create_task(c.post("/", json=["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]))
+        while store.keyspace.blocked.count() == 0:  # parked: the first XADD will serve it
+            await asyncio.sleep(0.001)
+        pipeline = asyncio.create_task(c.post("/pipeline", json=[["XADD", "s", "*", "f", "v"]] * n))
+        await woken  # served by the pipeline's first XADD, while the pipeline runs
+        status, body = await _post(c, "/", ["XLEN", "s"])
+        assert status == 200
+        assert 0 < body["result"] < n  # type: ignore[index]
+        assert (await pipeline).status_code == 200
+
+
+async def test_reply_entries_of_pending_claims_and_full_info() -> None:
+    """XPENDING, XAUTOCLAIM and XINFO STREAM FULL are bounded too, refused before claiming."""
+    async with serve(max_reply_entries=5) as c:
+        await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 8)])
+        await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
+        await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "5", "STREAMS", "s", ">"])
+        await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "5", "STREAMS", "s", ">"])
+        for argv, name in (
+            (["XPENDING", "s", "g", "-", "+", "100"], "XPENDING"),
+            (["XAUTOCLAIM", "s", "g", "b", "0", "0", "COUNT", "100"], "XAUTOCLAIM"),
+            (["XINFO", "STREAM", "s", "FULL", "COUNT", "0"], "XINFO STREAM FULL"),
+            (["XINFO", "STREAM", "s", "FULL", "COUNT", "6"], "XINFO STREAM FULL"),
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 400, body
+            assert body["error"].startswith(f"ERR {name} reply would hold more than 5")  # type: ignore[index]
+        # Nothing was claimed by the refused XAUTOCLAIM.
+        status, body = await _post(c, "/", ["XINFO", "CONSUMERS", "s", "g"])
+        assert [row[1] for row in body["result"]] == ["a"]  # type: ignore[index]
+        for argv in (
+            ["XPENDING", "s", "g", "-", "+", "5"],
+            ["XPENDING", "s", "g", "(5-1", "+", "100"],
+            ["XAUTOCLAIM", "s", "g", "b", "0", "3-1", "COUNT", "100"],
+            ["XINFO", "STREAM", "s", "FULL", "COUNT", "5"],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert status == 200, (argv, body)
