@@ -7,6 +7,7 @@ the argument a client typed; anything but strings and numbers is refused.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -18,8 +19,21 @@ from app.engine.errors import CommandError
 
 def _literal(body: bytes) -> Any:
     """The stdlib parser, numbers as their text; ``"\\udcff"`` is the byte 0xFF
-    (app/api/binary), a surrogate that is no byte a ValueError."""
-    return from_json(json.loads(body, parse_int=str, parse_float=str, parse_constant=str))
+    (app/api/binary), a surrogate that is no byte a ValueError. Not JSON, and refused as
+    orjson refuses them: NaN, Infinity, and a number too large for a double (``1e999``)."""
+    return from_json(
+        json.loads(body, parse_int=str, parse_float=_finite, parse_constant=_not_json)
+    )
+
+
+def _finite(text: str) -> str:
+    if math.isinf(float(text)):
+        raise ValueError(f"number out of range: {text}")
+    return text
+
+
+def _not_json(text: str) -> str:
+    raise ValueError(f"{text} is not JSON")
 
 
 def _decode(body: bytes) -> Any:
