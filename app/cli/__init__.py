@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from app.cli import archive, report, storage
+from app.cli import archive, keys, report, storage
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
@@ -99,6 +99,7 @@ cli.command()(storage.snapshot)
 cli.command()(storage.check)
 cli.command()(archive.archive)
 cli.command()(report.report)
+cli.add_typer(keys.keys, name="keys")
 
 
 @cli.command()

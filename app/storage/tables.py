@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 
-from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -45,6 +45,20 @@ snapshots = Table(
     Column("data", LargeBinary, nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("checksum", BigInteger, nullable=False),  # checksum(data)
+)
+
+# API keys (``xstreams keys``): only a hash of each secret; revoked keys stay, for the record.
+api_keys = Table(
+    "xstreams_api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("secret_hash", String(64), nullable=False),
+    # The grant as JSON: {"read": [globs], "consume": [...], "write": [...], "admin": bool}.
+    Column("grant_json", Text, nullable=False),
+    Column("created_at_ms", BigInteger, nullable=False),
+    Column("expires_at_ms", BigInteger, nullable=True),
+    Column("revoked_at_ms", BigInteger, nullable=True),
 )
 
 meta = Table(
