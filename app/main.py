@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 
+from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import errors, openapi
-from app.api.auth import TokenAuth
+from app.api.access_gate import AccessGate
 from app.api.binary import RawPaths
 from app.api.errors import json_response
 from app.api.loading import LoadingGate
@@ -104,6 +108,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     if storage is not None:
         storage.on_wait = app.state.readiness.set_waiting
     app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
+    # Who may do what (app/access): the gate resolves credentials, every surface checks.
+    app.state.access = _authenticator(settings)  # before events.install: it follows the keys
+    app.state.keys_refresh = None
     errors.install(app)
 
     @app.get("/healthz", include_in_schema=False)
@@ -119,7 +126,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
                 body["reason"] = readiness.waiting
             return json_response(body, 503)
         failure = storage.writer.failure if storage else None
-        # Still ready while the database is away: reads are served, writes answer 503.
+        # Still ready while the database is away: committed state is served, writes and reads
+        # of what is not durable yet answer 503.
         return json_response({"status": "ready", "storage": failure.reason if failure else "ok"})
 
     for resource in (streams, entries, reads, groups, consumers, pel):
@@ -129,11 +137,35 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     openapi.install(app)
     # The command endpoint: its routes go first, its catch-all path route last.
     commands.install(app)
-    if settings.token:
-        app.add_middleware(TokenAuth, token=settings.token)
+    app.add_middleware(AccessGate, authenticator=app.state.access)
     app.add_middleware(LoadingGate, readiness=app.state.readiness)
-    app.add_middleware(RawPaths)  # outermost: every layer sees /v1 names with their bytes
+    app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
+    if settings.cors_origins:
+        # Outermost: a preflight is answered before loading or credentials are looked at.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_credentials=True,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Upstash-Encoding"],
+            expose_headers=["Location", "Link", "Retry-After"],
+            max_age=600,
+        )
     return app
+
+
+def _authenticator(settings: Settings) -> Authenticator:
+    jwt: JwtVerifier | None = None
+    if settings.jwt_secret is not None or settings.jwt_public_key_file is not None:
+        public_key = (
+            settings.jwt_public_key_file.read_text()
+            if settings.jwt_public_key_file is not None
+            else None
+        )
+        jwt = JwtVerifier(
+            secret=settings.jwt_secret, public_key=public_key, audience=settings.jwt_audience
+        )
+    return Authenticator(token=settings.token, keys=KeyRing(), jwt=jwt, cookie=settings.auth_cookie)
 
 
 @contextlib.asynccontextmanager
@@ -149,6 +181,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        refresh: asyncio.Task[None] | None = app.state.keys_refresh
+        if refresh is not None:
+            refresh.cancel()
         if not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -159,12 +194,63 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 async def _recover(app: FastAPI, storage: Storage) -> None:
     readiness: Readiness = app.state.readiness
+    authenticator: Authenticator = app.state.access
     try:
         await storage.start(app.state.store)
+        # Keys before ready: a service with keys must never answer as an open one.
+        authenticator.keys.replace(await storage.load_keys())
     except Exception as e:
         log.critical("recovery failed, stopping: %s", e)
-        readiness.set_failed(str(e))
-        if app.state.on_fatal is not None:
-            app.state.on_fatal()
+        _stop(app, f"recovery failed: {e}")
         return
+    settings: Settings = app.state.settings
+    if not authenticator.enabled and not settings.insecure_no_auth and not _loopback(settings):
+        refusal = PROTECTED_MODE.format(host=settings.host)
+        log.critical(refusal)
+        await storage.stop()
+        _stop(app, refusal)
+        return
+    app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage), name="keys")
     readiness.set_ready()
+
+
+PROTECTED_MODE = (
+    "refusing to serve {host} with no credentials configured (protected mode): anyone who can"
+    " reach it could read, write and flush every stream. Set a token (--token), create an API"
+    " key (xstreams keys create --name NAME --read GLOB ...) or accept JWTs (--jwt-secret,"
+    " --jwt-public-key); or bind to 127.0.0.1; or pass --insecure-no-auth to serve it open"
+)
+
+
+def _loopback(settings: Settings) -> bool:
+    if settings.host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(settings.host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def _stop(app: FastAPI, error: str) -> None:
+    app.state.readiness.set_failed(error)
+    if app.state.on_fatal is not None:
+        app.state.on_fatal()
+
+
+async def _refresh_keys(app: FastAPI, storage: Storage) -> None:
+    """Re-read the API keys, so ``xstreams keys`` takes effect without a restart; keys that
+    went away (revoked, deleted, expired) end their event streams."""
+    ring = app.state.access.keys
+    every_s = app.state.settings.keys_refresh_ms / 1000
+    failing = False
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            records = await storage.load_keys()
+        except Exception as e:  # the database is away: keep the keys known so far
+            if not failing:
+                log.warning("cannot re-read the API keys, keeping the known ones: %s", e)
+            failing = True
+            continue
+        failing = False
+        ring.replace(records, time.time_ns() // 1_000_000)

@@ -93,6 +93,30 @@ class Settings(BaseSettings):
     # A /pipeline lets other requests run after this many of its commands.
     pipeline_yield_every: PositiveInt = 64
 
+    # Access (README "Access"). The admin token is ``token``; API keys live in the database
+    # (``xstreams keys``) and are re-read every ``keys_refresh_ms``. JWTs an application mints:
+    # HS256 with ``jwt_secret``, or RS256 / ES256 with the PEM public key in
+    # ``jwt_public_key_file``; ``aud`` must equal ``jwt_audience`` when it is set.
+    jwt_secret: str | None = None
+    jwt_public_key_file: Path | None = None
+    jwt_audience: str | None = None
+    # The cookie that may carry a credential (API key or JWT), an HttpOnly cookie the
+    # application sets for its pages; read for GET requests under /v1 only (reads and event
+    # streams: a cookie never authorizes a write). None: no cookie is read.
+    auth_cookie: str | None = "xstreams_token"
+    keys_refresh_ms: PositiveInt = 1_000
+    # Browser origins allowed to call the API (CORS, credentials included); none by default.
+    cors_origins: list[str] = []
+    # Protected mode, as Redis's: a non-loopback host with no credentials configured refuses
+    # to start unless this is set.
+    insecure_no_auth: bool = False
+    # TLS: serve HTTPS with this certificate chain and private key (PEM files).
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    # Event streams one API key or JWT subject may hold open; past it 429 with Retry-After.
+    # The global cap (sse_max_connections) bounds everything else.
+    sse_max_connections_per_key: PositiveInt = 100
+
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite (WAL) under ``data_dir``."""
         if self.database_url:

@@ -3,8 +3,10 @@
 Credentials, in the order they are tried: ``Authorization: Bearer <credential>``; the cookie
 named by ``XSTREAMS_AUTH_COOKIE`` (HttpOnly, so a page's scripts never see it); the query
 parameters ``access_token`` (what EventSource can send) and ``_token`` (the Upstash
-protocol's). A credential is the admin token (``--token``), an API key (``xs_<id>_<secret>``)
-or a JWT; the first one that is valid now wins.
+protocol's). The cookie counts only where the surface says it may (``cookie_ok``: reads under
+``/v1``): a browser sends cookies with requests other sites make it send, so a cookie must
+never authorize a write (cross-site request forgery). A credential is the admin token
+(``--token``), an API key (``xs_<id>_<secret>``) or a JWT; the first valid one wins.
 
 With nothing configured — no token, no JWT key, no API key in the database — the service is
 open (and protected mode keeps such a service on loopback): every request is the admin.
@@ -43,6 +45,12 @@ class Principal:
     expires_at_ms: int | None = None
 
     @property
+    def scoped(self) -> bool:
+        """An API key or a JWT: a credential handed to one client, which per-credential limits
+        bound (the open mode and the admin token stand for every client alike)."""
+        return self.kind in (Kind.KEY, Kind.JWT)
+
+    @property
     def limit_key(self) -> str:
         """What per-credential limits count against: the API key, the JWT's subject."""
         return self.key_id or f"{self.kind.value}:{self.name}"
@@ -71,18 +79,25 @@ class Authenticator:
         return self._token is not None or self._jwt is not None or len(self.keys) > 0
 
     def authenticate(
-        self, headers: list[tuple[bytes, bytes]], query: bytes, now_ms: int
+        self,
+        headers: list[tuple[bytes, bytes]],
+        query: bytes,
+        now_ms: int,
+        *,
+        cookie_ok: bool = False,
     ) -> Principal | None:
         """The caller's principal, or None (401): no credential, or none valid now."""
         if not self.enabled:
             return OPEN
-        for credential in self._credentials(headers, query):
+        for credential in self._credentials(headers, query, cookie_ok):
             principal = self._resolve(credential, now_ms)
             if principal is not None:
                 return principal
         return None
 
-    def _credentials(self, headers: list[tuple[bytes, bytes]], query: bytes) -> list[bytes]:
+    def _credentials(
+        self, headers: list[tuple[bytes, bytes]], query: bytes, cookie_ok: bool
+    ) -> list[bytes]:
         found: list[bytes] = []
         cookies: list[bytes] = []
         for name, value in headers:
@@ -90,7 +105,7 @@ class Authenticator:
                 scheme, _, given = value.partition(b" ")
                 if scheme.lower() == b"bearer" and given.strip():
                     found.append(given.strip())
-            elif name == b"cookie" and self._cookie:
+            elif name == b"cookie" and self._cookie and cookie_ok:
                 cookies.append(value)
         for raw in cookies:
             found.extend(self._from_cookie(raw))

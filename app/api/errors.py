@@ -8,7 +8,8 @@ Two surfaces, two error shapes:
   wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
   ``{"detail": ...}``, never an empty body.
 
-Status for an engine error, by its class or text (``status_of``): a missing stream, group or
+Status for an engine error, by its class or text (``status_of``): NOPERM (credentials that do
+not reach) is 403; a missing stream, group or
 entry is 404; BUSYGROUP and an ID not greater than the stream's top are 409; every other Redis
 error is a client mistake, 400. A malformed JSON body is 422, a malformed query or path 400,
 a body over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
@@ -26,6 +27,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.durability import StorageUnavailable
@@ -58,6 +60,8 @@ def no_such_stream() -> NotFound:
 
 def status_of(exc: CommandError) -> int:
     """The HTTP status for an engine error: the one table."""
+    if isinstance(exc, NoPerm):
+        return 403
     if isinstance(exc, NotFound | NoGroup):
         return 404
     if isinstance(exc, BusyGroup | BatchItemError):
@@ -145,7 +149,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> Response:
         if not _is_rest(request):
-            return json_response({"error": exc.text}, 400)
+            return json_response({"error": exc.text}, 403 if isinstance(exc, NoPerm) else 400)
         index = exc.index if isinstance(exc, BatchItemError) else None
         return problem(request, status_of(exc), exc.text, index=index)
 

@@ -40,7 +40,7 @@ class LoadingGate:
             await self.app(scope, receive, send)
             return
         if ready.error is not None:
-            text = f"LOADING recovery failed: {ready.error}"
+            text = f"LOADING {ready.error}"
         elif ready.waiting is not None:
             text = f"LOADING xstreams is waiting for its database: {ready.waiting}"
         else:

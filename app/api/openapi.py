@@ -61,7 +61,7 @@ def _problem_example(doc: dict[str, Any], status: int, path: str) -> dict[str, A
     return example
 
 
-def _finish(doc: dict[str, Any]) -> dict[str, Any]:
+def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
     for path, item in doc["paths"].items():
         for op in item.values():
             body = op.get("requestBody", {}).get("content", {}).get("application/json")
@@ -87,11 +87,32 @@ def _finish(doc: dict[str, Any]) -> dict[str, Any]:
                         response["description"] = _summary(doc, media.get("schema", {}))
                 elif code == "204" and response.get("description") == "Successful Response":
                     response["description"] = "Done: nothing to return."
-    # With `--token`, every request carries `Authorization: Bearer <token>`; without, none.
+    # Credentials (README "Access"): a bearer header anywhere; for EventSource, which cannot
+    # send headers, a query parameter or the cookie (reads only). No credential at all works
+    # only on a service with none configured.
     doc.setdefault("components", {})["securitySchemes"] = {
-        "bearer": {"type": "http", "scheme": "bearer", "description": "The service's token."}
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key (`xs_...`), a JWT your application minted, or the"
+            " admin token.",
+        },
+        "accessToken": {
+            "type": "apiKey",
+            "in": "query",
+            "name": "access_token",
+            "description": "The same credential as a query parameter, for EventSource (never"
+            " logged).",
+        },
+        "cookie": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": cookie or "xstreams_token",
+            "description": "The same credential in an HttpOnly cookie (XSTREAMS_AUTH_COOKIE);"
+            " read for GET requests only, never for a write.",
+        },
     }
-    doc["security"] = [{}, {"bearer": []}]
+    doc["security"] = [{}, {"bearer": []}, {"accessToken": []}, {"cookie": []}]
     schemas = doc.get("components", {}).get("schemas", {})
     for name in _UNUSED:
         schemas.pop(name, None)
@@ -116,7 +137,8 @@ def install(app: FastAPI) -> None:
                     description=app.description,
                     routes=app.routes,
                     tags=app.openapi_tags,
-                )
+                ),
+                app.state.settings.auth_cookie,
             )
         return app.openapi_schema
 

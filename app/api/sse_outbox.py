@@ -27,6 +27,7 @@ class CloseReason(StrEnum):
     SHUTDOWN = "shutdown"  # the server is stopping
     DISCONNECTED = "disconnected"  # the client went away
     ENDED = "ended"  # the source has nothing more to send (group destroyed, error)
+    REVOKED = "revoked"  # the credential was revoked or expired; a reconnect needs a new one
 
 
 class Outbox:

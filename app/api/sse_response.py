@@ -12,7 +12,8 @@ The source (a live tail or a group delivery loop) only pushes bytes into the con
 - the end, whichever comes first: the client goes away, its peer takes nothing for
   ``sse_send_timeout_ms`` while bytes wait for it, counted by the kernel (``sse_socket``: a
   watchdog timer, not a timeout per send, so sends stay cheap; where the kernel cannot tell,
-  a send that has not returned for that long), the maximum lifetime passes, the server shuts
+  a send that has not returned for that long), the maximum lifetime passes, the credential
+  it was opened with expires or is revoked (``SseRegistry.close_keys``), the server shuts
   down (``SseRegistry.close_all``), or the source ends. Buffered events are flushed and the
   chunked body is terminated properly, except for a departed or stalled client, whose buffer
   is dropped (a stalled one's connection is reset, so the kernel lets go of its buffers too);
@@ -25,12 +26,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from fastapi import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from app.access import Principal
+from app.api.access_gate import principal_of
 from app.api.errors import problem
 from app.api.sse_flush import Flusher, direct_writer
 from app.api.sse_outbox import CloseReason, Outbox
@@ -53,22 +57,47 @@ HEADERS = {
 
 
 class SseRegistry:
-    """The open event streams of one app: the connection cap, and closing all on shutdown."""
+    """The open event streams of one app: the connection caps (all, and per credential, so
+    one client cannot take them all), closing a revoked key's streams, closing all on
+    shutdown."""
 
-    def __init__(self, max_connections: int) -> None:
+    def __init__(self, max_connections: int, max_per_key: int) -> None:
         self.max_connections = max_connections
+        self.max_per_key = max_per_key
         self.flusher = Flusher()
         self.open: set[Outbox] = set()
+        self.by_key: dict[str, set[Outbox]] = {}
         self.shutting_down = False
 
-    def admit(self, outbox: Outbox) -> bool:
-        if self.shutting_down or len(self.open) >= self.max_connections:
-            return False
+    def admit(self, outbox: Outbox, principal: Principal) -> tuple[int, str] | None:
+        """None when admitted, else the refusal's status and text."""
+        if self.shutting_down:
+            return 503, "ERR the server is shutting down"
+        if len(self.open) >= self.max_connections:
+            return 429, f"ERR too many event streams (at most {self.max_connections} open)"
+        mine = self.by_key.setdefault(principal.limit_key, set())
+        if principal.scoped and len(mine) >= self.max_per_key:
+            return 429, (
+                f"ERR too many event streams for this credential (at most {self.max_per_key}"
+                " open, sse_max_connections_per_key)"
+            )
+        mine.add(outbox)
         self.open.add(outbox)
-        return True
+        return None
 
-    def release(self, outbox: Outbox) -> None:
+    def release(self, outbox: Outbox, principal: Principal) -> None:
         self.open.discard(outbox)
+        mine = self.by_key.get(principal.limit_key)
+        if mine is not None:
+            mine.discard(outbox)
+            if not mine:
+                del self.by_key[principal.limit_key]
+
+    def close_keys(self, key_ids: set[str]) -> None:
+        """End the streams of API keys that were revoked, deleted or expired."""
+        for key_id in key_ids:
+            for outbox in list(self.by_key.get(key_id, ())):
+                outbox.close(CloseReason.REVOKED)
 
     def close_all(self) -> None:
         """End every stream (server shutdown); streams asked for later are refused."""
@@ -103,23 +132,21 @@ class EventStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         outbox = Outbox(self.limit_bytes, self.registry.flusher, direct_writer(receive))
-        if not self.registry.admit(outbox):
-            refused = problem(
-                self.request,
-                429 if not self.registry.shutting_down else 503,
-                f"ERR too many event streams (at most {self.registry.max_connections} open)"
-                if not self.registry.shutting_down
-                else "ERR the server is shutting down",
-                headers={"Retry-After": "1"},
-            )
+        principal = principal_of(scope)
+        refusal = self.registry.admit(outbox, principal)
+        if refusal is not None:
+            status, text = refusal
+            refused = problem(self.request, status, text, headers={"Retry-After": "1"})
             await refused(scope, receive, send)
             return
         try:
-            await self._stream(outbox, receive, send)
+            await self._stream(outbox, receive, send, principal.expires_at_ms)
         finally:
-            self.registry.release(outbox)
+            self.registry.release(outbox, principal)
 
-    async def _stream(self, outbox: Outbox, receive: Receive, send: Send) -> None:
+    async def _stream(
+        self, outbox: Outbox, receive: Receive, send: Send, expires_at_ms: int | None
+    ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         outbox.push(retry_hint(self.retry_ms))
         loop = asyncio.get_running_loop()
@@ -134,6 +161,15 @@ class EventStream(Response):
         lifetime = (
             loop.call_later(self.lifetime_s, outbox.close, CloseReason.LIFETIME)
             if self.lifetime_s > 0
+            else None
+        )
+        # A stream lives no longer than the credential it was opened with (a JWT, an API key
+        # with an expiry): the client reconnects with a fresh one (a new cookie, say).
+        expiry = (
+            loop.call_later(
+                max(0.0, expires_at_ms / 1000 - time.time()), outbox.close, CloseReason.REVOKED
+            )
+            if expires_at_ms is not None
             else None
         )
         try:
@@ -152,8 +188,9 @@ class EventStream(Response):
             for timer in (self._beat, self._watchdog):
                 if timer is not None:
                     timer.cancel()
-            if lifetime is not None:
-                lifetime.cancel()
+            for limit in (lifetime, expiry):
+                if limit is not None:
+                    limit.cancel()
             for task in (writer, *helpers):
                 task.cancel()
             await asyncio.gather(writer, *helpers, return_exceptions=True)

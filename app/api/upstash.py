@@ -21,9 +21,7 @@ def _literal(body: bytes) -> Any:
     """The stdlib parser, numbers as their text; ``"\\udcff"`` is the byte 0xFF
     (app/api/binary), a surrogate that is no byte a ValueError. Not JSON, and refused as
     orjson refuses them: NaN, Infinity, and a number too large for a double (``1e999``)."""
-    return from_json(
-        json.loads(body, parse_int=str, parse_float=_finite, parse_constant=_not_json)
-    )
+    return from_json(json.loads(body, parse_int=str, parse_float=_finite, parse_constant=_not_json))
 
 
 def _finite(text: str) -> str:
@@ -115,7 +113,7 @@ def command_list(body: bytes, max_commands: int, max_args: int) -> list[list[str
 
 def path_args(raw_path: bytes, query: bytes, body: bytes | None) -> list[str]:
     """``/cmd/arg1/arg2?k=v``: path segments percent-decoded, then the POST body, then the
-    query pairs (except ``_token``)."""
+    query pairs (except the credentials ``_token`` and ``access_token``)."""
     parts = raw_path.decode("latin-1").strip("/").split("/")
     # Bytes that are not UTF-8 are kept (surrogateescape): values are binary-safe.
     args = [unquote(p, errors="surrogateescape") for p in parts]
@@ -123,7 +121,7 @@ def path_args(raw_path: bytes, query: bytes, body: bytes | None) -> list[str]:
         args.append(body.decode("utf-8", "surrogateescape"))
     query_text = query.decode("latin-1")
     for k, v in parse_qsl(query_text, keep_blank_values=True, errors="surrogateescape"):
-        if k == "_token":
+        if k in ("_token", "access_token"):  # credentials, not arguments
             continue
         args.append(k)
         if v:

@@ -38,6 +38,24 @@ def serve(
     body_timeout_ms: Annotated[
         int | None, typer.Option(help="Time allowed for a request's whole body, in ms.")
     ] = None,
+    jwt_secret: Annotated[
+        str | None, typer.Option(help="HS256 secret of JWTs your application mints.")
+    ] = None,
+    jwt_public_key: Annotated[
+        Path | None, typer.Option(help="PEM public key of RS256/ES256 JWTs (a file).")
+    ] = None,
+    jwt_audience: Annotated[str | None, typer.Option(help="Required JWT `aud`.")] = None,
+    auth_cookie: Annotated[
+        str | None, typer.Option(help="Name of a cookie carrying a key or JWT.")
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option(help="A browser origin allowed by CORS (repeatable).")
+    ] = None,
+    insecure_no_auth: Annotated[
+        bool, typer.Option(help="Serve a non-loopback address with no credentials anyway.")
+    ] = False,
+    ssl_certfile: Annotated[Path | None, typer.Option(help="TLS certificate (PEM).")] = None,
+    ssl_keyfile: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
     import uvicorn
@@ -61,6 +79,14 @@ def serve(
             "max_connections": max_connections,
             "header_timeout_ms": header_timeout_ms,
             "body_timeout_ms": body_timeout_ms,
+            "jwt_secret": jwt_secret,
+            "jwt_public_key_file": jwt_public_key,
+            "jwt_audience": jwt_audience,
+            "auth_cookie": auth_cookie,
+            "cors_origins": cors_origin or None,
+            "insecure_no_auth": insecure_no_auth or None,
+            "ssl_certfile": ssl_certfile,
+            "ssl_keyfile": ssl_keyfile,
         }.items()
         if v is not None
     }
@@ -83,6 +109,8 @@ def serve(
         log_level=settings.log_level,
         timeout_graceful_shutdown=5,
         http=protocol_class(limits),  # head and body deadlines, the connection cap
+        ssl_certfile=settings.ssl_certfile,
+        ssl_keyfile=settings.ssl_keyfile,
     )
     redact_logs()  # after uvicorn.Config, which installs its log handlers
     server = Server(config, on_shutdown=app.state.sse.close_all)  # end event streams first
@@ -90,7 +118,7 @@ def serve(
     app.state.on_fatal = lambda: setattr(server, "should_exit", True)
     server.run()
     if app.state.readiness.error is not None:
-        typer.echo(f"error: recovery failed: {app.state.readiness.error}", err=True)
+        typer.echo(f"error: {app.state.readiness.error}", err=True)
         raise typer.Exit(1)
 
 

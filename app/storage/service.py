@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from app.access.keys import KeyRecord
 from app.engine.store import Store
 from app.settings import FsyncMode, Settings
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
+from app.storage.keys import load_keys
 from app.storage.recovery import Recovered, recover
 from app.storage.snapshots import Snapshotter
 from app.storage.writable import read_only_reason
@@ -48,6 +50,10 @@ class Storage:
 
     async def wait_visible(self, keys: Iterable[str] | None) -> None:
         await self.writer.wait_visible(keys)
+
+    async def load_keys(self) -> list[KeyRecord]:
+        """The API keys as stored now (``xstreams keys`` writes them)."""
+        return await asyncio.to_thread(load_keys, self.db.engine)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -110,14 +110,17 @@ def _fields(r: KeyRecord) -> dict[str, Any]:
 def test_jwt_hs256_from_header_query_and_cookie() -> None:
     auth = Authenticator(jwt=JwtVerifier(secret=SECRET), cookie="xs")
     token = mint({})
+    cookie = [(b"cookie", b"other=1; xs=" + token.encode())]
     for headers, query in [
         (bearer(token), b""),
         ([], b"access_token=" + token.encode()),
-        ([(b"cookie", b"other=1; xs=" + token.encode())], b""),
+        (cookie, b""),
     ]:
-        p = auth.authenticate(headers, query, NOW_MS)
+        p = auth.authenticate(headers, query, NOW_MS, cookie_ok=True)
         assert p is not None and p.kind is Kind.JWT and p.name == "alice"
         assert p.grant == Grant.of(read=["orders"])
+    # Where a cookie may not authorize (a write, the command endpoint), it is not read.
+    assert auth.authenticate(cookie, b"", NOW_MS) is None
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.routing import Route
 
+from app.access import Grant, NoPerm, check_command, readable
+from app.api.access_gate import principal_of
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, path_args
 from app.durability import Durability
 from app.engine.errors import CommandError
+from app.engine.replies import ScanPage
 from app.engine.store import Store
 from app.engine.waiting import ClientGone, execute
 from app.settings import Settings
@@ -53,9 +56,33 @@ def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | N
     return writes, keys
 
 
+def _permit(request: Request, store: Store, args: list[str]) -> Grant:
+    """The caller's grant, once it may run ``args`` (else ``NoPerm``); an unknown command or
+    a wrong arity is left to the command's own error."""
+    grant = principal_of(request.scope).grant
+    if not grant.admin:
+        try:
+            cmd = store.command(args)
+        except CommandError:
+            return grant
+        check_command(grant, cmd, args)
+    return grant
+
+
+def _listed(grant: Grant, reply: Any) -> Any:
+    """A SCAN page narrowed to the keys the caller may read (its cursor walks on)."""
+    if isinstance(reply, ScanPage) and not grant.admin:
+        return ScanPage(reply.cursor, readable(grant, reply.keys))
+    return reply
+
+
 async def _run_one(
     store: Any, args: list[str], request: Request, shaper: Shaper, durability: Durability
 ) -> Response:
+    try:
+        grant = _permit(request, store, args)
+    except NoPerm as e:
+        return json_response({"error": e.text}, 403)
     writes, keys = _scope(store, [args])
     try:
         if writes:
@@ -69,7 +96,7 @@ async def _run_one(
     # Nothing this reply shows may be taken back by a crash: a write's own record, another
     # client's write that a read (or a blocked XREADGROUP served by it) observed.
     await durability.wait_visible(keys)
-    return json_response({"result": shaper(reply)})
+    return json_response({"result": shaper(_listed(grant, reply))})
 
 
 def _commands(request: Request, body: bytes) -> list[list[str]]:
@@ -102,10 +129,11 @@ async def run_pipeline(request: Request) -> Response:
             # other clients between the commands of a pipelined connection.
             await asyncio.sleep(0)
         try:
+            grant = _permit(request, store, args)  # NoPerm: this command's error item
             if _scope(store, [args])[0]:
                 durability.check_writable()
             reply = await execute(store, args, lambda: wait_for_disconnect(request))
-            out.append({"result": shaper(reply)})
+            out.append({"result": shaper(_listed(grant, reply))})
         except CommandError as e:
             out.append({"error": e.text})
         except ClientGone:
@@ -118,17 +146,25 @@ async def run_transaction(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
     try:
         commands = _commands(request, await read_body(request))
+        # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
+        grant = principal_of(request.scope).grant
+        for args in commands:
+            _permit(request, store, args)
         writes, keys = _scope(store, commands)
         if writes:
             durability.check_writable()
         results = store.execute_atomic(commands)
+    except NoPerm as e:
+        return json_response({"error": e.text}, 403)
     except CommandError as e:
         return json_response({"error": e.text}, 400)
     await durability.wait_visible(keys)
     shaper = _shaper(request)
     return json_response(
         [
-            {"error": r.text} if isinstance(r, CommandError) else {"result": shaper(r)}
+            {"error": r.text}
+            if isinstance(r, CommandError)
+            else {"result": shaper(_listed(grant, r))}
             for r in results
         ]
     )

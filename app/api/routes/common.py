@@ -24,8 +24,11 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 from starlette.datastructures import QueryParams
 
+from app.access import check_keys
+from app.api.access_gate import principal_of
 from app.api.binary import encode_json, loads, query_pairs, quote_name
 from app.api.deps import get_durability, read_body
+from app.api.routes.models import MODELS, model_of
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
 from app.engine.errors import CommandError
@@ -41,7 +44,8 @@ FieldsParam = Annotated[
 
 _WHY = {
     400: "A bad ID or argument (the Redis error text says which).",
-    401: "No or a wrong bearer token (when the service is started with one).",
+    401: "No credentials, or none valid now (unknown, revoked or expired key; bad JWT).",
+    403: "Credentials that do not reach: the verb is not granted on this stream (NOPERM).",
     404: "No such stream, group, consumer or entry.",
     409: "BUSYGROUP, or an ID not greater than the stream's top.",
     413: "The request body is larger than the configured limit.",
@@ -51,9 +55,9 @@ _WHY = {
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The documented error responses of an operation: 400 and 401 always; an operation with a
-    body (413) can also answer 422, and every write 503."""
-    codes = {400, 401, *statuses}
+    """The documented error responses of an operation: 400, 401 and 403 always; an operation
+    with a body (413) can also answer 422, and every write 503."""
+    codes = {400, 401, 403, *statuses}
     if 413 in codes:
         codes |= {422, 503}
     return {
@@ -76,16 +80,26 @@ class RestRoute(APIRoute):
       endpoint: no answer shows state a crash could take back. A route without a stream
       (listing streams, reading several) waits for every key.
     - A long poll whose client went away answers 499 (nobody reads it).
+    - The caller must be granted what the Redis command the operation models needs
+      (``routes.models``) on the stream in the path, or on every stream a multi-stream read
+      names (``app.access``): else 403, before the body is even read.
     - Query values keep bytes that are not UTF-8 (``query_pairs``), as paths do (``RawPaths``).
     - The response model is encoded here (``_encoded``), in the one representation of such
       bytes: pydantic's JSON cannot write a lone surrogate.
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        operation = kwargs.get("operation_id") or ""
+        self.model = model_of(operation)  # the Redis command this operation is, for access
+        kwargs["openapi_extra"] = {
+            **(kwargs.get("openapi_extra") or {}),
+            "x-redis-command": MODELS[operation].replace("|", " ").upper(),
+        }
         super().__init__(path, _encoded(endpoint, kwargs.get("status_code")), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        model = self.model
 
         async def rest(request: Request) -> Response:
             durability = get_durability(request)
@@ -94,6 +108,11 @@ class RestRoute(APIRoute):
             query: bytes = request.scope["query_string"]
             if b"%" in query:
                 request._query_params = QueryParams(query_pairs(query))
+            grant = principal_of(request.scope).grant
+            if not grant.admin:
+                # The stream in the path, or the streams a multi-stream read names.
+                named = keys if keys is not None else request.query_params.getlist("stream")
+                check_keys(grant, model, named or None)
             if request.method in _WRITES:
                 request._body = await read_body(request)
                 _decode_json(request)

@@ -54,7 +54,8 @@ _STREAM_DOC: dict[int | str, dict[str, Any]] = {
 def install(app: FastAPI) -> None:
     """Register the SSE routes and the state they share (before the /v1 fallback)."""
     settings = app.state.settings
-    app.state.sse = SseRegistry(settings.sse_max_connections)
+    app.state.sse = SseRegistry(settings.sse_max_connections, settings.sse_max_connections_per_key)
+    app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
     app.state.sse_tails = Tails(app.state.store, app.state.durability)
     app.include_router(router)
 

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from fastapi import Query, Request, Response
 
+from app.access import readable
+from app.api.access_gate import principal_of
 from app.api.deps import StoreDep
 from app.api.errors import no_such_stream
 from app.api.ops import apply, stream_of
@@ -37,6 +39,7 @@ api = router("/v1/streams", "streams")
     responses=errors(),
 )
 async def list_streams(
+    request: Request,
     store: StoreDep,
     cursor: Annotated[int, Query(ge=0, le=UINT64_MAX, description="0 to start.")] = 0,
     count: Annotated[int, Query(ge=1, le=10_000, description="About this many per page.")] = 10,
@@ -44,11 +47,12 @@ async def list_streams(
 ) -> StreamPage:
     """Page through the streams with a cursor (SCAN, with MATCH and COUNT), each with its
     length, groups and last ID (XINFO STREAM). As SCAN guarantees, a stream present for the
-    whole iteration is listed at least once; a page may be empty before the end."""
+    whole iteration is listed at least once; a page may be empty before the end. Only the
+    streams the caller may read are listed."""
     ks = store.keyspace
     page = ks.scan(cursor, count, match, None)
     summaries = []
-    for key in page.keys:
+    for key in readable(principal_of(request.scope).grant, page.keys):
         i = info.stream_info(ks, key)
         summaries.append(
             StreamSummary(

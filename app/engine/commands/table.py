@@ -156,6 +156,13 @@ def lookup(argv: list[str]) -> Command:
     return cmd
 
 
+def named(fullname: str) -> Command:
+    """The table entry of ``fullname`` (``"xadd"``, ``"xgroup|create"``); KeyError if none."""
+    container, _, sub = fullname.partition("|")
+    cmd = COMMANDS[container]
+    return cmd.subcommands[sub] if sub else cmd
+
+
 def subcommand_syntax_error(argv: list[str]) -> CommandError:
     return CommandError.err(
         f"unknown subcommand or wrong number of arguments for '{argv[1][:128]}'. "

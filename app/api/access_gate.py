@@ -1,0 +1,85 @@
+"""Who is asking, decided once per request before routing (a pure ASGI middleware).
+
+The gate resolves the request's credentials to a ``Principal`` (``app.access``) and leaves it
+in the scope's state, where each surface finds it to ask the one permission check
+(``app.access.check``) about the command it is about to run. Without a valid credential the
+request stops here with 401, in the shape of the surface addressed: ``{"error":
+"Unauthorized"}`` for the command endpoint, a problem document for ``/v1``. Health probes pass
+without credentials, and so does a CORS preflight (the CORS middleware, outside this one,
+answers it).
+"""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.access import Authenticator, Principal
+
+__all__ = ["OPEN_PATHS", "AccessGate", "principal_of"]
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+def principal_of(scope: Scope) -> Principal:
+    """The principal the gate resolved for this request."""
+    principal: Principal = scope["state"]["principal"]
+    return principal
+
+
+class AccessGate:
+    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        principal = self.authenticator.authenticate(
+            scope["headers"],
+            scope.get("query_string", b""),
+            time.time_ns() // 1_000_000,
+            # A cookie authorizes reads under /v1 only (event streams, REST reads): never a
+            # write, nor the command endpoint, whose path style writes with a plain GET.
+            cookie_ok=scope["method"] == "GET" and path.startswith("/v1/"),
+        )
+        if principal is None:
+            await _unauthorized(scope, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(scope: Scope, send: Send) -> None:
+    path: str = scope["path"]
+    rest = path == "/v1" or path.startswith("/v1/")
+    if rest:
+        body = orjson.dumps(
+            {
+                "type": "about:blank",
+                "title": "Unauthorized",
+                "status": 401,
+                "detail": "Unauthorized",
+                "code": "Unauthorized",
+                "error": "Unauthorized",
+            }
+        )
+    else:
+        body = b'{"error":"Unauthorized"}'
+    media = b"application/problem+json" if rest else b"application/json"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", media),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,53 @@
+"""The Redis command each REST and SSE operation models, by operationId.
+
+It is what the permission check asks about (``app.access.check_keys``: the command's access
+category from the command table, with the stream the path names as its key), and it is
+written into the OpenAPI document as ``x-redis-command``. A /v1 route whose operation is
+missing here cannot be registered (``RestRoute`` raises), so no operation goes unchecked.
+"""
+
+from __future__ import annotations
+
+from app.engine.commands.table import Command, named
+
+__all__ = ["MODELS", "model_of"]
+
+MODELS = {
+    "list_streams": "scan",
+    "get_stream": "xinfo|stream",
+    "delete_stream": "del",
+    "trim_stream": "xtrim",
+    "set_last_id": "xsetid",
+    "append_entries": "xadd",
+    "list_entries": "xrange",  # its long poll is XREAD BLOCK: the same verb, read
+    "get_entry": "xrange",
+    "delete_entry": "xdel",
+    "delete_entries": "xdel",
+    "read_streams": "xread",
+    "list_groups": "xinfo|groups",
+    "create_group": "xgroup|create",
+    "get_group": "xinfo|groups",
+    "set_group_id": "xgroup|setid",
+    "delete_group": "xgroup|destroy",
+    "list_consumers": "xinfo|consumers",
+    "create_consumer": "xgroup|createconsumer",
+    "delete_consumer": "xgroup|delconsumer",
+    "read_group": "xreadgroup",
+    "ack_entries": "xack",
+    "get_pending": "xpending",
+    "claim_entries": "xclaim",
+    "autoclaim_entries": "xautoclaim",
+    "tail_stream_events": "xread",
+    "tail_streams_events": "xread",
+    "consume_group_events": "xreadgroup",
+}
+
+
+def model_of(operation_id: str) -> Command:
+    """The command table's entry for the command an operation models."""
+    try:
+        return named(MODELS[operation_id])
+    except KeyError:
+        raise LookupError(
+            f"REST operation {operation_id!r} names no Redis command in app/api/routes/models.py"
+        ) from None
