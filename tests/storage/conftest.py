@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from app.storage import migrate
+from app.storage.database import Database, create_db_engine
 from tests.conftest import REQUIRE_SERVICES, Server
 
 PG_HOST = os.environ.get("XSTREAMS_TEST_PG_HOST", "127.0.0.1")
@@ -73,6 +77,29 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'xstreams.db'}"
     schema: str = request.getfixturevalue("pg_schema")
     return pg_url(schema)
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    """A migrated, empty database of each kind, as storage sees it."""
+    engine = create_db_engine(db_url)
+    migrate.upgrade(engine)
+    d = Database(engine)
+    yield d
+    d.close()
+
+
+@contextmanager
+def sqlite_locked(path: Path, mode: str = "EXCLUSIVE") -> Iterator[None]:
+    """Another connection holding SQLite's lock: ``EXCLUSIVE`` stops readers and writers,
+    ``IMMEDIATE`` only writers (a commit then waits, or fails past the busy timeout)."""
+    conn = sqlite3.connect(path, timeout=5, isolation_level=None)
+    conn.execute(f"BEGIN {mode}")
+    try:
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
 
 
 class DurableServer(Server):

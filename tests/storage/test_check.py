@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from sqlalchemy import func, insert, select
 
 from app.engine.journal import encode_snapshot
 from app.engine.store import Store
-from app.storage import migrate as migrations
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import journal, snapshots
 from tests.conftest import Commands
@@ -32,15 +30,6 @@ def xstreams_check(url: str, *flags: str) -> subprocess.CompletedProcess[str]:
         timeout=60,
         stdin=subprocess.DEVNULL,  # no terminal
     )
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    engine = create_db_engine(db_url)
-    migrations.upgrade(engine)
-    d = Database(engine)
-    yield d
-    d.close()
 
 
 def rec(*effects: list[Any]) -> bytes:

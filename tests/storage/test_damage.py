@@ -7,7 +7,6 @@ that differs from the one acknowledged. Each runs on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -18,19 +17,9 @@ from app.engine.journal import ReplayError, apply_record, encode_snapshot, snaps
 from app.engine.keyspace import Keyspace
 from app.engine.store import Store
 from app.storage import RecoveryError
-from app.storage import migrate as migrations
-from app.storage.database import Database, create_db_engine
+from app.storage.database import Database
 from app.storage.recovery import recover
 from app.storage.tables import journal, snapshots
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    engine = create_db_engine(db_url)
-    migrations.upgrade(engine)
-    d = Database(engine)
-    yield d
-    d.close()
 
 
 def rec(*effects: list[Any]) -> bytes:

@@ -9,7 +9,6 @@ lock past the server's busy timeout (``?timeout=0.3`` in the URL) — "database 
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,18 +19,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.conftest import Commands, Server
-from tests.storage.conftest import PG_ADMIN_URL, DurableServer, pg_url, wait_ready
-
-
-@contextmanager
-def sqlite_locked(path: Path) -> Iterator[None]:
-    conn = sqlite3.connect(path, timeout=5, isolation_level=None)
-    conn.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
+from tests.storage.conftest import PG_ADMIN_URL, DurableServer, pg_url, sqlite_locked, wait_ready
 
 
 @contextmanager

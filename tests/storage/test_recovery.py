@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,16 +23,6 @@ from app.storage.recovery import recover
 from app.storage.tables import journal, meta, snapshots
 from tests.conftest import Commands, free_port
 from tests.storage.conftest import DurableServer
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    engine = create_db_engine(db_url)
-    migrations.upgrade(engine)
-    d = Database(engine)
-    yield d
-    d.close()
-
 
 GOOD = [["new", "s"], ["add", "s", "1-0", ["f", "v"]]]
 

@@ -11,7 +11,6 @@ touch stays readable meanwhile.
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,22 +22,11 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.storage.conftest import DurableServer, pg_url
+from tests.storage.conftest import DurableServer, pg_url, sqlite_locked
 
 # Long enough that the held-up commit neither fails nor gets through during the test.
 LOCK_WAIT = "60"
 READ_TIMEOUT_S = 1.5
-
-
-@contextmanager
-def sqlite_write_lock(db: Path) -> Iterator[None]:
-    conn = sqlite3.connect(db, timeout=5, isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
 
 
 @contextmanager
@@ -159,7 +147,7 @@ def test_sqlite_readers_see_nothing_a_crash_takes_back(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     srv = Visible(tmp_path, f"sqlite:///{db}?timeout={LOCK_WAIT}")
     try:
-        race(srv, lambda: sqlite_write_lock(db))
+        race(srv, lambda: sqlite_locked(db, "IMMEDIATE"))
     finally:
         srv.stop()
 
