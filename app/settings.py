@@ -90,8 +90,9 @@ class Settings(BaseSettings):
     # accepted there and by XINFO STREAM FULL over REST.
     rest_default_count: PositiveInt = 100
     rest_max_count: PositiveInt = 1_000
-    # A /pipeline lets other requests run after this many of its commands.
-    pipeline_yield_every: PositiveInt = 64
+    # A /pipeline that has held the event loop this long lets other requests run, then goes
+    # on (a short one runs whole, so its records share one group commit).
+    pipeline_slice_ms: PositiveInt = 5
 
     # Access (README "Access"). The admin token is ``token``; API keys live in the database
     # (``xstreams keys``) and are re-read every ``keys_refresh_ms``. JWTs an application mints:

@@ -123,16 +123,17 @@ def decode_json(data: bytes) -> Any:
 # -- recording ------------------------------------------------------------------------------
 
 
-def record_keys(record: list[Effect]) -> set[str] | None:
-    """The keys a record changed (every effect but ``flush`` names its key second); None when
-    it changed every key. Storage uses it to hold back exactly the replies that could show
-    the record before it is durable."""
-    keys: set[str] = set()
+def stamp_keys(record: list[Effect], stamps: dict[str, int], seq: int) -> bool:
+    """Set ``stamps[key] = seq`` for every key the record changed (every effect but ``flush``
+    names its key second); False when it changed every key. Storage uses it to hold back
+    exactly the replies that could show the record before it is durable. It allocates
+    nothing: it runs for every write, and per-record objects cost the cyclic GC more than
+    the work itself."""
     for effect in record:
         if effect[0] == "flush":
-            return None
-        keys.add(effect[1])
-    return keys
+            return False
+        stamps[effect[1]] = seq
+    return True
 
 
 def group_state(key: str, g: ConsumerGroup) -> Effect:

@@ -51,11 +51,15 @@ class Store:
             raise CommandError.err("empty command")
         return lookup(list(argv))
 
-    def execute(self, argv: Sequence[str], *, may_block: bool = True) -> Reply | Block:
+    def execute(
+        self, argv: Sequence[str], *, may_block: bool = True, cmd: Command | None = None
+    ) -> Reply | Block:
         """Run one command. A read that must wait returns a ``Block`` (see ``waiting``);
-        with ``may_block=False`` (inside MULTI) it answers nil at once, as Redis does."""
+        with ``may_block=False`` (inside MULTI) it answers nil at once, as Redis does.
+        ``cmd``: its table entry, when the caller looked it up already."""
         args = list(argv)
-        cmd = self.command(args)
+        if cmd is None:
+            cmd = self.command(args)
         assert cmd.handler is not None
         reply = self.run(cmd.handler, args)
         if isinstance(reply, Block) and not may_block:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from app.engine.blocking import Block
-from app.engine.commands import Reply
+from app.engine.commands import Command, Reply
 from app.engine.errors import CommandError
 from app.engine.store import Store
 
@@ -75,10 +75,14 @@ async def wait(store: Store, block: Block, disconnected: Disconnected | None = N
 
 
 async def execute(
-    store: Store, argv: Sequence[str], disconnected: Disconnected | None = None
+    store: Store,
+    argv: Sequence[str],
+    disconnected: Disconnected | None = None,
+    cmd: Command | None = None,
 ) -> Reply:
-    """Run a command, waiting on the server if it blocks (XREAD / XREADGROUP BLOCK)."""
-    reply = store.execute(argv)
+    """Run a command, waiting on the server if it blocks (XREAD / XREADGROUP BLOCK);
+    ``cmd``: its table entry, when the caller looked it up already."""
+    reply = store.execute(argv, cmd=cmd)
     if isinstance(reply, Block):
         return await wait(store, reply, disconnected)
     return reply

@@ -31,19 +31,21 @@ import functools
 import heapq
 import itertools
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app.durability import StorageUnavailable
-from app.engine.journal import decode_json, encode_json, record_keys
+from app.engine.journal import decode_json, encode_json, stamp_keys
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 
 log = logging.getLogger("xstreams.storage")
 
 EVERYSEC_S = 1.0
+# The per-key map of uncommitted records is pruned once it holds this many keys (or twice as
+# many as the last pruning kept).
+PRUNE_MIN_KEYS = 1024
 GATHER_TICKS = 3
 
 
@@ -79,11 +81,11 @@ class JournalWriter:
         self.commits = 0  # transactions committed, for metrics and the benchmark
         self.on_threshold: Callable[[], None] | None = None
         self._pending: list[tuple[int, bytes]] = []
-        # ``always`` only: the newest record per key not known to be committed, the records'
-        # keys in order (to forget them once committed), and the newest record that changed
-        # every key (FLUSHALL).
+        # ``always`` only: the newest record per key (those at or below committed_seq are
+        # pruned when the map grows, ``_prune``), and the newest record that changed every
+        # key (FLUSHALL).
         self._key_seq: dict[str, int] = {}
-        self._uncommitted_keys: deque[tuple[int, set[str]]] = deque()
+        self._prune_at = PRUNE_MIN_KEYS
         self._all_seq = 0
         # Replies waiting for a record, by its seq (a heap: per-key waits come in any order).
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
@@ -108,14 +110,8 @@ class JournalWriter:
         if self.mode is not FsyncMode.OFF:
             self._pending.append((self.last_seq, data))
             self._wake.set()
-        if self.mode is FsyncMode.ALWAYS:
-            keys = record_keys(record)
-            if keys is None:
-                self._all_seq = self.last_seq
-            else:
-                for key in keys:
-                    self._key_seq[key] = self.last_seq
-                self._uncommitted_keys.append((self.last_seq, keys))
+        if self.mode is FsyncMode.ALWAYS and not stamp_keys(record, self._key_seq, self.last_seq):
+            self._all_seq = self.last_seq
         if self.bytes_since_snapshot >= self.snapshot_after_bytes and self.on_threshold:
             self.on_threshold()
 
@@ -254,14 +250,17 @@ class JournalWriter:
             if not fut.done():
                 fut.set_exception(self._failure)
 
-    def _resolve(self) -> None:
-        done = self._uncommitted_keys
+    def _prune(self) -> None:
+        """Forget committed stamps once the map has grown: a stamp at or below committed_seq
+        holds nothing back, so this only bounds memory, at a cost spread over many commits."""
         key_seq = self._key_seq
-        while done and done[0][0] <= self.committed_seq:
-            seq, keys = done.popleft()
-            for key in keys:
-                if key_seq.get(key) == seq:
-                    del key_seq[key]
+        if len(key_seq) >= self._prune_at:
+            committed = self.committed_seq
+            self._key_seq = {k: s for k, s in key_seq.items() if s > committed}
+            self._prune_at = max(PRUNE_MIN_KEYS, 2 * len(self._key_seq))
+
+    def _resolve(self) -> None:
+        self._prune()
         waiters = self._waiters
         while waiters and waiters[0][0] <= self.committed_seq:
             fut = heapq.heappop(waiters)[2]

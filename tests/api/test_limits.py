@@ -97,7 +97,7 @@ async def test_a_pipeline_lets_other_requests_run() -> None:
     """A long pipeline (not atomic) yields: a request sent while it runs is answered before
     it ends, seeing part of its writes."""
     store = Store()
-    async with serve(store, pipeline_yield_every=10) as c:
+    async with serve(store, pipeline_slice_ms=1) as c:
         n = 5000
         woken = asyncio.create_task(c.post("/", json=["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]))
         while store.keyspace.blocked.count() == 0:  # parked: the first XADD will serve it

@@ -208,9 +208,22 @@ async def test_a_reply_waits_only_for_the_records_of_the_keys_it_shows(tmp_path:
     assert await _pending(on_s) and await _pending(on_all)
     db.gate.set()
     await asyncio.wait_for(asyncio.gather(on_s, on_all), 5)
-    assert w.committed_seq == 1 and not w._key_seq  # committed keys are forgotten
+    assert w.committed_seq == 1
     await w.close()
     db.close()
+
+
+async def test_the_map_of_uncommitted_keys_stays_bounded(db: FlakyDatabase) -> None:
+    """A record per distinct key, committed: the writer does not keep every key ever written."""
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    for round_ in range(5):
+        for i in range(3000):
+            w.append([["add", f"k{round_}-{i}", "1-0", ["f", "v"]]])
+        await w.wait_committed()
+    assert len(w._key_seq) < 2 * 3000
+    await w.wait_visible(["k0-0"])  # long committed: at once
+    await w.close()
 
 
 async def test_a_flush_holds_every_key_until_committed(tmp_path: Path) -> None:

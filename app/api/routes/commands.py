@@ -26,6 +26,7 @@ from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, path_args
 from app.durability import Durability
+from app.engine.commands import Command
 from app.engine.errors import CommandError
 from app.engine.replies import ScanPage
 from app.engine.store import Store
@@ -48,23 +49,21 @@ def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | N
         except CommandError:
             continue  # refused before it runs: it shows nothing
         writes = writes or cmd.writes
-        named = cmd.keys(args)
-        if named is None:
-            keys = None
-        elif keys is not None:
-            keys.extend(named)
+        keys = _add_keys(keys, cmd.keys(args))
     return writes, keys
 
 
-def _permit(request: Request, store: Store, args: list[str]) -> Grant:
-    """The caller's grant, once it may run ``args`` (else ``NoPerm``); an unknown command or
-    a wrong arity is left to the command's own error."""
+def _add_keys(keys: list[str] | None, named: list[str] | None) -> list[str] | None:
+    if keys is None or named is None:
+        return None
+    keys.extend(named)
+    return keys
+
+
+def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
+    """The caller's grant, once it may run ``args`` (else ``NoPerm``)."""
     grant = principal_of(request.scope).grant
     if not grant.admin:
-        try:
-            cmd = store.command(args)
-        except CommandError:
-            return grant
         check_command(grant, cmd, args)
     return grant
 
@@ -79,15 +78,16 @@ def _listed(grant: Grant, reply: Any) -> Any:
 async def _run_one(
     store: Any, args: list[str], request: Request, shaper: Shaper, durability: Durability
 ) -> Response:
+    keys: list[str] | None = []
     try:
-        grant = _permit(request, store, args)
+        cmd = store.command(args)  # once: for access, the keys, the write check, running
+        grant = _permit(request, cmd, args)
+        keys = cmd.keys(args)
+        if cmd.writes:
+            durability.check_writable()  # refused before it runs: nothing applied
+        reply = await execute(store, args, lambda: wait_for_disconnect(request), cmd)
     except NoPerm as e:
         return json_response({"error": e.text}, 403)
-    writes, keys = _scope(store, [args])
-    try:
-        if writes:
-            durability.check_writable()  # refused before it runs: nothing applied
-        reply = await execute(store, args, lambda: wait_for_disconnect(request))
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
         return json_response({"error": e.text}, 400)
@@ -122,23 +122,30 @@ async def run_pipeline(request: Request) -> Response:
         return json_response({"error": e.text}, 400)
     shaper = _shaper(request)
     out: list[dict[str, Any]] = []
-    every: int = request.app.state.settings.pipeline_yield_every
-    for n, args in enumerate(commands, 1):
-        if n % every == 0:
+    keys: list[str] | None = []
+    loop = asyncio.get_running_loop()
+    slice_s = request.app.state.settings.pipeline_slice_ms / 1000
+    started = loop.time()
+    for args in commands:
+        if loop.time() - started >= slice_s:
             # Not atomic: let other requests run between commands, as redis-server serves
-            # other clients between the commands of a pipelined connection.
+            # other clients between the commands of a pipelined connection. By time, not by
+            # count: a short pipeline runs whole, so its records share one group commit.
             await asyncio.sleep(0)
+            started = loop.time()
         try:
-            grant = _permit(request, store, args)  # NoPerm: this command's error item
-            if _scope(store, [args])[0]:
+            cmd = store.command(args)
+            keys = _add_keys(keys, cmd.keys(args))
+            grant = _permit(request, cmd, args)  # NoPerm: this command's error item
+            if cmd.writes:
                 durability.check_writable()
-            reply = await execute(store, args, lambda: wait_for_disconnect(request))
+            reply = await execute(store, args, lambda: wait_for_disconnect(request), cmd)
             out.append({"result": shaper(_listed(grant, reply))})
         except CommandError as e:
             out.append({"error": e.text})
         except ClientGone:
             return Response(status_code=499)
-    await durability.wait_visible(_scope(store, commands)[1])  # once: one group commit
+    await durability.wait_visible(keys)  # once: one group commit
     return json_response(out)
 
 
@@ -148,8 +155,14 @@ async def run_transaction(request: Request) -> Response:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
         grant = principal_of(request.scope).grant
-        for args in commands:
-            _permit(request, store, args)
+        if not grant.admin:
+            for args in commands:
+                try:
+                    check_command(grant, store.command(args), args)
+                except NoPerm:
+                    raise
+                except CommandError:
+                    continue  # an unknown command: EXECABORT below, as Redis answers
         writes, keys = _scope(store, commands)
         if writes:
             durability.check_writable()
