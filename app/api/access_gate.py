@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 
-import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.access import Authenticator, Principal
 from app.access.principal import OPEN
+from app.api.errors import error_body
 
 __all__ = ["OPEN_PATHS", "AccessGate", "principal_of"]
 
@@ -63,28 +63,13 @@ class AccessGate:
 
 
 async def _unauthorized(scope: Scope, send: Send) -> None:
-    path: str = scope["path"]
-    rest = path == "/v1" or path.startswith("/v1/")
-    if rest:
-        body = orjson.dumps(
-            {
-                "type": "about:blank",
-                "title": "Unauthorized",
-                "status": 401,
-                "detail": "Unauthorized",
-                "code": "Unauthorized",
-                "error": "Unauthorized",
-            }
-        )
-    else:
-        body = b'{"error":"Unauthorized"}'
-    media = b"application/problem+json" if rest else b"application/json"
+    media, body = error_body(scope["path"], 401, "Unauthorized")
     await send(
         {
             "type": "http.response.start",
             "status": 401,
             "headers": [
-                (b"content-type", media),
+                (b"content-type", media.encode()),
                 (b"content-length", str(len(body)).encode()),
                 (b"www-authenticate", b"Bearer"),
             ],

@@ -80,6 +80,35 @@ def json_response(
     return Response(encode_json(content), status, headers=headers, media_type="application/json")
 
 
+def is_rest(path: str) -> bool:
+    return path == REST_PREFIX or path.startswith(REST_PREFIX + "/")
+
+
+def error_body(path: str, status: int, text: str, **extra: Any) -> tuple[str, bytes]:
+    """The media type and body of an error in the shape of the surface ``path`` addresses:
+    an RFC 9457 problem under /v1, ``{"error": text}`` elsewhere. Both shapes are made here
+    only, for handlers and for the ASGI layers that answer before any route (the access
+    gate's 401, the loading gate's 503, the connection protocol's 408)."""
+    if is_rest(path):
+        return PROBLEM_JSON, _problem_json(path, status, text, extra)
+    return "application/json", encode_json({"error": text})
+
+
+def _problem_json(path: str, status: int, text: str, extra: dict[str, Any]) -> bytes:
+    return encode_json(
+        {
+            "type": "about:blank",
+            "title": HTTPStatus(status).phrase,
+            "status": status,
+            "detail": text,
+            "instance": path,
+            "code": text.split(" ", 1)[0],
+            "error": text,
+            **{k: v for k, v in extra.items() if v is not None},
+        }
+    )
+
+
 def problem(
     request: Request,
     status: int,
@@ -88,22 +117,12 @@ def problem(
     **extra: Any,
 ) -> Response:
     """An RFC 9457 problem; ``text`` is Redis-style (``CODE message``)."""
-    body = {
-        "type": "about:blank",
-        "title": HTTPStatus(status).phrase,
-        "status": status,
-        "detail": text,
-        "instance": request.url.path,
-        "code": text.split(" ", 1)[0],
-        "error": text,
-        **{k: v for k, v in extra.items() if v is not None},
-    }
-    return Response(encode_json(body), status, headers=headers, media_type=PROBLEM_JSON)
+    body = _problem_json(request.url.path, status, text, extra)
+    return Response(body, status, headers=headers, media_type=PROBLEM_JSON)
 
 
 def _is_rest(request: Request) -> bool:
-    path = request.url.path
-    return path == REST_PREFIX or path.startswith(REST_PREFIX + "/")
+    return is_rest(request.url.path)
 
 
 def answer(

@@ -9,9 +9,9 @@ reason. ``/healthz`` and ``/readyz`` pass at once, so probes see "alive, not rea
 
 from __future__ import annotations
 
-import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.errors import error_body
 from app.durability import Readiness, ReadyState
 
 LOADING_WAIT_S = 10.0
@@ -45,13 +45,7 @@ class LoadingGate:
             text = f"LOADING xstreams is waiting for its database: {ready.waiting}"
         else:
             text = LOADING
-        rest = scope["path"].startswith("/v1")
-        body: dict[str, object] = (
-            {"type": "about:blank", "title": "Service Unavailable", "status": 503,
-             "detail": text, "code": "LOADING", "error": text}
-            if rest else {"error": text}
-        )  # fmt: skip
-        media = "application/problem+json" if rest else "application/json"
+        media, body = error_body(scope["path"], 503, text)
         await send(
             {
                 "type": "http.response.start",
@@ -59,4 +53,4 @@ class LoadingGate:
                 "headers": [(b"content-type", media.encode()), (b"retry-after", b"1")],
             }
         )
-        await send({"type": "http.response.body", "body": orjson.dumps(body)})
+        await send({"type": "http.response.body", "body": body})

@@ -47,10 +47,11 @@ import resource
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import orjson
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from app.api.errors import error_body
 
 __all__ = ["RESERVED_FILES", "HttpProtocol", "Limits", "fit_open_files", "protocol_class"]
 
@@ -179,7 +180,7 @@ class HttpProtocol(HttpToolsProtocol):
         idle = self.cycle is None or self.cycle.response_complete
         if self._head_begun and idle:
             log.info("closing %s: request head not received in time", _peer(self.client))
-            self._reply_408("head", self.limits.header_timeout_ms, rest=False)
+            self._reply_408("head", self.limits.header_timeout_ms, "/")
         self.transport.close()
 
     def _body_timed_out(self, cycle: Any) -> None:
@@ -187,24 +188,18 @@ class HttpProtocol(HttpToolsProtocol):
         if not cycle.response_started:
             cycle.disconnected = True  # the app's receive answers http.disconnect, sends drop
             cycle.message_event.set()
-            rest = self.scope["path"].startswith("/v1")
-            self._reply_408("body", self.limits.body_timeout_ms, rest=rest)
+            self._reply_408("body", self.limits.body_timeout_ms, self.scope["path"])
         self.transport.close()
 
-    def _reply_408(self, part: str, timeout_ms: int, *, rest: bool) -> None:
+    def _reply_408(self, part: str, timeout_ms: int, path: str) -> None:
+        """408 in the shape of the surface addressed (an unfinished head has no path yet:
+        the command endpoint's shape)."""
         text = f"ERR request {part} not received within {timeout_ms} ms"
-        if rest:
-            media = b"application/problem+json"
-            body = orjson.dumps(
-                {"type": "about:blank", "title": "Request Timeout", "status": 408,
-                 "detail": text, "code": "ERR", "error": text}
-            )  # fmt: skip
-        else:
-            media, body = b"application/json", orjson.dumps({"error": text})
+        media, body = error_body(path, 408, text)
         head = [b"HTTP/1.1 408 Request Timeout\r\n"]
         for name, value in self.server_state.default_headers:
             head.append(b"%s: %s\r\n" % (name, value))
-        head.append(b"content-type: %s\r\ncontent-length: %d\r\n" % (media, len(body)))
+        head.append(b"content-type: %s\r\ncontent-length: %d\r\n" % (media.encode(), len(body)))
         head.append(b"connection: close\r\n\r\n")
         self.transport.write(b"".join(head) + body)
 
