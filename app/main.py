@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 
+from app import __version__
 from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import errors, openapi
 from app.api.access_gate import AccessGate
@@ -87,7 +88,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app = FastAPI(
         lifespan=_lifespan,
         title="xstreams",
-        version="0.1.0",
+        version=__version__,
         summary="Redis 7.0 stream semantics served over HTTP.",
         description=DESCRIPTION,
         openapi_tags=TAGS,

@@ -13,8 +13,21 @@ from app.cli import archive, keys, report, storage
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from app import __version__
+
+        typer.echo(f"xstreams {__version__}")
+        raise typer.Exit()
+
+
 @cli.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
     """xstreams: Redis stream semantics over HTTP."""
 
 

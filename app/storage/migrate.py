@@ -1,8 +1,9 @@
 """Schema changes through Alembic only: applied on start and by ``xstreams migrate``.
 
-The Alembic configuration is built in code (the scripts live in the repository's
-``migrations/`` folder) and runs on a connection of xstreams' own engine, so the same
-dialect settings apply and no second URL has to be kept in step.
+The Alembic configuration is built in code and runs on a connection of xstreams' own engine,
+so the same dialect settings apply and no second URL has to be kept in step. The scripts live
+inside the package (``app/storage/migrations``), so an installed wheel migrates its database
+as a checkout does; ``alembic.ini`` at the top of the repository points there too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config() -> Config:
