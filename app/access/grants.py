@@ -1,10 +1,14 @@
-"""What a credential may do: four verbs, each granted on stream-name globs.
+"""What a credential may do: four verbs, each granted on stream-name globs, and metrics.
 
 ``read`` (ranges, XREAD, XINFO, SSE tails), ``consume`` (group reads, acks, claims, pending:
 what a worker needs, without appending), ``write`` (XADD, XDEL, XTRIM, XSETID, group and
 consumer admin) and ``admin`` (the whole keyspace: KEYS, DBSIZE, FLUSHALL, managing keys; it
-implies the other three on every stream). Globs are Redis's (``*``, ``?``, ``[a-z]``, ``\\``
-escapes), matched by the engine's one glob matcher, as ACL key patterns are.
+implies the other three on every stream). ``metrics`` (scraping ``/metrics``) is, like
+``admin``, held or not rather than on globs: the figures are the whole service's. A
+monitoring system gets a key with ``metrics`` alone, which reads no stream.
+
+Globs are Redis's (``*``, ``?``, ``[a-z]``, ``\\`` escapes), matched by the engine's one
+glob matcher, as ACL key patterns are.
 
 The verbs are independent: a producer may append without reading, a dashboard may read without
 writing. A grant is a plain value: API keys store it as JSON, a JWT carries it in a claim.
@@ -27,6 +31,7 @@ class Verb(StrEnum):
     CONSUME = "consume"
     WRITE = "write"
     ADMIN = "admin"
+    METRICS = "metrics"  # GET /metrics: the service's figures, no stream content
 
 
 class GrantError(ValueError):
@@ -39,6 +44,7 @@ class Grant:
     consume: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     admin: bool = False
+    metrics: bool = False
 
     def globs(self, verb: Verb) -> tuple[str, ...]:
         if verb is Verb.READ:
@@ -51,6 +57,8 @@ class Grant:
 
     def has(self, verb: Verb) -> bool:
         """Whether the verb is granted on anything at all."""
+        if verb is Verb.METRICS:
+            return self.admin or self.metrics
         return self.admin or bool(self.globs(verb))
 
     def allows(self, verb: Verb, key: str) -> bool:
@@ -65,25 +73,28 @@ class Grant:
             "consume": list(self.consume),
             "write": list(self.write),
             "admin": self.admin,
+            "metrics": self.metrics,
         }
 
     @classmethod
     def from_json(cls, doc: Any) -> Grant:
-        """A grant from ``{"read": [globs], "consume": [...], "write": [...], "admin": bool}``
-        (every member optional); anything else raises ``GrantError``."""
+        """A grant from ``{"read": [globs], "consume": [...], "write": [...], "admin": bool,
+        "metrics": bool}`` (every member optional); anything else raises ``GrantError``."""
         if not isinstance(doc, Mapping):
             raise GrantError("a grant must be an object of verbs")
-        unknown = set(doc) - {"read", "consume", "write", "admin"}
+        unknown = set(doc) - {"read", "consume", "write", "admin", "metrics"}
         if unknown:
             raise GrantError(f"unknown verbs in grant: {', '.join(sorted(map(str, unknown)))}")
-        admin = doc.get("admin", False)
-        if not isinstance(admin, bool):
-            raise GrantError("'admin' must be true or false")
+        flags = {name: doc.get(name, False) for name in ("admin", "metrics")}
+        for name, value in flags.items():
+            if not isinstance(value, bool):
+                raise GrantError(f"'{name}' must be true or false")
         return cls(
             read=_globs(doc, "read"),
             consume=_globs(doc, "consume"),
             write=_globs(doc, "write"),
-            admin=admin,
+            admin=flags["admin"],
+            metrics=flags["metrics"],
         )
 
     @classmethod
@@ -94,8 +105,15 @@ class Grant:
         consume: Iterable[str] = (),
         write: Iterable[str] = (),
         admin: bool = False,
+        metrics: bool = False,
     ) -> Grant:
-        return cls(read=tuple(read), consume=tuple(consume), write=tuple(write), admin=admin)
+        return cls(
+            read=tuple(read),
+            consume=tuple(consume),
+            write=tuple(write),
+            admin=admin,
+            metrics=metrics,
+        )
 
 
 def _globs(doc: Mapping[str, Any], verb: str) -> tuple[str, ...]:

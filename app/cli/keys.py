@@ -37,6 +37,9 @@ def create(
     consume: Globs = None,
     write: Globs = None,
     admin: Annotated[bool, typer.Option(help="Everything, the whole keyspace included.")] = False,
+    metrics: Annotated[
+        bool, typer.Option(help="Scrape /metrics (no stream content); for a monitoring system.")
+    ] = False,
     expires: Annotated[
         str | None, typer.Option(help="Lifetime: 45s, 30m, 12h, 30d, 2w (default: none).")
     ] = None,
@@ -49,9 +52,14 @@ def create(
     from app.storage.keys import DuplicateKeyName, insert_key
     from app.storage.offline import open_database
 
-    grant = Grant.of(read=read or (), consume=consume or (), write=write or (), admin=admin)
-    if not (grant.admin or grant.read or grant.consume or grant.write):
-        typer.echo("error: grant at least one of --read, --consume, --write or --admin", err=True)
+    grant = Grant.of(
+        read=read or (), consume=consume or (), write=write or (), admin=admin, metrics=metrics
+    )
+    if not (grant.admin or grant.metrics or grant.read or grant.consume or grant.write):
+        typer.echo(
+            "error: grant at least one of --read, --consume, --write, --metrics or --admin",
+            err=True,
+        )
         raise typer.Exit(2)
     now = _now_ms()
     expires_at: int | None = None
@@ -114,9 +122,16 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
             "admin"
             if g.admin
             else " ".join(
-                f"{verb}={','.join(globs)}"
-                for verb, globs in (("read", g.read), ("consume", g.consume), ("write", g.write))
-                if globs
+                [
+                    f"{verb}={','.join(globs)}"
+                    for verb, globs in (
+                        ("read", g.read),
+                        ("consume", g.consume),
+                        ("write", g.write),
+                    )
+                    if globs
+                ]
+                + (["metrics"] if g.metrics else [])
             )
         )
         typer.echo(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.access import ADMIN, Grant, GrantError, NoPerm, check_command, readable
+from app.access import ADMIN, Grant, GrantError, NoPerm, Verb, check_command, readable
 from app.engine.commands import COMMANDS, lookup
 from app.engine.commands.table import Access
 
@@ -117,6 +117,7 @@ def test_scan_lists_only_what_may_be_read() -> None:
         {"read": [1]},
         {"read": [""]},
         {"admin": "yes"},
+        {"metrics": 1},
         {"write": {"a": 1}},
     ],
 )
@@ -129,3 +130,13 @@ def test_a_grant_round_trips_through_json() -> None:
     g = Grant.of(read=["a*"], consume=["b"], write=["c", "d"], admin=False)
     assert Grant.from_json(g.to_json()) == g
     assert Grant.from_json({"read": "a*"}) == Grant.of(read=["a*"])
+    watcher = Grant.of(metrics=True)
+    assert Grant.from_json(watcher.to_json()) == watcher == Grant.from_json({"metrics": True})
+
+
+def test_metrics_is_held_or_not_and_reaches_no_stream() -> None:
+    watcher = Grant.of(metrics=True)
+    assert watcher.has(Verb.METRICS) and ADMIN.has(Verb.METRICS)
+    assert not READER.has(Verb.METRICS)
+    assert not any(watcher.has(v) for v in (Verb.READ, Verb.CONSUME, Verb.WRITE))
+    assert not watcher.allows(Verb.READ, "orders")

@@ -46,11 +46,13 @@ def test_list_and_revoke(tmp_path: Path) -> None:
     db = ["--data-dir", str(tmp_path)]
     assert run("create", "--name", "a", "--write", "x", *db)[0] == 0
     assert run("create", "--name", "b", "--admin", "--expires", "30d", *db)[0] == 0
+    assert run("create", "--name", "c", "--metrics", "--read", "r*", *db)[0] == 0
     code, out, _ = run("list", *db)
     lines = out.strip().splitlines()
     assert code == 0 and [line.split("\t")[:3] for line in lines] == [
         ["a", "active", "write=x"],
         ["b", "active", "admin"],
+        ["c", "active", "read=r* metrics"],
     ]
     assert "expires 20" in lines[1] and "expires -" in lines[0]
     assert run("revoke", "a", *db)[:2] == (0, "key 'a' revoked\n")
