@@ -7,7 +7,7 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -27,6 +27,7 @@ from app.api.routes import (
     events,
     fallback,
     groups,
+    metrics,
     pel,
     reads,
     streams,
@@ -35,6 +36,7 @@ from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.limits import Limits
 from app.engine.store import Store
+from app.observe import JournalFigures, Metrics, Observe, SseFigures
 from app.settings import Settings
 from app.storage import Storage
 
@@ -112,6 +114,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     # Who may do what (app/access): the gate resolves credentials, every surface checks.
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys
     app.state.keys_refresh = None
+    app.state.metrics = _metrics(settings, store, storage)
     errors.install(app)
 
     @app.get("/healthz", include_in_schema=False)
@@ -134,6 +137,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     for resource in (streams, entries, reads, groups, consumers, pel):
         app.include_router(resource.api)
     events.install(app)
+    app.state.metrics.sse = _sse_figures(app)
+    metrics.install(app)
     app.include_router(fallback.router)
     openapi.install(app)
     # The command endpoint: its routes go first, its catch-all path route last.
@@ -152,7 +157,32 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             expose_headers=["Location", "Link", "Retry-After"],
             max_age=600,
         )
+    # Outermost: each request's ID, count, latency and log line, whoever answers it.
+    app.add_middleware(Observe, metrics=app.state.metrics)
     return app
+
+
+def _metrics(settings: Settings, store: Store, storage: Storage | None) -> Metrics:
+    """What /metrics shows, pointed at the keyspace and the journal (app.observe)."""
+    figures = Metrics(
+        group_streams=tuple(settings.metrics_group_streams),
+        max_groups=settings.metrics_max_groups,
+    )
+    figures.keyspace = store.keyspace
+    if storage is not None:
+        writer = storage.writer
+        writer.on_commit = figures.journal_committed
+        figures.journal = lambda: JournalFigures(
+            uncommitted=writer.last_seq - writer.committed_seq, available=writer.failure is None
+        )
+    return figures
+
+
+def _sse_figures(app: FastAPI) -> Callable[[], SseFigures]:
+    registry, tails = app.state.sse, app.state.sse_tails
+    return lambda: SseFigures(
+        open=len(registry.open), closed=registry.closed, fell_behind=tails.fell_behind
+    )
 
 
 def _authenticator(settings: Settings) -> Authenticator:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, PositiveInt
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, PositiveInt, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from app.observe.logs import LogFormat
 
 
 class FsyncMode(StrEnum):
@@ -34,6 +37,8 @@ class Settings(BaseSettings):
     # Largest request body accepted by the command endpoint, in bytes.
     max_body_bytes: int = 16 * 1024 * 1024
     log_level: str = "info"
+    # Log lines as text (uvicorn's style) or one JSON object a line (``--log-format json``).
+    log_format: LogFormat = LogFormat.TEXT
     # SQLAlchemy URL of the database; None means SQLite at <data_dir>/xstreams.db.
     # PostgreSQL: postgresql+psycopg://user@host:5432/dbname
     database_url: str | None = None
@@ -117,6 +122,25 @@ class Settings(BaseSettings):
     # Event streams one API key or JWT subject may hold open; past it 429 with Retry-After.
     # The global cap (sse_max_connections) bounds everything else.
     sse_max_connections_per_key: PositiveInt = 100
+
+    # Metrics (GET /metrics). Per consumer group series (pending, lag) only for the streams
+    # matching one of these globs (none by default: a label per group could be unbounded),
+    # and at most ``metrics_max_groups`` of them. The variable takes a JSON list or globs
+    # separated by commas: XSTREAMS_METRICS_GROUP_STREAMS='orders-*,billing'.
+    metrics_group_streams: Annotated[list[str], NoDecode] = []
+    metrics_max_groups: PositiveInt = 1_000
+
+    @field_validator("metrics_group_streams", mode="before")
+    @classmethod
+    def _globs(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                return json.loads(text)
+            return [g.strip() for g in text.split(",") if g.strip()]
+        return value
 
     def resolved_database_url(self) -> str:
         """The database URL, defaulting to SQLite (WAL) under ``data_dir``."""

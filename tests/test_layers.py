@@ -86,3 +86,9 @@ ACCESS_MAY_NOT = (
 
 def test_access_is_pure() -> None:
     assert not _offenders(APP / "access", ACCESS_MAY_NOT)
+
+
+def test_observe_knows_neither_the_api_nor_storage() -> None:
+    """Both report to app.observe (metrics, request IDs); it cannot depend on either."""
+    forbidden = ("app.api", "app.storage", "app.main", "app.cli", "app.settings")
+    assert not _offenders(APP / "observe", forbidden)

@@ -113,5 +113,13 @@ class RawPaths:
             raw: bytes | None = scope.get("raw_path")
             root = scope.get("root_path", "")
             if raw is not None and b"%" in raw and raw[len(root) :].startswith(REST_PREFIX):
-                scope = {**scope, "path": unquote_name(raw.decode("latin-1"))}
+                inner = {**scope, "path": unquote_name(raw.decode("latin-1"))}
+                try:
+                    await self.app(inner, receive, send)
+                finally:
+                    # The route matched, for the layers outside (metrics, the access line).
+                    for key in ("route", "endpoint"):
+                        if key in inner:
+                            scope[key] = inner[key]
+                return
         await self.app(scope, receive, send)

@@ -167,6 +167,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> Response:
+        request.app.state.metrics.error(exc.text)
         if not _is_rest(request):
             return json_response({"error": exc.text}, 403 if isinstance(exc, NoPerm) else 400)
         index = exc.index if isinstance(exc, BatchItemError) else None
@@ -174,6 +175,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StorageUnavailable)
     async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:
+        request.app.state.metrics.error(exc.text)
         return answer(request, 503, exc.text, {"Retry-After": "1"})
 
     @app.exception_handler(ClientDisconnect)

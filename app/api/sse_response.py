@@ -68,6 +68,7 @@ class SseRegistry:
         self.open: set[Outbox] = set()
         self.by_key: dict[str, set[Outbox]] = {}
         self.shutting_down = False
+        self.closed: dict[str, int] = {}  # streams ended, by reason (for /metrics)
 
     def admit(self, outbox: Outbox, principal: Principal) -> tuple[int, str] | None:
         """None when admitted, else the refusal's status and text."""
@@ -87,6 +88,8 @@ class SseRegistry:
 
     def release(self, outbox: Outbox, principal: Principal) -> None:
         self.open.discard(outbox)
+        reason = (outbox.reason or CloseReason.ENDED).value
+        self.closed[reason] = self.closed.get(reason, 0) + 1
         mine = self.by_key.get(principal.limit_key)
         if mine is not None:
             mine.discard(outbox)

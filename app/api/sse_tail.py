@@ -219,6 +219,7 @@ class Tails:
         self.store = store
         self.durability = durability
         self.by_key: dict[str, StreamTail] = {}
+        self.fell_behind = 0  # times a live subscriber's outbox was full (for /metrics)
 
     def attach(self, key: str, sub: Subscriber) -> None:
         tail = self.by_key.get(key)
@@ -251,6 +252,7 @@ async def follow(tails: Tails, sub: Subscriber) -> None:
             if behind is None:
                 return
             await behind
+            tails.fell_behind += 1
             for key in keys:
                 tails.detach(key, sub)
     finally:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from app.cli import archive, keys, report, storage
+from app.observe.logs import LogFormat
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
@@ -40,6 +40,9 @@ def serve(
         str | None, typer.Option(help="Bearer token every request must carry.")
     ] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn log level.")] = None,
+    log_format: Annotated[
+        LogFormat | None, typer.Option(help="Log lines as text, or one JSON object a line.")
+    ] = None,
     database_url: storage.DatabaseUrl = None,
     fsync: storage.Fsync = None,
     max_connections: Annotated[
@@ -72,10 +75,12 @@ def serve(
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
     from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.server import Server
     from app.main import create_app
+    from app.observe import configure_logging
     from app.redaction import redact_logs
     from app.settings import Settings
 
@@ -87,6 +92,7 @@ def serve(
             "data_dir": data_dir,
             "token": token,
             "log_level": log_level,
+            "log_format": log_format,
             "database_url": database_url,
             "fsync": fsync,
             "max_connections": max_connections,
@@ -105,9 +111,7 @@ def serve(
     }
     settings = Settings(**overrides)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s"
-    )
+    configure_logging(settings.log_level, settings.log_format)
     app = create_app(settings)
     limits = Limits(
         header_timeout_ms=settings.header_timeout_ms,
@@ -120,6 +124,10 @@ def serve(
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        # In JSON, uvicorn's loggers go through the root's one handler; in text, uvicorn
+        # keeps its own. Its access log is replaced by ours (app.observe.middleware).
+        log_config=None if settings.log_format is LogFormat.JSON else LOGGING_CONFIG,
+        access_log=False,
         timeout_graceful_shutdown=5,
         http=protocol_class(limits),  # head and body deadlines, the connection cap
         ssl_certfile=settings.ssl_certfile,

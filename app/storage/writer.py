@@ -31,6 +31,7 @@ import functools
 import heapq
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -80,6 +81,8 @@ class JournalWriter:
         self.bytes_since_snapshot = 0
         self.commits = 0  # transactions committed, for metrics and the benchmark
         self.on_threshold: Callable[[], None] | None = None
+        # Told each group commit's duration (s) and record count (the service's metrics).
+        self.on_commit: Callable[[float, int], None] | None = None
         self._pending: list[tuple[int, bytes]] = []
         # ``always`` only: the newest record per key (those at or below committed_seq are
         # pruned when the map grows, ``_prune``), and the newest record that changed every
@@ -221,6 +224,7 @@ class JournalWriter:
             # After a failure whose outcome is unknown, rows of this batch may have landed;
             # after a conflict they are someone else's, and the conflict must stand.
             retry = self._failure is not None and not self._conflict
+            started = time.perf_counter()
             try:
                 await loop.run_in_executor(
                     self._thread, functools.partial(self.db.append, batch, retry=retry)
@@ -234,6 +238,8 @@ class JournalWriter:
             del self._pending[: len(batch)]
             self.committed_seq = batch[-1][0]
             self.commits += 1
+            if self.on_commit is not None:
+                self.on_commit(time.perf_counter() - started, len(batch))
             if self._failure is not None:
                 log.warning("database is back: %d records committed; writes accepted", len(batch))
                 self._failure = None

@@ -5,6 +5,9 @@
 ``{"result": ...}`` or ``{"error": "<Redis error text>"}``; nothing else ever comes back.
 Unlike Upstash, XREAD / XREADGROUP BLOCK wait on the server.
 
+Each command run is counted and timed for ``/metrics`` (the engine's time, not a blocked
+read's wait, as Redis's commandstats), and each error answered is counted by its code.
+
 These are plain Starlette routes, not FastAPI ones: ``POST /``, ``/pipeline`` and
 ``/multi-exec`` are matched before the ``/v1`` routes and solve no dependencies, which cost
 about 40 % of a one-entry XADD when they went through FastAPI's router (bench/REPORT.md).
@@ -13,6 +16,7 @@ about 40 % of a one-entry XADD when they went through FastAPI's router (bench/RE
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -26,11 +30,13 @@ from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, path_args
 from app.durability import Durability
-from app.engine.commands import Command
+from app.engine.blocking import Block
+from app.engine.commands import Command, Reply
 from app.engine.errors import CommandError
 from app.engine.replies import ScanPage
 from app.engine.store import Store
-from app.engine.waiting import ClientGone, execute
+from app.engine.waiting import ClientGone, wait
+from app.observe import Metrics
 from app.settings import Settings
 
 
@@ -68,6 +74,25 @@ def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
     return grant
 
 
+def _error(request: Request, text: str, status: int = 400) -> Response:
+    """A whole request's error answer, counted by its code."""
+    request.app.state.metrics.error(text)
+    return json_response({"error": text}, status)
+
+
+async def _execute(store: Store, args: list[str], cmd: Command, request: Request) -> Reply:
+    """Run one command (``waiting.execute``), timing the engine's part for the metrics."""
+    metrics: Metrics = request.app.state.metrics
+    started = time.perf_counter()
+    try:
+        reply = store.execute(args, cmd=cmd)
+    finally:
+        metrics.command(cmd.name, time.perf_counter() - started)
+    if isinstance(reply, Block):
+        return await wait(store, reply, lambda: wait_for_disconnect(request))
+    return reply
+
+
 def _listed(grant: Grant, reply: Any) -> Any:
     """A SCAN page narrowed to the keys the caller may read (its cursor walks on)."""
     if isinstance(reply, ScanPage) and not grant.admin:
@@ -85,12 +110,12 @@ async def _run_one(
         keys = cmd.keys(args)
         if cmd.writes:
             durability.check_writable()  # refused before it runs: nothing applied
-        reply = await execute(store, args, lambda: wait_for_disconnect(request), cmd)
+        reply = await _execute(store, args, cmd, request)
     except NoPerm as e:
-        return json_response({"error": e.text}, 403)
+        return _error(request, e.text, 403)
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
-        return json_response({"error": e.text}, 400)
+        return _error(request, e.text)
     except ClientGone:
         return Response(status_code=499)
     # Nothing this reply shows may be taken back by a crash: a write's own record, another
@@ -110,7 +135,7 @@ async def run_command(request: Request) -> Response:
     try:
         args = command_args(await read_body(request), settings.max_command_args)
     except CommandError as e:
-        return json_response({"error": e.text}, 400)
+        return _error(request, e.text)
     return await _run_one(store, args, request, _shaper(request), durability)
 
 
@@ -119,7 +144,8 @@ async def run_pipeline(request: Request) -> Response:
     try:
         commands = _commands(request, await read_body(request))
     except CommandError as e:
-        return json_response({"error": e.text}, 400)
+        return _error(request, e.text)
+    metrics: Metrics = request.app.state.metrics
     shaper = _shaper(request)
     out: list[dict[str, Any]] = []
     keys: list[str] | None = []
@@ -139,9 +165,10 @@ async def run_pipeline(request: Request) -> Response:
             grant = _permit(request, cmd, args)  # NoPerm: this command's error item
             if cmd.writes:
                 durability.check_writable()
-            reply = await execute(store, args, lambda: wait_for_disconnect(request), cmd)
+            reply = await _execute(store, args, cmd, request)
             out.append({"result": shaper(_listed(grant, reply))})
         except CommandError as e:
+            metrics.error(e.text)
             out.append({"error": e.text})
         except ClientGone:
             return Response(status_code=499)
@@ -166,11 +193,13 @@ async def run_transaction(request: Request) -> Response:
         writes, keys = _scope(store, commands)
         if writes:
             durability.check_writable()
+        started = time.perf_counter()
         results = store.execute_atomic(commands)
     except NoPerm as e:
-        return json_response({"error": e.text}, 403)
+        return _error(request, e.text, 403)
     except CommandError as e:
-        return json_response({"error": e.text}, 400)
+        return _error(request, e.text)
+    _count_transaction(request.app.state.metrics, store, commands, results, started)
     await durability.wait_visible(keys)
     shaper = _shaper(request)
     return json_response(
@@ -183,6 +212,22 @@ async def run_transaction(request: Request) -> Response:
     )
 
 
+def _count_transaction(
+    metrics: Metrics,
+    store: Store,
+    commands: list[list[str]],
+    results: list[Reply | CommandError],
+    started: float,
+) -> None:
+    """A transaction is timed whole (``exec``, as Redis's commandstats); each of its commands
+    is counted, and each error it answered."""
+    metrics.command("exec", time.perf_counter() - started)
+    for args, result in zip(commands, results, strict=True):
+        metrics.commands.add((store.command(args).name,))
+        if isinstance(result, CommandError):
+            metrics.error(result.text)
+
+
 async def run_path_command(request: Request) -> Response:
     store, durability = request.app.state.store, request.app.state.durability
     try:
@@ -193,9 +238,9 @@ async def run_path_command(request: Request) -> Response:
             body,
         )
     except CommandError as e:
-        return json_response({"error": e.text}, 400)
+        return _error(request, e.text)
     except UnicodeDecodeError:
-        return json_response({"error": "ERR the request body must be UTF-8 text"}, 400)
+        return _error(request, "ERR the request body must be UTF-8 text")
     return await _run_one(store, args, request, _shaper(request), durability)
 
 

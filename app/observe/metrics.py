@@ -1,0 +1,274 @@
+"""The service's Prometheus metrics: what is tallied on the request path, what is read at
+scrape time, and their names (README "Observe" lists them).
+
+Two kinds of figures, kept apart so the request path stays cheap:
+
+- events, tallied as they happen (``tallies``: a dict lookup and an addition, on the loop):
+  requests and their latency per route, commands and their latency, errors by kind, journal
+  commits (latency, records per group commit), event streams that ended and why;
+- state, read only when ``/metrics`` is scraped (``ServiceCollector``): streams, entries, the
+  modelled node bytes, consumer groups, blocked clients, open event streams, the journal's
+  backlog. Nothing is updated per request for them.
+
+Cardinality is bounded by construction: routes are path templates, commands come from the
+command table (an unknown name counts as ``unknown``), an error's kind is its Redis code.
+Per-group series (pending, lag) exist only for streams matching the opt-in globs
+(``XSTREAMS_METRICS_GROUP_STREAMS``), at most ``metrics_max_groups`` of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from app import __version__
+from app.engine.glob import glob_match
+from app.engine.keyspace import Keyspace
+from app.observe.tallies import Counts, Timings
+
+__all__ = ["CONTENT_TYPE", "JournalFigures", "Metrics", "SseFigures", "error_kind"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Records per group commit: 1 (a lone writer) to thousands (a burst of pipelines).
+GROUP_BUCKETS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0)
+_CODE = re.compile(r"[A-Z]{2,24}")
+
+
+def error_kind(text: str) -> str:
+    """An error's kind: its Redis code (``NOGROUP``, ``BUSYGROUP``, ``NOPERM``, ``ERR``)."""
+    code = text.split(" ", 1)[0]
+    return code if _CODE.fullmatch(code) else "ERR"
+
+
+@dataclass(frozen=True, slots=True)
+class SseFigures:
+    open: int
+    closed: Mapping[str, int]  # by close reason
+    fell_behind: int  # times a live subscriber's buffer was full (it reads from its cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalFigures:
+    uncommitted: int  # records appended, not committed yet
+    available: bool  # the database takes commits
+
+
+@dataclass(slots=True)
+class Metrics:
+    """Everything ``/metrics`` shows for one app; ``main`` points it at its sources."""
+
+    group_streams: Sequence[str] = ()
+    max_groups: int = 1000
+    http_requests: Counts = field(default_factory=Counts)  # (method, route, status)
+    http_duration: Timings = field(default_factory=Timings)  # (method, route)
+    commands: Counts = field(default_factory=Counts)  # (command,)
+    command_duration: Timings = field(default_factory=Timings)  # (command,)
+    errors: Counts = field(default_factory=Counts)  # (kind,)
+    journal_commit: Timings = field(default_factory=Timings)  # ()
+    journal_group: Timings = field(default_factory=lambda: Timings(GROUP_BUCKETS))  # ()
+    keyspace: Keyspace | None = None
+    sse: Callable[[], SseFigures] | None = None
+    journal: Callable[[], JournalFigures] | None = None
+    registry: CollectorRegistry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(ServiceCollector(self))
+        # The process's own figures (resident memory, CPU, open files) and the runtime's.
+        for default in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            self.registry.register(default)
+
+    def error(self, text: str) -> None:
+        self.errors.add((error_kind(text),))
+
+    def command(self, name: str, seconds: float) -> None:
+        self.commands.add((name,))
+        self.command_duration.observe((name,), seconds)
+
+    def journal_committed(self, seconds: float, records: int) -> None:
+        self.journal_commit.observe((), seconds)
+        self.journal_group.observe((), float(records))
+
+    def exposition(self) -> bytes:
+        """The text format a Prometheus server scrapes."""
+        return generate_latest(self.registry)
+
+
+class ServiceCollector(Collector):
+    """Reads the tallies and the live state into metric families, at scrape time."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.m = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.m
+        info = GaugeMetricFamily("xstreams_build_info", "The running version.", labels=["version"])
+        info.add_metric([__version__], 1)
+        yield info
+        yield _counter(
+            "xstreams_http_requests",
+            "HTTP requests answered, by method, route (path template) and status.",
+            ["method", "route", "status"],
+            m.http_requests,
+        )
+        yield _histogram(
+            "xstreams_http_request_duration_seconds",
+            "Time from a request's arrival to the end of its response (long polls and event"
+            " streams included), by method and route.",
+            ["method", "route"],
+            m.http_duration,
+        )
+        yield _counter(
+            "xstreams_commands",
+            "Commands run through the command endpoint (each one of a pipeline or a"
+            " transaction), by command.",
+            ["command"],
+            m.commands,
+        )
+        yield _histogram(
+            "xstreams_command_duration_seconds",
+            "Time the engine took to run a command (a blocked read's wait excluded); a"
+            " transaction is timed whole as `exec`.",
+            ["command"],
+            m.command_duration,
+        )
+        yield _counter(
+            "xstreams_errors",
+            "Errors answered to commands and REST or SSE operations, by Redis error code.",
+            ["kind"],
+            m.errors,
+        )
+        yield _histogram(
+            "xstreams_journal_commit_duration_seconds",
+            "Time of one group commit of journal records.",
+            [],
+            m.journal_commit,
+        )
+        yield _histogram(
+            "xstreams_journal_commit_records",
+            "Journal records per group commit.",
+            [],
+            m.journal_group,
+        )
+        if m.journal is not None:
+            j = m.journal()
+            yield GaugeMetricFamily(
+                "xstreams_journal_uncommitted_records",
+                "Journal records appended and not committed yet.",
+                value=j.uncommitted,
+            )
+            yield GaugeMetricFamily(
+                "xstreams_storage_available",
+                "1 while the database takes commits, 0 while writes are refused.",
+                value=1 if j.available else 0,
+            )
+        if m.sse is not None:
+            s = m.sse()
+            yield GaugeMetricFamily(
+                "xstreams_sse_subscribers", "Event streams open now.", value=s.open
+            )
+            closed = CounterMetricFamily(
+                "xstreams_sse_closed",
+                "Event streams ended, by reason (`stalled`: a slow client cut off).",
+                labels=["reason"],
+            )
+            for reason, n in sorted(s.closed.items()):
+                closed.add_metric([reason], n)
+            yield closed
+            yield CounterMetricFamily(
+                "xstreams_sse_fell_behind",
+                "Times a live subscriber's buffer was full, so it went on reading from its own"
+                " position (a slow one).",
+                value=s.fell_behind,
+            )
+        if m.keyspace is not None:
+            yield from _keyspace(m, m.keyspace)
+
+
+def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
+    """Streams, entries, node bytes, groups, blocked clients: one pass over the keyspace."""
+    entries = node_bytes = groups = 0
+    for stream in ks.streams.values():
+        entries += stream.length
+        groups += len(stream.groups)
+        for node in stream.nodes:
+            node_bytes += node.lp_bytes
+    yield GaugeMetricFamily("xstreams_streams", "Streams (keys).", value=len(ks.streams))
+    yield GaugeMetricFamily("xstreams_stream_entries", "Entries in all streams.", value=entries)
+    yield GaugeMetricFamily(
+        "xstreams_stream_node_bytes",
+        "Bytes the entries take as Redis's listpack nodes would (the engine's model of them).",
+        value=node_bytes,
+    )
+    yield GaugeMetricFamily("xstreams_consumer_groups", "Consumer groups.", value=groups)
+    yield GaugeMetricFamily(
+        "xstreams_blocked_clients",
+        "Clients blocked in XREAD / XREADGROUP BLOCK (long polls included).",
+        value=ks.blocked.count(),
+    )
+    if not m.group_streams:
+        return
+    pending = GaugeMetricFamily(
+        "xstreams_group_pending",
+        "Entries delivered to a group and not acknowledged (its PEL), for streams matching"
+        " XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group"],
+    )
+    lag = GaugeMetricFamily(
+        "xstreams_group_lag",
+        "Entries not yet delivered to a group (XINFO GROUPS lag; absent when Redis cannot"
+        " tell), for streams matching XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group"],
+    )
+    shown = omitted = 0
+    for key in sorted(ks.streams):
+        if not any(glob_match(pattern, key) for pattern in m.group_streams):
+            continue
+        stream = ks.streams[key]
+        for name in sorted(stream.groups):
+            if shown >= m.max_groups:
+                omitted += 1
+                continue
+            shown += 1
+            group = stream.groups[name]
+            pending.add_metric([key, name], len(group.pel))
+            group_lag = group.lag(stream)
+            if group_lag is not None:
+                lag.add_metric([key, name], group_lag)
+    yield pending
+    yield lag
+    yield GaugeMetricFamily(
+        "xstreams_metrics_groups_omitted",
+        "Groups of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
+        value=omitted,
+    )
+
+
+def _counter(name: str, doc: str, labels: list[str], counts: Counts) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=labels)
+    for values, n in counts:
+        family.add_metric(list(values), n)
+    return family
+
+
+def _histogram(name: str, doc: str, labels: list[str], timings: Timings) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, h in timings:
+        family.add_metric(list(values), h.cumulative(timings.bounds), h.total)
+    return family

@@ -1,0 +1,133 @@
+"""Every request, observed once: its ID, its latency and status for ``/metrics``, its log line.
+
+The outermost layer of the app (a pure ASGI middleware), so what it measures includes every
+other layer, a 401 from the access gate or a 503 while loading as well as the handler:
+
+- the request ID: the client's ``X-Request-ID`` when it is sane (1 to 128 characters of
+  letters, digits and ``._:@+=/-``: it goes into log lines, so no spaces, quotes or control
+  characters), else a fresh random one; echoed in the response's ``X-Request-ID`` and set in
+  ``logs.REQUEST_ID`` while the request is served;
+- one count and one latency observation per request, by method and route (the matched path
+  template, so the label set stays bounded whatever paths clients send; FastAPI's router
+  leaves ``scope["route"]`` for its own routes only, so a plain Starlette route, such as the
+  command endpoint's, is found by its ``endpoint``; a request answered before routing, a
+  401 from the access gate or a 503 while loading, is ``unrouted``);
+- one log line at info on ``xstreams.access`` when the response has ended: client, method,
+  path with its query (secrets masked by ``redact``), status, route, duration, request ID.
+  It replaces uvicorn's access log, which knows neither the route nor the ID.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from typing import Any
+
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.observe.logs import REQUEST_ID
+from app.observe.metrics import Metrics
+from app.redaction import redact
+
+__all__ = ["REQUEST_ID_HEADER", "Observe", "request_id_of"]
+
+log = logging.getLogger("xstreams.access")
+
+REQUEST_ID_HEADER = b"x-request-id"
+_SANE_ID = re.compile(rb"[A-Za-z0-9._:@+=/-]{1,128}")
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def request_id_of(headers: list[tuple[bytes, bytes]]) -> str:
+    """The client's request ID if it is sane, else a new one (32 hex digits)."""
+    for name, value in headers:
+        if name == REQUEST_ID_HEADER:
+            if _SANE_ID.fullmatch(value):
+                return value.decode("ascii")
+            break
+    return secrets.token_hex(16)
+
+
+class Observe:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+        self._paths: dict[Any, str] | None = None  # plain routes' endpoints to their paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = request_id_of(scope["headers"])
+        echoed = (REQUEST_ID_HEADER, request_id.encode("ascii"))
+        token = REQUEST_ID.set(request_id)
+        status = 500  # what the server answers if the app fails before it starts a response
+
+        async def observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), echoed]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            seconds = time.perf_counter() - started
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+            route = self._route(scope)
+            metrics = self.metrics
+            metrics.http_requests.add((method, route, str(status)))
+            metrics.http_duration.observe((method, route), seconds)
+            if log.isEnabledFor(logging.INFO):
+                _access_line(scope, method, route, status, seconds, request_id)
+            REQUEST_ID.reset(token)
+
+    def _route(self, scope: Scope) -> str:
+        route = scope.get("route")
+        if route is not None:
+            return str(route.path)
+        endpoint = scope.get("endpoint")
+        if endpoint is None:
+            return "unrouted"
+        if self._paths is None:
+            self._paths = {
+                r.endpoint: r.path for r in scope["app"].router.routes if isinstance(r, Route)
+            }
+        return self._paths.get(endpoint, "unrouted")
+
+
+def _access_line(
+    scope: Scope, method: str, route: str, status: int, seconds: float, request_id: str
+) -> None:
+    raw: bytes = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
+    query: bytes = scope.get("query_string", b"")
+    path = redact(raw.decode("latin-1") + ("?" + query.decode("latin-1") if query else ""))
+    client = scope.get("client")
+    peer = f"{client[0]}:{client[1]}" if client else "-"
+    duration_ms = round(seconds * 1000, 3)
+    log.info(
+        '%s - "%s %s HTTP/%s" %d route=%s duration_ms=%.3f request_id=%s',
+        peer,
+        method,
+        path,
+        scope.get("http_version", "1.1"),
+        status,
+        route,
+        duration_ms,
+        request_id,
+        extra={
+            "fields": {
+                "client": peer,
+                "method": method,
+                "path": path,
+                "route": route,
+                "status": status,
+                "duration_ms": duration_ms,
+            }
+        },
+    )
