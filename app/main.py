@@ -153,8 +153,14 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
             allow_origins=settings.cors_origins,
             allow_credentials=True,
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "Upstash-Encoding"],
-            expose_headers=["Location", "Link", "Retry-After"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "Last-Event-ID",
+                "Upstash-Encoding",
+                "X-Request-ID",
+            ],
+            expose_headers=["Location", "Link", "Retry-After", "X-Request-ID"],
             max_age=600,
         )
     # Outermost: each request's ID, count, latency and log line, whoever answers it.
