@@ -40,7 +40,7 @@ from prometheus_client.registry import Collector
 from app import __version__
 from app.engine.glob import glob_match
 from app.engine.keyspace import Keyspace
-from app.observe.tallies import Counts, Timings
+from app.observe.tallies import Counts, Histogram, Timings
 
 __all__ = ["CONTENT_TYPE", "JournalFigures", "Metrics", "SseFigures", "error_kind"]
 
@@ -75,8 +75,9 @@ class Metrics:
 
     group_streams: Sequence[str] = ()
     max_groups: int = 1000
-    http_requests: Counts = field(default_factory=Counts)  # (method, route, status)
-    http_duration: Timings = field(default_factory=Timings)  # (method, route)
+    # (method, route, status): one tally per request gives both the requests by status and
+    # the latency by route (summed over statuses at scrape time).
+    http: Timings = field(default_factory=Timings)
     commands: Counts = field(default_factory=Counts)  # (command,)
     command_duration: Timings = field(default_factory=Timings)  # (command,)
     errors: Counts = field(default_factory=Counts)  # (kind,)
@@ -121,19 +122,30 @@ class ServiceCollector(Collector):
         info = GaugeMetricFamily("xstreams_build_info", "The running version.", labels=["version"])
         info.add_metric([__version__], 1)
         yield info
-        yield _counter(
+        requests = CounterMetricFamily(
             "xstreams_http_requests",
             "HTTP requests answered, by method, route (path template) and status.",
-            ["method", "route", "status"],
-            m.http_requests,
+            labels=["method", "route", "status"],
         )
-        yield _histogram(
+        by_route: dict[tuple[str, ...], Histogram] = {}
+        for labels, h in m.http:
+            requests.add_metric(list(labels), h.count)
+            merged = by_route.get(labels[:2])
+            if merged is None:
+                by_route[labels[:2]] = Histogram(list(h.counts), h.total)
+            else:
+                merged.counts = [a + b for a, b in zip(merged.counts, h.counts, strict=True)]
+                merged.total += h.total
+        yield requests
+        latency = HistogramMetricFamily(
             "xstreams_http_request_duration_seconds",
             "Time from a request's arrival to the end of its response (long polls and event"
             " streams included), by method and route.",
-            ["method", "route"],
-            m.http_duration,
+            labels=["method", "route"],
         )
+        for labels, h in by_route.items():
+            latency.add_metric(list(labels), h.cumulative(m.http.bounds), h.total)
+        yield latency
         yield _counter(
             "xstreams_commands",
             "Commands run through the command endpoint (each one of a pipeline or a"
