@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import Server
+from tests.observe.support import parse, value
 from tests.sse.conftest import SEND_TIMEOUT_MS, SSE_ENV, flushed_client
 
 MARGIN_S = 4.0  # for a loaded 2-core box
@@ -79,8 +80,15 @@ def _read_to_end(sock: socket.socket, timeout: float) -> bytes:
     return b"".join(chunks)
 
 
+async def _stalled(client: httpx.AsyncClient) -> float:
+    """Event streams cut off as stalled so far, as /metrics counts them."""
+    samples = parse((await client.get("/metrics")).text)
+    return value(samples, "xstreams_sse_closed_total", reason="stalled")
+
+
 async def test_a_subscriber_that_reads_nothing_is_cut_off(client: httpx.AsyncClient) -> None:
     port = int(str(client.base_url).rsplit(":", 1)[1].rstrip("/"))
+    stalled_before = await _stalled(client)
     sock = await asyncio.to_thread(_subscribe, port)
     try:
         stop = asyncio.Event()
@@ -97,6 +105,7 @@ async def test_a_subscriber_that_reads_nothing_is_cut_off(client: httpx.AsyncCli
         # The server's side is gone: the socket reads what was buffered, then its end.
         got = _ids(await asyncio.to_thread(_read_to_end, sock, MARGIN_S))
         assert got == ids[: len(got)]
+        assert await _stalled(client) == stalled_before + 1  # counted as a slow client's
     finally:
         sock.close()
 
