@@ -106,11 +106,14 @@ def test_compose_runs_the_image_with_postgresql() -> None:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with the wheel built from this checkout installed, as the
-    Dockerfile's build and runtime stages do (pip's cache keeps the dependencies local)."""
+    Dockerfile's build and runtime stages do (pip's cache keeps the dependencies local).
+
+    The wheel is built from the sdist, in a folder of its own, as CI builds it: never from
+    a ``build/`` folder an earlier build left in the checkout, which can hold stale files."""
     tmp = tmp_path_factory.mktemp("image")
     clean = _clean_env()
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / "dist"), str(ROOT)],
+        [sys.executable, "-m", "build", "--outdir", str(tmp / "dist"), str(ROOT)],
         check=True,
         capture_output=True,
         env=clean,

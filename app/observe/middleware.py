@@ -88,9 +88,11 @@ class Observe:
             method = scope["method"] if scope["method"] in _METHODS else "OTHER"
             route = self._route(scope)
             self.metrics.http.observe((method, route, str(status)), seconds)
-            if log.isEnabledFor(logging.INFO):
-                _access_line(scope, method, route, status, seconds, request_id)
-            REQUEST_ID.reset(token)
+            try:
+                if log.isEnabledFor(logging.INFO):
+                    _access_line(scope, method, route, status, seconds, request_id)
+            finally:
+                REQUEST_ID.reset(token)
 
     def _route(self, scope: Scope) -> str:
         route = scope.get("route")
