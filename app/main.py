@@ -29,6 +29,7 @@ from app.api.routes import (
     pel,
     reads,
     streams,
+    whoami,
 )
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
@@ -73,6 +74,7 @@ TAGS = [
         "description": "Consumers and their reads: XINFO CONSUMERS, XGROUP, XREADGROUP.",
     },
     {"name": "pending entries", "description": "The PEL: XACK, XPENDING, XCLAIM, XAUTOCLAIM."},
+    {"name": "access", "description": "The caller's own grant: ACL WHOAMI."},
 ]
 
 
@@ -130,7 +132,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         # of what is not durable yet answer 503.
         return json_response({"status": "ready", "storage": failure.reason if failure else "ok"})
 
-    for resource in (streams, entries, reads, groups, consumers, pel):
+    for resource in (streams, entries, reads, groups, consumers, pel, whoami):
         app.include_router(resource.api)
     events.install(app)
     app.include_router(fallback.router)
