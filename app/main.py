@@ -14,7 +14,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 
 from app.access import Authenticator, JwtVerifier, KeyRing
-from app.api import errors, openapi
+from app.api import dashboard, errors, openapi
 from app.api.access_gate import AccessGate
 from app.api.binary import RawPaths
 from app.api.errors import json_response
@@ -136,6 +136,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         app.include_router(resource.api)
     events.install(app)
     app.include_router(fallback.router)
+    dashboard.install(app)  # /ui/: the dashboard's static files
     openapi.install(app)
     # The command endpoint: its routes go first, its catch-all path route last.
     commands.install(app)
