@@ -51,6 +51,4 @@ def install(app: FastAPI) -> None:
     """Serve ``/ui/`` (``/ui`` redirects there). Call before the command endpoint's catch-all,
     which would otherwise take ``GET /ui`` for a command named UI."""
     app.router.routes.append(Route(PREFIX, _to_slash, methods=["GET", "HEAD"]))
-    app.router.routes.append(
-        Mount(PREFIX, DashboardFiles(directory=STATIC, html=True), name="ui")
-    )
+    app.router.routes.append(Mount(PREFIX, DashboardFiles(directory=STATIC, html=True), name="ui"))
