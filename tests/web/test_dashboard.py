@@ -1,0 +1,251 @@
+"""The dashboard in a real browser (Debian's Chromium through Playwright) against a running
+service: every page, driven as a user drives it, and checked against the API afterwards.
+
+A key that may read, consume and write ``orders*`` appends from the form, watches entries
+arrive over the live tail (pausing it, and seeing the gap a trim leaves), jumps to an ID,
+creates a group, reads as a consumer so entries are pending, claims one to another consumer,
+acknowledges one with the keyboard alone, and autoclaims the rest: each time the API agrees.
+A read-only key is shown no control it may not use, and refusals are shown in the words of the
+problem document. Each page is saved at 1280 and 390 px wide, and at 390 px the page never
+scrolls sideways.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from tests.web.conftest import Dashboard
+from tests.web.tour import WIDTHS, confirm, open_page, route, shoot, sign_in
+
+
+def _pending(d: Dashboard, stream: str, group: str) -> dict[str, tuple[str, int]]:
+    """The PEL as the API reports it: id -> (consumer, delivery count)."""
+    r = d.admin.get(f"/v1/streams/{stream}/groups/{group}/pending", params={"count": 1000})
+    assert r.status_code == 200, r.text
+    return {e["id"]: (e["consumer"], e["delivery_count"]) for e in r.json()["entries"]}
+
+
+def _append(d: Dashboard, stream: str, *items: str) -> list[str]:
+    r = d.admin.post(
+        f"/v1/streams/{stream}/entries",
+        json={"entries": [{"fields": {"item": item}} for item in items]},
+    )
+    assert r.status_code == 201, r.text
+    ids: list[str] = r.json()["ids"]
+    return ids
+
+
+def _shoot(page: Any, d: Dashboard, name: str) -> None:
+    """Both widths saved as PNGs of those widths; at 390 px nothing overflows the page."""
+    for label, (path, scroll_width) in shoot(page, d.shots, name).items():
+        width = WIDTHS[label][0]
+        head = path.read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+        assert struct.unpack(">I", head[16:20])[0] == width, path
+        assert scroll_width <= width, f"{name} scrolls sideways at {width} px ({scroll_width})"
+
+
+def _ids_shown(page: Any) -> list[str]:
+    ids: list[str] = page.eval_on_selector_all(
+        "section[aria-labelledby=entries-title] td.id", "cells => cells.map(c => c.textContent)"
+    )
+    return ids
+
+
+def test_every_page_against_the_running_service(dashboard: Dashboard, page: Any) -> None:
+    d = dashboard
+    s = "orders-tour"
+    seeded = _append(d, s, "seed-0", "seed-1", "seed-2")
+    _append(d, "payments", "not for this key")  # outside the key's grant: never listed
+    sign_in(page, d.url, d.operator)
+    assert "operator (key)" in page.inner_text("#who")
+
+    # 1. Streams: the key's streams only, with length and entry times; a glob filters them.
+    open_page(page, d.url, route())
+    row = page.locator(f'tbody tr[data-name="{s}"]')
+    row.wait_for()
+    assert row.locator("td").first.inner_text() == "3"
+    assert page.locator('tbody tr[data-name="payments"]').count() == 0
+    page.fill("input[name=match]", "orders-t*")
+    page.press("input[name=match]", "Enter")
+    page.wait_for_function("location.hash === '#/?match=orders-t*'")
+    page.locator(f'tbody tr[data-name="{s}"]').wait_for()
+    _shoot(page, d, "streams")
+
+    # 2. Stream: append from the form (fields as pairs, a repeated name kept).
+    page.click(f'tbody tr[data-name="{s}"] th a')
+    page.wait_for_selector("#append-title")
+    page.fill(".pair-row >> nth=0 >> input[name=field]", "item")
+    page.fill(".pair-row >> nth=0 >> input[name=value]", "from the form")
+    page.click("text=+ Field")
+    page.fill(".pair-row >> nth=1 >> input[name=field]", "item")
+    page.fill(".pair-row >> nth=1 >> input[name=value]", "again")
+    page.click("button:text-is('Append')")
+    page.wait_for_selector("text=/Appended \\d+-\\d+/")
+    newest = {"order": "desc", "count": 1, "fields": "pairs"}
+    last = d.admin.get(f"/v1/streams/{s}/entries", params=newest).json()["entries"][0]
+    assert last["fields"] == [["item", "from the form"], ["item", "again"]]
+    # Jump to an ID: the page ends there, newest first.
+    page.fill("input[name=jump]", seeded[1])
+    page.press("input[name=jump]", "Enter")
+    page.wait_for_function(
+        f"document.querySelector('section[aria-labelledby=entries-title] td.id')"
+        f"?.textContent === '{seeded[1]}'"
+    )
+    assert _ids_shown(page) == [seeded[1], seeded[0]]
+
+    # The live tail: entries appended elsewhere arrive while watching, newest on top.
+    page.check("#live")
+    page.wait_for_selector("text=/^Live: 0 entries received/")
+    live = _append(d, s, *(f"live-{i}" for i in range(5)))
+    page.wait_for_selector("text=/^Live: 5 entries received/")
+    assert _ids_shown(page)[:5] == live[::-1]
+    # Paused, it shows nothing new; a trim meanwhile removes entries it never showed, and on
+    # resume it says so before going on.
+    page.click("button:text-is('Pause')")
+    page.wait_for_selector("text=/^Paused at /")
+    missed = _append(d, s, "missed-0", "missed-1", "kept")
+    page.fill("input[name=threshold]", "1")
+    page.click("button:text-is('Trim…')")
+    confirm(page)
+    page.wait_for_selector("text=/Removed \\d+ entries/")
+    assert d.admin.get(f"/v1/streams/{s}").json()["length"] == 1
+    assert missed[0] not in _ids_shown(page)
+    page.click("button:text-is('Resume')")
+    page.wait_for_selector("text=/were removed \\(trimmed or deleted\\) before they could be/")
+    page.wait_for_selector("text=/^Live: 6 entries received/")
+    assert _ids_shown(page)[0] == missed[-1]
+    _shoot(page, d, "stream")
+    page.uncheck("#live")
+
+    # 3. Groups: create one, read as a consumer so entries are pending.
+    more = _append(d, s, "work-0", "work-1", "work-2", "work-3")
+    page.click("text=Consumer groups →")
+    page.wait_for_selector("#create-title")
+    page.fill("input[name=group]", "billing")
+    page.fill("input[name=id]", "0")
+    page.click("button:text-is('Create')")
+    page.wait_for_selector('section[data-group="billing"]')
+    assert d.admin.get(f"/v1/streams/{s}/groups/billing").json()["lag"] == 5
+    page.fill("input[name=read-group]", "billing")
+    page.fill("input[name=consumer]", "alice")
+    page.fill("input[name=count]", "10")
+    page.click("button:text-is('Read')")
+    page.wait_for_selector("text=Delivered 5 entries to alice.")
+    pending = _pending(d, s, "billing")
+    assert sorted(pending) == sorted([missed[-1], *more])
+    assert set(pending.values()) == {("alice", 1)}
+    card = page.locator('section[data-group="billing"]')
+    card.locator('tr[data-consumer="alice"] td >> nth=0').filter(has_text="5").wait_for()
+    card.locator("svg.chart").wait_for()
+    page.wait_for_timeout(2500)  # a few samples on the lag / pending chart
+    _shoot(page, d, "groups")
+
+    # 4. Pending: claim one to bob, acknowledge one with the keyboard, autoclaim the rest.
+    card.locator("text=Pending entries →").click()
+    page.wait_for_selector(f'tr[data-id="{more[0]}"]')
+    page.fill("input[name=claim-to]", "bob")
+    page.click(f'tr[data-id="{more[0]}"] button.claim')
+    confirm(page)
+    page.wait_for_selector("text=Claimed 1 for bob.")
+    assert _pending(d, s, "billing")[more[0]] == ("bob", 2)
+    page.locator(f'tr[data-id="{more[0]}"] td >> nth=2').filter(has_text="bob").wait_for()
+
+    ack = page.locator(f'tr[data-id="{more[1]}"] button.ack')
+    ack.focus()
+    page.keyboard.press("Enter")  # opens the confirmation, its confirm button focused
+    page.wait_for_selector("#confirm[open]")
+    page.keyboard.press("Escape")  # cancelled: nothing acknowledged
+    page.wait_for_selector("#confirm:not([open])", state="attached")
+    assert more[1] in _pending(d, s, "billing")
+    ack.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#confirm[open]")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=Acknowledged 1.")
+    assert more[1] not in _pending(d, s, "billing")
+    page.wait_for_selector(f'tr[data-id="{more[1]}"]', state="detached")
+
+    # Filters: only entries delivered more than once (the claimed one).
+    page.fill("input[name=deliveries]", "1")
+    page.dispatch_event("input[name=deliveries]", "change")
+    page.wait_for_function("document.querySelectorAll('tbody tr[data-id]').length === 1")
+    assert page.locator(f'tr[data-id="{more[0]}"]').count() == 1
+    _shoot(page, d, "pending")
+    page.fill("input[name=deliveries]", "0")
+    page.dispatch_event("input[name=deliveries]", "change")
+
+    page.fill("input[name=autoclaim-consumer]", "carol")
+    page.fill("input[name=autoclaim-idle]", "0")
+    page.click("button:text-is('Autoclaim…')")
+    confirm(page)
+    page.wait_for_selector("text=Claimed 4 for carol.")
+    left = _pending(d, s, "billing")
+    assert sorted(left) == sorted([missed[-1], more[0], more[2], more[3]])
+    assert {owner for owner, _ in left.values()} == {"carol"}
+
+
+def test_a_read_only_key_is_shown_no_control_it_may_not_use(
+    dashboard: Dashboard, page: Any
+) -> None:
+    d = dashboard
+    s = "orders-readonly"
+    _append(d, s, "a", "b")
+    d.admin.post(f"/v1/streams/{s}/groups", json={"name": "g", "id": "0"})
+    d.admin.post(f"/v1/streams/{s}/groups/g/consumers/c/reads", json={"count": 1})
+    sign_in(page, d.url, d.viewer)
+    open_page(page, d.url, route(s))
+    page.wait_for_selector("text=may not write this stream")
+    assert page.locator("#append-title").count() == 0
+    assert page.locator("#trim-title").count() == 0
+    page.check("#live")  # reading is allowed: the tail works
+    later = _append(d, s, "c")
+    page.wait_for_function(
+        f"[...document.querySelectorAll('td.id')].some(c => c.textContent === '{later[0]}')"
+    )
+    page.uncheck("#live")
+    open_page(page, d.url, route(s, groups=True))
+    page.wait_for_selector('section[data-group="g"] tr[data-consumer="c"]')
+    page.wait_for_selector("text=may not create groups, delete consumers or read as a consumer")
+    for hidden in ("#create-title", "#read-title", "button:text-is('Delete')"):
+        assert page.locator(hidden).count() == 0, hidden
+    open_page(page, d.url, route(s, "g"))
+    page.wait_for_selector("text=may not inspect or repair this group's pending entries")
+    assert page.locator("button.claim").count() == 0
+
+
+def test_refusals_are_shown_in_words(dashboard: Dashboard, page: Any) -> None:
+    d = dashboard
+    s = "orders-errors"
+    _append(d, s, "a")
+    d.admin.post(f"/v1/streams/{s}/groups", json={"name": "taken", "id": "0"})
+    page.goto(f"{d.url}/ui/")
+    page.fill("#credential", "xs_000000000000_not-a-key")
+    page.press("#credential", "Enter")
+    page.wait_for_selector("text=That credential is not valid: unknown, revoked or expired.")
+    sign_in(page, d.url, d.operator)
+    open_page(page, d.url, route(s))
+    page.fill("input[name=id]", "1-0")
+    page.fill("input[name=field]", "f")
+    page.click("button:text-is('Append')")
+    alert = page.locator("[role=alert]").filter(has_text="equal or smaller")
+    alert.wait_for()
+    assert alert.inner_text() == (
+        "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+    )
+    open_page(page, d.url, route(s, groups=True))
+    page.fill("input[name=group]", "taken")
+    page.click("button:text-is('Create')")
+    page.locator("[role=alert]").filter(has_text="BUSYGROUP").wait_for()
+    # A stream outside the key's grant: the API's NOPERM, in words.
+    open_page(page, d.url, route("payments"))
+    page.locator("[role=alert]").filter(has_text="NOPERM").first.wait_for()
+
+
+def test_screenshots_were_saved_under_the_tests_output(dashboard: Dashboard) -> None:
+    """Runs after the tour (pytest keeps file order): each page at both widths."""
+    saved = sorted(p.name for p in Path(dashboard.shots).glob("*.png"))
+    assert saved == sorted(f"{n}-{w}.png" for n in ("streams", "stream", "groups", "pending")
+                           for w in WIDTHS)  # fmt: skip
