@@ -13,10 +13,14 @@ scrolls sideways.
 from __future__ import annotations
 
 import struct
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
-from tests.web.conftest import Dashboard
+import httpx
+
+from tests.web.conftest import ADMIN, Dashboard
 from tests.web.tour import WIDTHS, confirm, open_page, route, shoot, sign_in
 
 
@@ -249,3 +253,130 @@ def test_screenshots_were_saved_under_the_tests_output(dashboard: Dashboard) -> 
     saved = sorted(p.name for p in Path(dashboard.shots).glob("*.png"))
     assert saved == sorted(f"{n}-{w}.png" for n in ("streams", "stream", "groups", "pending")
                            for w in WIDTHS)  # fmt: skip
+
+
+# Installed before the page loads: every frame's distance from the previous one, the long
+# tasks Chromium reports, and how many table rows each DOM update added (one update per
+# animation frame while tailing, not one per entry).
+FRAME_MONITOR = """
+window.frames_ = {measuring: false, maxGap: 0, frames: 0, longTasks: [], batches: []};
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (frames_.measuring) frames_.longTasks.push(e.duration);
+}).observe({type: "longtask", buffered: true});
+let last = performance.now();
+requestAnimationFrame(function tick(t) {
+  if (frames_.measuring) { frames_.maxGap = Math.max(frames_.maxGap, t - last); frames_.frames++; }
+  last = t;
+  requestAnimationFrame(tick);
+});
+new MutationObserver((records) => {
+  if (!frames_.measuring) return;
+  let rows = 0;
+  for (const r of records) for (const n of r.addedNodes) if (n.nodeName === "TR") rows++;
+  if (rows) frames_.batches.push(rows);
+}).observe(document, {childList: true, subtree: true});
+window.measure = (on) => {
+  Object.assign(frames_, {measuring: on, maxGap: 0, frames: 0, longTasks: [], batches: []});
+  last = performance.now();
+};
+"""
+RATE = 1000  # entries per second appended to the tailed stream
+FRAME_LIMIT_MS = 200
+
+
+class Producer(threading.Thread):
+    """Appends RATE entries a second to one stream, in batches every 20 ms, until stopped."""
+
+    def __init__(self, url: str, stream: str) -> None:
+        super().__init__(daemon=True)
+        self.client = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
+        )
+        self.stream = stream
+        self.ids: list[str] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        started = time.monotonic()
+        tick = 0.02
+        while not self.stopped.is_set():
+            due = int((time.monotonic() - started) * RATE) - len(self.ids)
+            if due > 0:
+                body = {"entries": [{"fields": {"n": str(len(self.ids) + i)}} for i in range(due)]}
+                r = self.client.post(f"/v1/streams/{self.stream}/entries", json=body)
+                self.ids += r.json()["ids"]
+            self.stopped.wait(tick)
+        self.client.close()
+
+    def rate(self, since: int, seconds: float) -> float:
+        return (len(self.ids) - since) / seconds
+
+
+def _measured(page: Any, seconds: float) -> dict[str, Any]:
+    page.evaluate("measure(true)")
+    page.wait_for_timeout(seconds * 1000)
+    figures: dict[str, Any] = page.evaluate("frames_")
+    page.evaluate("measure(false)")
+    return figures
+
+
+def test_responsive_with_10000_streams_and_a_tail_at_1000_entries_per_second(
+    dashboard: Dashboard, page: Any
+) -> None:
+    d = dashboard
+    commands = [["XADD", f"orders-many-{i:05}", "*", "n", "1"] for i in range(10_000)]
+    r = d.admin.post("/pipeline", json=commands)
+    assert r.status_code == 200 and all("result" in x for x in r.json())
+    hot = "orders-hot"
+    _append(d, hot, "first")
+    page.add_init_script(FRAME_MONITOR)
+    sign_in(page, d.url, d.operator)
+    producer = Producer(d.url, hot)
+    producer.start()
+    try:
+        # The streams page, a page of 50 out of 10,000 (and more), refreshing while the hot
+        # stream takes 1,000 entries a second.
+        open_page(page, d.url, route())
+        page.wait_for_selector("text=/Page 1: \\d+ streams$/")
+        first_page = page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.name)")
+        assert 50 <= len(first_page) < 200
+        page.click("text=Next →")
+        page.wait_for_selector("text=/Page 2: /")
+        second_page = page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.name)")
+        assert not set(first_page) & set(second_page)
+        listing = _measured(page, 3)
+
+        # The hot stream's live tail.
+        open_page(page, d.url, route(hot))
+        page.check("#live")
+        page.wait_for_selector("text=/^Live: /")
+        since = len(producer.ids)
+        t0 = time.monotonic()
+        tail = _measured(page, 4)
+        rate = producer.rate(since, time.monotonic() - t0)
+        producer.stopped.set()
+        producer.join(10)
+        newest = producer.ids[-1]
+        # Every entry arrives: the tail ends on the last one appended.
+        page.wait_for_selector(f"text=/newest {newest}$/", timeout=20_000)
+        shown_first = _ids_shown(page)[0]
+        assert shown_first == newest
+    finally:
+        producer.stopped.set()
+        producer.join(10)
+    rows_added = sum(tail["batches"])
+    print(
+        f"\nstreams page (10,000 streams): {listing['frames']} frames in 3 s, longest "
+        f"{listing['maxGap']:.0f} ms, long tasks {sorted(listing['longTasks'])[-3:]}"
+        f"\nlive tail at {rate:.0f} entries/s: {tail['frames']} frames in 4 s, longest "
+        f"{tail['maxGap']:.0f} ms, long tasks {sorted(tail['longTasks'])[-3:]}, "
+        f"{len(tail['batches'])} DOM updates for {rows_added} rows"
+    )
+    assert rate > RATE * 0.7, rate
+    for name, figures in (("streams page", listing), ("live tail", tail)):
+        assert figures["frames"] > 0, name
+        assert figures["maxGap"] < FRAME_LIMIT_MS, (name, figures["maxGap"])
+        assert max(figures["longTasks"], default=0) < FRAME_LIMIT_MS, (name, figures)
+    # Rendered in batches: many entries per DOM update, at most one update per frame.
+    assert len(tail["batches"]) <= tail["frames"] + 2
+    assert rows_added / max(1, len(tail["batches"])) > 3
