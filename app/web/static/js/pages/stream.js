@@ -240,6 +240,7 @@ function entriesSection(ctx, stream, path, access) {
     received = 0;
     older.disabled = newer.disabled = newest.disabled = true;
     jump.disabled = true;
+    pageInfo.textContent = "";
     start();
   });
   live.addEventListener("change", () => {
