@@ -26,14 +26,14 @@ async def get_whoami(
     request: Request,
     store: StoreDep,
     stream: Annotated[
-        list[str] | None,
+        list[str],
         Query(description="A stream to say what the caller may do on; repeat it."),
-    ] = None,
+    ] = [],  # FastAPI copies a default: a list one is safe, and documents an array
 ) -> Whoami:
     """The credential's principal and grant (ACL WHOAMI), and for each `stream` asked about
     whether the caller may read, consume and write it: what the permission check will decide
     (README "Access"). Any valid credential may ask; none at all is a 401 unless the service
     is open."""
-    names = list(dict.fromkeys(stream or ()))
+    names = list(dict.fromkeys(stream))
     store.keyspace.limits.check_read_keys("whoami", len(names))  # as many as one XREAD names
     return whoami(principal_of(request.scope), names)
