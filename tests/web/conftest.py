@@ -1,18 +1,20 @@
 """One service and one browser for the module: the dashboard against a real ``xstreams serve``.
 
 The service requires credentials (an admin token), as a deployed one does; the dashboard signs
-in with API keys made by ``xstreams keys create``: one that may read, consume and write the
-``orders*`` streams, and one that may only read them.
+in with an API key made by ``xstreams keys create`` that may read, consume and write the
+``orders*`` streams, or with a JWT an application minted that may only read them.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 
 from tests.access.test_service import FAST_KEYS, create_key, until
@@ -21,13 +23,14 @@ from tests.sse.test_browser import _chromium
 from tests.web.tour import CHROMIUM, CHROMIUM_ARGS, WIDTHS
 
 ADMIN = "admin-token-of-the-web-tests"
+JWT_SECRET = "the application's secret for the web tests"
 
 
 @dataclass
 class Dashboard:
     server: Server
     operator: str  # read, consume, write on orders*
-    viewer: str  # read on orders*
+    viewer: str  # a JWT: read on orders*
     admin: httpx.Client  # the API, as the admin: to arrange and to check what the UI did
     shots: Path  # the screenshots the tests save
 
@@ -39,14 +42,19 @@ class Dashboard:
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     data = tmp_path_factory.mktemp("web")
-    srv = Server(data, "--token", ADMIN, env={**FAST_KEYS, "XSTREAMS_SSE_RETRY_MS": "300"})
+    env = {**FAST_KEYS, "XSTREAMS_SSE_RETRY_MS": "300"}
+    srv = Server(data, "--token", ADMIN, "--jwt-secret", JWT_SECRET, env=env)
     try:
         grant = ("--read", "orders*", "--consume", "orders*", "--write", "orders*")
         operator = create_key(data, "operator", *grant)
-        viewer = create_key(data, "viewer", "--read", "orders*")
-        for key in (operator, viewer):
-            auth = {"Authorization": f"Bearer {key}"}
-            until(lambda a=auth: httpx.get(srv.url + "/v1/whoami", headers=a).status_code == 200)
+        claims = {
+            "sub": "viewer",
+            "exp": int(time.time()) + 3600,
+            "xstreams": {"read": ["orders*"]},
+        }
+        viewer = jwt.encode(claims, JWT_SECRET, algorithm="HS256")
+        auth = {"Authorization": f"Bearer {operator}"}
+        until(lambda: httpx.get(srv.url + "/v1/whoami", headers=auth).status_code == 200)
         admin = httpx.Client(
             base_url=srv.url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
         )

@@ -4,17 +4,20 @@ service: every page, driven as a user drives it, and checked against the API aft
 A key that may read, consume and write ``orders*`` appends from the form, watches entries
 arrive over the live tail (pausing it, and seeing the gap a trim leaves), jumps to an ID,
 creates a group, reads as a consumer so entries are pending, claims one to another consumer,
-acknowledges one with the keyboard alone, and autoclaims the rest: each time the API agrees.
-A read-only key is shown no control it may not use, and refusals are shown in the words of the
+acknowledges one with the keyboard alone, autoclaims the rest and deletes a consumer: each
+time the API agrees.
+A read-only JWT is shown no control it may not use, and refusals are shown in the words of the
 problem document. Each page is saved at 1280 and 390 px wide, and at 390 px the page never
 scrolls sideways.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +102,15 @@ def test_every_page_against_the_running_service(dashboard: Dashboard, page: Any)
         f"?.textContent === '{seeded[1]}'"
     )
     assert _ids_shown(page) == [seeded[1], seeded[0]]
+    # ... or to a time: the entries up to that millisecond.
+    last_id = last["id"]
+    at = datetime.fromtimestamp(int(last_id.split("-")[0]) / 1000, UTC)
+    page.fill("input[name=jump]", at.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+    page.press("input[name=jump]", "Enter")
+    page.wait_for_function(
+        f"document.querySelector('section[aria-labelledby=entries-title] td.id')"
+        f"?.textContent === '{last['id']}'"
+    )
 
     # The live tail: entries appended elsewhere arrive while watching, newest on top.
     page.check("#live")
@@ -190,8 +202,19 @@ def test_every_page_against_the_running_service(dashboard: Dashboard, page: Any)
     assert sorted(left) == sorted([missed[-1], more[0], more[2], more[3]])
     assert {owner for owner, _ in left.values()} == {"carol"}
 
+    # Back on the groups page: delete carol, whose pending entries leave the PEL with her.
+    page.click("#nav >> text=Groups")
+    carol = page.locator('section[data-group="billing"] tr[data-consumer="carol"]')
+    carol.locator("button:text-is('Delete')").click()
+    page.wait_for_selector("text=/its 4 pending entries leave the PEL/")
+    confirm(page)
+    page.wait_for_selector("text=Deleted carol (4 pending entries dropped).")
+    consumers = d.admin.get(f"/v1/streams/{s}/groups/billing/consumers").json()["consumers"]
+    assert [c["name"] for c in consumers] == ["alice", "bob"]
+    assert _pending(d, s, "billing") == {}
 
-def test_a_read_only_key_is_shown_no_control_it_may_not_use(
+
+def test_a_read_only_jwt_is_shown_no_control_it_may_not_use(
     dashboard: Dashboard, page: Any
 ) -> None:
     d = dashboard
@@ -200,6 +223,7 @@ def test_a_read_only_key_is_shown_no_control_it_may_not_use(
     d.admin.post(f"/v1/streams/{s}/groups", json={"name": "g", "id": "0"})
     d.admin.post(f"/v1/streams/{s}/groups/g/consumers/c/reads", json={"count": 1})
     sign_in(page, d.url, d.viewer)
+    assert "viewer (jwt)" in page.inner_text("#who")
     open_page(page, d.url, route(s))
     page.wait_for_selector("text=may not write this stream")
     assert page.locator("#append-title").count() == 0
@@ -248,11 +272,57 @@ def test_refusals_are_shown_in_words(dashboard: Dashboard, page: Any) -> None:
     page.locator("[role=alert]").filter(has_text="NOPERM").first.wait_for()
 
 
+def _luminance(css: str) -> float:
+    """WCAG relative luminance of an ``rgb(r, g, b)`` colour."""
+    channels = [int(x) / 255 for x in re.findall(r"\d+", css)[:3]]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+COLOURS = """() => {
+  const of = (sel, prop) => getComputedStyle(document.querySelector(sel))[prop];
+  return {background: of("body", "backgroundColor"), surface: of(".table-wrap", "backgroundColor"),
+          text: of("body", "color"), muted: of(".pager .muted", "color"),
+          link: of("tbody th a", "color")};
+}"""
+
+
+def test_readable_in_light_and_dark_schemes(dashboard: Dashboard, browser: Any) -> None:
+    """The scheme follows prefers-color-scheme; text keeps WCAG AA contrast in both."""
+    d = dashboard
+    _append(d, "orders-schemes", "a")
+    seen = {}
+    for scheme in ("light", "dark"):
+        context = browser.new_context(
+            color_scheme=scheme, viewport={"width": 1280, "height": 900}, bypass_csp=True
+        )
+        page = context.new_page()
+        sign_in(page, d.url, d.operator)
+        open_page(page, d.url, route())
+        page.locator('tbody tr[data-name="orders-schemes"]').wait_for()
+        c = seen[scheme] = page.evaluate(COLOURS)
+        if scheme == "dark":
+            page.screenshot(path=str(d.shots / "streams-dark.png"))
+        context.close()
+        for fg in ("text", "muted", "link"):
+            for bg in ("background", "surface"):
+                assert _contrast(c[fg], c[bg]) >= 4.5, (scheme, fg, bg, c)
+    assert _luminance(seen["light"]["background"]) > 0.8
+    assert _luminance(seen["dark"]["background"]) < 0.05
+
+
 def test_screenshots_were_saved_under_the_tests_output(dashboard: Dashboard) -> None:
     """Runs after the tour (pytest keeps file order): each page at both widths."""
-    saved = sorted(p.name for p in Path(dashboard.shots).glob("*.png"))
-    assert saved == sorted(f"{n}-{w}.png" for n in ("streams", "stream", "groups", "pending")
-                           for w in WIDTHS)  # fmt: skip
+    saved = sorted(p.name for p in Path(dashboard.shots).glob("*-*.png"))
+    assert saved == sorted(
+        [f"{n}-{w}.png" for n in ("streams", "stream", "groups", "pending") for w in WIDTHS]
+        + ["streams-dark.png"]
+    )
 
 
 # Installed before the page loads: every frame's distance from the previous one, the long

@@ -28,7 +28,7 @@ async def get_whoami(
     stream: Annotated[
         list[str],
         Query(description="A stream to say what the caller may do on; repeat it."),
-    ] = [],  # FastAPI copies a default: a list one is safe, and documents an array
+    ] = [],  # noqa: B006 (FastAPI copies defaults; a list one documents an array)
 ) -> Whoami:
     """The credential's principal and grant (ACL WHOAMI), and for each `stream` asked about
     whether the caller may read, consume and write it: what the permission check will decide

@@ -41,7 +41,7 @@ export async function render(main, ctx) {
         api("GET", `${groupPath(stream, g.name)}/consumers`).then((r) => r.consumers, () => [])));
       if (!ctx.alive()) return;
       draw(groups, consumers);
-      notice(status, "");
+      if (status.classList.contains("error")) notice(status, ""); // news stay, errors go
     } catch (e) {
       if (ctx.alive()) notice(status, e.message, "error");
     }
