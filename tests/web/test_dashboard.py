@@ -272,6 +272,26 @@ def test_refusals_are_shown_in_words(dashboard: Dashboard, page: Any) -> None:
     page.locator("[role=alert]").filter(has_text="NOPERM").first.wait_for()
 
 
+def test_a_stream_whose_name_is_not_utf8(dashboard: Dashboard, page: Any) -> None:
+    """Names are bytes: the byte 0xFF is shown as \\xff, and links, reads and writes reach
+    the same stream (``%FF`` in URLs, ``\\udcff`` in JSON)."""
+    d = dashboard
+    r = d.admin.post("/", content=b'["XADD", "orders-\\udcff", "1-1", "item", "\\udcfe"]')
+    assert r.json() == {"result": "1-1"}, r.text
+    sign_in(page, d.url, d.operator)
+    open_page(page, d.url, route())
+    page.click("tbody th a:text-is('orders-\\\\xff')")
+    page.wait_for_selector("h1:has-text('orders-\\\\xff')")
+    page.wait_for_selector("td.fields:has-text('item \\\\xfe')")
+    assert _ids_shown(page) == ["1-1"]
+    page.fill("input[name=field]", "from")
+    page.fill("input[name=value]", "the page")
+    page.click("button:text-is('Append')")
+    page.wait_for_selector("text=/Appended \\d+-\\d+/")
+    rows = d.admin.get("/v1/streams/orders-%FF/entries", params={"fields": "pairs"}).json()
+    assert [e["fields"] for e in rows["entries"]] == [[["item", "\udcfe"]], [["from", "the page"]]]
+
+
 def _luminance(css: str) -> float:
     """WCAG relative luminance of an ``rgb(r, g, b)`` colour."""
     channels = [int(x) / 255 for x in re.findall(r"\d+", css)[:3]]
