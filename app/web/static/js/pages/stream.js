@@ -249,6 +249,10 @@ function entriesSection(ctx, stream, path, access) {
   pause.addEventListener("click", () => {
     paused = !paused;
     if (paused) {
+      // Draw what already arrived: the resumed tail starts after the newest entry received.
+      if (frame) cancelAnimationFrame(frame);
+      flushed = 0;
+      if (queue.length) flush(performance.now());
       stop();
       pause.textContent = "Resume";
       tailState.textContent = `Paused at ${lastId || "the start"}: entries after it will follow on resume.`;
