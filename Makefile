@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= ./data
 
-.PHONY: setup setup-test setup-pipeline java serve test lint
+.PHONY: setup setup-test setup-pipeline java serve test lint screenshots
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,3 +39,8 @@ lint: setup-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The README's screenshots of the dashboard (docs/screenshots/*.png), taken with Debian's
+# Chromium (apt-get install -y chromium) against a service of their own.
+screenshots: setup-test
+	$(VENV)/bin/python -m tests.web.screenshots --out docs/screenshots

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 
 from app import __version__
 from app.access import Authenticator, JwtVerifier, KeyRing
-from app.api import errors, openapi
+from app.api import dashboard, errors, openapi
 from app.api.access_gate import AccessGate
 from app.api.binary import RawPaths
 from app.api.errors import json_response
@@ -31,6 +31,7 @@ from app.api.routes import (
     pel,
     reads,
     streams,
+    whoami,
 )
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
@@ -76,6 +77,7 @@ TAGS = [
         "description": "Consumers and their reads: XINFO CONSUMERS, XGROUP, XREADGROUP.",
     },
     {"name": "pending entries", "description": "The PEL: XACK, XPENDING, XCLAIM, XAUTOCLAIM."},
+    {"name": "access", "description": "The caller's own grant: ACL WHOAMI."},
 ]
 
 
@@ -134,12 +136,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         # of what is not durable yet answer 503.
         return json_response({"status": "ready", "storage": failure.reason if failure else "ok"})
 
-    for resource in (streams, entries, reads, groups, consumers, pel):
+    for resource in (streams, entries, reads, groups, consumers, pel, whoami):
         app.include_router(resource.api)
     events.install(app)
     app.state.metrics.sse = _sse_figures(app)
     metrics.install(app)
     app.include_router(fallback.router)
+    dashboard.install(app)  # /ui/: the dashboard's static files
     openapi.install(app)
     # The command endpoint: its routes go first, its catch-all path route last.
     commands.install(app)

@@ -2,13 +2,13 @@
 write / admin on stream globs, and the one check every surface asks (``check``).
 
     grants      Verb, Grant: the verbs and the globs they hold on
-    check       NoPerm, check_command, check_keys, readable: the one decision
+    check       NoPerm, check_command, check_keys, readable, verbs_on: the one decision
     keys        API keys: format, hash, the KeyRing the service refreshes
     tokens      JWT verification (PyJWT)
     principal   Principal, Authenticator: credentials in a request to a grant
 """
 
-from app.access.check import NoPerm, check_command, check_keys, readable
+from app.access.check import NoPerm, check_command, check_keys, readable, verbs_on
 from app.access.grants import ADMIN, Grant, GrantError, Verb
 from app.access.keys import KeyRecord, KeyRing, hash_secret, new_key, split_key
 from app.access.principal import Authenticator, Kind, Principal
@@ -32,4 +32,5 @@ __all__ = [
     "new_key",
     "readable",
     "split_key",
+    "verbs_on",
 ]

@@ -19,7 +19,7 @@ from app.access.grants import Grant, Verb
 from app.engine.commands.table import Access, Command
 from app.engine.errors import CommandError
 
-__all__ = ["NoPerm", "check_command", "check_keys", "readable"]
+__all__ = ["NoPerm", "check_command", "check_keys", "readable", "verbs_on"]
 
 
 class NoPerm(CommandError):
@@ -72,3 +72,13 @@ def readable(grant: Grant, keys: Iterable[str]) -> list[str]:
     if grant.admin:
         return list(keys)
     return [k for k in keys if grant.allows(Verb.READ, k)]
+
+
+STREAM_VERBS = (Verb.READ, Verb.CONSUME, Verb.WRITE)
+
+
+def verbs_on(grant: Grant, key: str) -> list[Verb]:
+    """The verbs ``grant`` holds on the stream ``key``: exactly those for which ``check_keys``
+    lets a command of that category through on it, so a client that asks (``GET /v1/whoami``)
+    learns what the check will decide instead of matching globs itself."""
+    return [verb for verb in STREAM_VERBS if grant.allows(verb, key)]

@@ -5,8 +5,9 @@ in the scope's state, where each surface finds it to ask the one permission chec
 (``app.access.check``) about the command it is about to run. Without a valid credential the
 request stops here with 401, in the shape of the surface addressed: ``{"error":
 "Unauthorized"}`` for the command endpoint, a problem document for ``/v1``. Health probes pass
-without credentials, and so does a CORS preflight (the CORS middleware, outside this one,
-answers it).
+without credentials, and so do the dashboard's static files under ``/ui/`` (the page then
+calls the API with its user's credential) and a CORS preflight (the CORS middleware, outside
+this one, answers it).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from app.access import Authenticator, Principal
 from app.access.principal import OPEN
 from app.api.errors import error_body
 
-__all__ = ["OPEN_PATHS", "AccessGate", "principal_of"]
+__all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "AccessGate", "principal_of"]
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/ui"})
+OPEN_PREFIXES = ("/ui/",)  # static files only: nothing under them runs a command
 
 
 def principal_of(scope: Scope) -> Principal:
@@ -44,7 +46,7 @@ class AccessGate:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        if path in OPEN_PATHS:
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         principal = self.authenticator.authenticate(

@@ -6,9 +6,10 @@ xstreams holds only streams, so a key is a stream; ``TYPE`` answers ``stream`` o
 from __future__ import annotations
 
 import zlib
-from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
+
+from sortedcontainers import SortedList
 
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
@@ -26,11 +27,54 @@ class StreamConfig:
     node_max_bytes: int = 4096
 
 
+class StreamMap(dict[str, Stream]):
+    """Stream names to streams, with the names kept in SCAN's order as keys come and go.
+
+    SCAN walks keys by a hash of their name. Sorting every key for each page cost O(n log n)
+    per call (over a second per page with 100,000 streams, holding the event loop); the order
+    is kept here instead, O(log n) per key created or deleted. Only the dict methods the
+    engine uses are allowed, so no change can bypass the order.
+    """
+
+    __slots__ = ("order",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: SortedList = SortedList()  # (scan hash, name)
+
+    def __setitem__(self, key: str, value: Stream) -> None:
+        if not isinstance(key, str):  # a damaged snapshot: refused as a malformed one
+            raise TypeError(f"a stream name must be a string, not {type(key).__name__}")
+        if key not in self:
+            self.order.add((_scan_hash(key), key))
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.order.remove((_scan_hash(key), key))
+
+    def pop(self, key: str, default: Stream | None = None) -> Stream | None:  # type: ignore[override]
+        if key not in self:
+            return default
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self) -> None:
+        super().clear()
+        self.order.clear()
+
+    def _unsupported(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("StreamMap: use [key] =, del, pop or clear (they keep the SCAN order)")
+
+    update = setdefault = popitem = __ior__ = _unsupported
+
+
 @dataclass(slots=True)
 class Keyspace:
     clock: Clock = field(default_factory=SystemClock)
     config: StreamConfig = field(default_factory=StreamConfig)
-    streams: dict[str, Stream] = field(default_factory=dict)
+    streams: StreamMap = field(default_factory=StreamMap)
     blocked: BlockedClients = field(default_factory=BlockedClients)
     limits: Limits = field(default_factory=Limits)  # the service's bounds on one command
     # The running command's effects while a journal is attached (see journal.py), else None.
@@ -71,8 +115,8 @@ class Keyspace:
         """One SCAN page. Keys are visited in a stable hash order and the cursor is the next
         hash, so a key present for the whole iteration is returned at least once however
         the keyspace changes in between — SCAN's guarantee."""
-        order = sorted((_scan_hash(k), k) for k in self.streams)
-        i = bisect_left(order, (cursor, ""))
+        order = self.streams.order
+        i = order.bisect_left((cursor, ""))
         page: list[str] = []
         while i < len(order) and len(page) < count:
             h = order[i][0]

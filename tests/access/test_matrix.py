@@ -296,8 +296,11 @@ async def test_a_pipeline_refuses_only_the_commands_not_granted() -> None:
 
 
 def test_every_operation_is_in_the_matrix() -> None:
-    from app.api.routes.models import MODELS
+    from app.api.routes.models import CALLER, MODELS
 
-    assert {op.name for op in OPS if op.surface != "commands"} == set(MODELS)
+    # Operations about the caller (whoami) need no verb: tests/access/test_whoami.py.
+    on_streams = {op for op, name in MODELS.items() if name not in CALLER}
+    assert on_streams == set(MODELS) - {"whoami"}
+    assert {op.name for op in OPS if op.surface != "commands"} == on_streams
     assert all(op.verb in (*VERBS, "admin", "list") for op in OPS)
     assert Verb.READ.value in VERBS

@@ -28,6 +28,26 @@ def test_list_pages_through_every_stream_once(api: httpx.Client) -> None:
     assert summary["last_generated_id"].count("-") == 1
 
 
+def test_list_shows_first_and_last_entry_and_entries_added(api: httpx.Client) -> None:
+    """What a dashboard draws from one page: entry times (an ID's first part) and the rate of
+    appends (``entries_added`` between two pages), trimmed and deleted entries included."""
+    for i in range(1, 5):
+        add(api, "s", ("a", str(i)), id=f"{i}000-0")
+    api.post("/v1/streams/s/trim", json={"maxlen": 2})
+    api.delete("/v1/streams/s/entries/4000-0")
+    api.post("/", json=["XADD", "empty", "5-0", "a", "1"])
+    api.post("/", json=["XDEL", "empty", "5-0"])
+    page = api.get("/v1/streams", params={"count": 100}).json()
+    by_name = {s["name"]: s for s in page["streams"]}
+    assert by_name["s"] == {
+        "name": "s", "length": 1, "groups": 0, "last_generated_id": "4000-0",
+        "entries_added": 4, "first_entry_id": "3000-0", "last_entry_id": "3000-0",
+    }  # fmt: skip
+    assert by_name["empty"]["length"] == 0 and by_name["empty"]["entries_added"] == 1
+    assert by_name["empty"]["first_entry_id"] is None
+    assert by_name["empty"]["last_entry_id"] is None
+
+
 def test_list_on_an_empty_keyspace(api: httpx.Client) -> None:
     assert api.get("/v1/streams").json() == {"streams": [], "next_cursor": None}
     problem(api.get("/v1/streams", params={"count": 0}), 400)

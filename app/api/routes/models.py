@@ -8,9 +8,15 @@ missing here cannot be registered (``RestRoute`` raises), so no operation goes u
 
 from __future__ import annotations
 
-from app.engine.commands.table import Command, named
+from app.engine.commands.table import Access, Command, named
 
-__all__ = ["MODELS", "model_of"]
+__all__ = ["CALLER", "MODELS", "model_of"]
+
+CALLER = {"acl|whoami": Command("acl|whoami", 2, frozenset(), access=Access.NONE)}
+"""Operations about the caller rather than a stream, modelled on Redis's ACL WHOAMI, which
+any authenticated connection may run. The engine knows no callers, so the command is not in
+its table (the command endpoint does not answer it); its entry here says what the one check
+needs: no verb, no key."""
 
 MODELS = {
     "list_streams": "scan",
@@ -40,13 +46,15 @@ MODELS = {
     "tail_stream_events": "xread",
     "tail_streams_events": "xread",
     "consume_group_events": "xreadgroup",
+    "whoami": "acl|whoami",
 }
 
 
 def model_of(operation_id: str) -> Command:
     """The command table's entry for the command an operation models."""
     try:
-        return named(MODELS[operation_id])
+        name = MODELS[operation_id]
+        return CALLER[name] if name in CALLER else named(name)
     except KeyError:
         raise LookupError(
             f"REST operation {operation_id!r} names no Redis command in app/api/routes/models.py"

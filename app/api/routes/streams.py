@@ -17,15 +17,15 @@ from app.api.schemas.streams import (
     StreamFullInfo,
     StreamInfo,
     StreamPage,
-    StreamSummary,
     stream_full_info,
     stream_info,
+    stream_summary,
 )
 from app.api.schemas.writes import LastId, Trim, Trimmed
 from app.engine.commands import info
 from app.engine.commands.streams import parse_trim_options, parse_xsetid, xsetid, xtrim
 from app.engine.errors import CommandError
-from app.engine.ids import INT64_MAX, UINT64_MAX, format_id
+from app.engine.ids import INT64_MAX, UINT64_MAX
 from app.engine.keyspace import Keyspace
 
 api = router("/v1/streams", "streams")
@@ -46,22 +46,15 @@ async def list_streams(
     match: Annotated[str | None, Query(description="A glob on stream names.")] = None,
 ) -> StreamPage:
     """Page through the streams with a cursor (SCAN, with MATCH and COUNT), each with its
-    length, groups and last ID (XINFO STREAM). As SCAN guarantees, a stream present for the
-    whole iteration is listed at least once; a page may be empty before the end. Only the
-    streams the caller may read are listed."""
+    length, groups, last ID, entries added and first and last entry IDs (XINFO STREAM). As
+    SCAN guarantees, a stream present for the whole iteration is listed at least once; a page
+    may be empty before the end. Only the streams the caller may read are listed."""
     ks = store.keyspace
     page = ks.scan(cursor, count, match, None)
-    summaries = []
-    for key in readable(principal_of(request.scope).grant, page.keys):
-        i = info.stream_info(ks, key)
-        summaries.append(
-            StreamSummary(
-                name=key,
-                length=i.length,
-                groups=i.groups,
-                last_generated_id=format_id(i.last_generated_id),
-            )
-        )
+    summaries = [
+        stream_summary(key, info.stream_info(ks, key))
+        for key in readable(principal_of(request.scope).grant, page.keys)
+    ]
     return StreamPage(streams=summaries, next_cursor=page.cursor or None)
 
 

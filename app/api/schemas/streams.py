@@ -25,12 +25,17 @@ _INFO_EXAMPLE: JsonDict = {
 
 
 class StreamSummary(BaseModel):
-    """A stream as the list shows it."""
+    """A stream as the list shows it: XINFO STREAM's counters and the IDs of its first and last
+    entries (an ID's first part is the entry's time in ms; null when the stream is empty).
+    ``entries_added`` only grows, so two pages read a while apart give the rate of appends."""
 
     name: str
     length: int
     groups: int
     last_generated_id: str
+    entries_added: int
+    first_entry_id: str | None
+    last_entry_id: str | None
 
 
 class StreamPage(BaseModel):
@@ -46,6 +51,9 @@ class StreamPage(BaseModel):
                             "length": 2,
                             "groups": 1,
                             "last_generated_id": "1526569495632-0",
+                            "entries_added": 2,
+                            "first_entry_id": "1526569495631-0",
+                            "last_entry_id": "1526569495632-0",
                         }
                     ],
                     "next_cursor": 2983154621,
@@ -165,6 +173,18 @@ class StreamFullInfo(BaseModel):
     recorded_first_entry_id: str
     entries: list[Entry]
     groups: list[GroupFull]
+
+
+def stream_summary(name: str, i: replies.StreamInfo) -> StreamSummary:
+    return StreamSummary(
+        name=name,
+        length=i.length,
+        groups=i.groups,
+        last_generated_id=format_id(i.last_generated_id),
+        entries_added=i.entries_added,
+        first_entry_id=format_id(i.first_entry.id) if i.first_entry else None,
+        last_entry_id=format_id(i.last_entry.id) if i.last_entry else None,
+    )
 
 
 def stream_info(name: str, i: replies.StreamInfo, form: FieldsForm) -> StreamInfo:

@@ -1,0 +1,39 @@
+"""The caller's own grant (``GET /v1/whoami``, as Redis's ACL WHOAMI): what a client shows or
+hides before it tries, so a dashboard disables what its key may not do."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Query, Request
+
+from app.api.access_gate import principal_of
+from app.api.deps import StoreDep
+from app.api.routes.common import errors, router
+from app.api.schemas.access import Whoami, whoami
+
+api = router("/v1/whoami", "access")
+
+
+@api.get(
+    "",
+    operation_id="whoami",
+    summary="Who am I, and what may I do",
+    response_model=Whoami,
+    responses=errors(),
+)
+async def get_whoami(
+    request: Request,
+    store: StoreDep,
+    stream: Annotated[
+        list[str],
+        Query(description="A stream to say what the caller may do on; repeat it."),
+    ] = [],  # noqa: B006 (FastAPI copies defaults; a list one documents an array)
+) -> Whoami:
+    """The credential's principal and grant (ACL WHOAMI), and for each `stream` asked about
+    whether the caller may read, consume and write it: what the permission check will decide
+    (README "Access"). Any valid credential may ask; none at all is a 401 unless the service
+    is open."""
+    names = list(dict.fromkeys(stream))
+    store.keyspace.limits.check_read_keys("whoami", len(names))  # as many as one XREAD names
+    return whoami(principal_of(request.scope), names)

@@ -1,0 +1,86 @@
+"""The caller as the service sees it (``GET /v1/whoami``): who, which grant, and what it may
+do on the streams asked about."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.access import Grant, Principal, Verb, verbs_on
+
+
+class GrantDoc(BaseModel):
+    """Each verb with the stream globs it is granted on; ``admin`` holds every verb everywhere
+    (README "Access")."""
+
+    read: list[str]
+    consume: list[str]
+    write: list[str]
+    admin: bool
+
+
+class StreamAccess(BaseModel):
+    """What the caller may do on one stream: what the permission check will decide."""
+
+    name: str
+    read: bool
+    consume: bool
+    write: bool
+
+
+class Whoami(BaseModel):
+    """The credential's principal: its name, kind, grant and expiry."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "dashboard",
+                    "kind": "key",
+                    "grant": {
+                        "read": ["orders-*"],
+                        "consume": ["orders-*"],
+                        "write": [],
+                        "admin": False,
+                    },
+                    "expires_at_ms": 1767225600000,
+                    "streams": [
+                        {"name": "orders-eu", "read": True, "consume": True, "write": False}
+                    ],
+                }
+            ]
+        }
+    )
+
+    name: str = Field(description="The key's name, the JWT's subject, `admin` or `open`.")
+    kind: str = Field(
+        description="`open` (no credentials configured), `token` (the admin token), `key` (an "
+        "API key) or `jwt`."
+    )
+    grant: GrantDoc
+    expires_at_ms: int | None = Field(description="When the credential stops working.")
+    streams: list[StreamAccess] = Field(description="One row per `stream` asked about.")
+
+
+def _grant(g: Grant) -> GrantDoc:
+    return GrantDoc(read=list(g.read), consume=list(g.consume), write=list(g.write), admin=g.admin)
+
+
+def whoami(principal: Principal, streams: list[str]) -> Whoami:
+    rows = []
+    for name in streams:
+        verbs = verbs_on(principal.grant, name)
+        rows.append(
+            StreamAccess(
+                name=name,
+                read=Verb.READ in verbs,
+                consume=Verb.CONSUME in verbs,
+                write=Verb.WRITE in verbs,
+            )
+        )
+    return Whoami(
+        name=principal.name,
+        kind=principal.kind.value,
+        grant=_grant(principal.grant),
+        expires_at_ms=principal.expires_at_ms,
+        streams=rows,
+    )
