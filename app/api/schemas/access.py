@@ -9,13 +9,14 @@ from app.access import Grant, Principal, Verb, verbs_on
 
 
 class GrantDoc(BaseModel):
-    """Each verb with the stream globs it is granted on; ``admin`` holds every verb everywhere
-    (README "Access")."""
+    """Each verb with the stream globs it is granted on; ``admin`` holds every verb everywhere,
+    ``metrics`` may scrape ``/metrics`` (README "Access")."""
 
     read: list[str]
     consume: list[str]
     write: list[str]
     admin: bool
+    metrics: bool
 
 
 class StreamAccess(BaseModel):
@@ -41,6 +42,7 @@ class Whoami(BaseModel):
                         "consume": ["orders-*"],
                         "write": [],
                         "admin": False,
+                        "metrics": False,
                     },
                     "expires_at_ms": 1767225600000,
                     "streams": [
@@ -62,7 +64,13 @@ class Whoami(BaseModel):
 
 
 def _grant(g: Grant) -> GrantDoc:
-    return GrantDoc(read=list(g.read), consume=list(g.consume), write=list(g.write), admin=g.admin)
+    return GrantDoc(
+        read=list(g.read),
+        consume=list(g.consume),
+        write=list(g.write),
+        admin=g.admin,
+        metrics=g.metrics,
+    )
 
 
 def whoami(principal: Principal, streams: list[str]) -> Whoami:
