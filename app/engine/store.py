@@ -13,6 +13,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
+from app.engine.commands.table import resolved
 from app.engine.errors import CommandError
 from app.engine.journal import Effect, JournalSink, SnapshotView, restore, snapshot_view
 from app.engine.keyspace import Keyspace, StreamConfig
@@ -58,11 +59,8 @@ class Store:
             raise
 
     def _rejected(self, argv: Sequence[str], error: CommandError) -> None:
-        try:
-            name: str | None = lookup([argv[0], *argv[1:2]]).name if argv else None
-        except CommandError:
-            name = None  # unknown: only the error counts
-        self.keyspace.stats.rejected(name, error)
+        cmd = resolved(list(argv[:2]))
+        self.keyspace.stats.rejected(cmd.name if cmd is not None else None, error)
 
     def execute(
         self, argv: Sequence[str], *, may_block: bool = True, cmd: Command | None = None
