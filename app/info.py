@@ -61,7 +61,8 @@ def install(
 
     def memory() -> InfoFields:
         # A Python heap has no cheap exact size: the process's resident size stands for it.
-        rss, peak = _rss_bytes(), _peak_bytes()
+        rss = _rss_bytes()
+        peak = max(_peak_bytes(), rss)  # getrusage's peak is sampled; it is never below now
         return [
             ("used_memory", rss),
             ("used_memory_human", _human(rss)),
