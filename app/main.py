@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import Response
 
-from app import __version__
+from app import __version__, info
 from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, errors, openapi
 from app.api.access_gate import AccessGate
@@ -112,6 +112,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.readiness = Readiness(ReadyState.STARTING if storage else ReadyState.READY)
     if storage is not None:
         storage.on_wait = app.state.readiness.set_waiting
+    info.install(store.keyspace, settings, storage, app.state.readiness)
     app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
     # Who may do what (app/access): the gate resolves credentials, every surface checks.
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys

@@ -1,10 +1,15 @@
 """The OpenAPI document: FastAPI's, finished for SDK generators.
 
-FastAPI describes every response as ``application/json``; errors here are
-``application/problem+json``, so their content is moved. Request and response examples live
-once, on the schemas (``json_schema_extra``); they are copied onto each operation's media types,
-where generators and Swagger UI look for them. openapi/openapi.json is this document, written
-by ``xstreams openapi``; a test fails when the two differ.
+FastAPI describes every response as ``application/json`` (an event stream's errors as
+``text/event-stream``, its response class); errors here are ``application/problem+json``, so
+their content is moved. A default on a property of a request body's schema is written in its
+description instead of as ``default``: generators with their default options
+(openapi-typescript's ``defaultNonNullable``) take a property with a default for one the
+server always sends, which holds for responses but made every defaulted request field
+required. Request and response examples live once, on the schemas (``json_schema_extra``);
+they are copied onto each operation's media types, where generators and Swagger UI look for
+them. openapi/openapi.json is this document, written by ``xstreams openapi``; a test fails
+when the two differ.
 """
 
 from __future__ import annotations
@@ -61,7 +66,43 @@ def _problem_example(doc: dict[str, Any], status: int, path: str) -> dict[str, A
     return example
 
 
+def _refs(doc: dict[str, Any], node: Any, into: set[str]) -> set[str]:
+    """Every component schema ``node`` reaches through ``$ref``, transitively."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            name = ref.rsplit("/", 1)[-1]
+            if name not in into:
+                into.add(name)
+                _refs(doc, doc["components"]["schemas"][name], into)
+        for value in node.values():
+            _refs(doc, value, into)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(doc, value, into)
+    return into
+
+
+def _defaults_described(doc: dict[str, Any]) -> None:
+    """In schemas only request bodies use, each property's ``default`` goes into its
+    description (``Default: `false`.``): the server fills it in, the client may leave it out."""
+    requests: set[str] = set()
+    responses: set[str] = set()
+    for item in doc["paths"].values():
+        for op in item.values():
+            _refs(doc, op.get("requestBody", {}), requests)
+            _refs(doc, op.get("responses", {}), responses)
+    schemas = doc["components"]["schemas"]
+    for name in sorted(requests - responses):
+        for prop in schemas[name].get("properties", {}).values():
+            if "default" in prop:
+                default = json.dumps(prop.pop("default"), ensure_ascii=False)
+                text = prop.get("description", "").rstrip()
+                prop["description"] = f"{text} Default: `{default}`.".lstrip()
+
+
 def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
+    _defaults_described(doc)
     for path, item in doc["paths"].items():
         for op in item.values():
             body = op.get("requestBody", {}).get("content", {}).get("application/json")
@@ -74,8 +115,10 @@ def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
                 del responses["422"]  # FastAPI's default; 400 documents malformed parameters
             for code, response in responses.items():
                 content = response.get("content", {})
-                if int(code) >= 400 and "application/json" in content:
-                    media = content.pop("application/json")
+                if int(code) >= 400 and content:
+                    # Whatever FastAPI wrote (JSON, an event stream's media type): a problem.
+                    media = {"schema": {"$ref": "#/components/schemas/Problem"}}
+                    content.clear()
                     media["example"] = _problem_example(doc, int(code), path)
                     content[PROBLEM_JSON] = media
                 elif "application/json" in content:

@@ -19,6 +19,7 @@ from app.engine.replies import (
     GroupFull,
     GroupInfo,
     Help,
+    Info,
     MissingEntry,
     PendingDelivery,
     PendingRow,
@@ -34,6 +35,17 @@ from app.engine.stream import Entry
 
 def _b64(s: str) -> str:
     return base64.b64encode(utf8(s)).decode()
+
+
+def info_text(info: Info) -> str:
+    """INFO's bulk string as redis-server writes it (``genRedisInfoString``): each section a
+    ``# Title`` line and ``field:value`` lines, CRLF-terminated, a blank line between."""
+    parts = []
+    for section in info.sections:
+        lines = [f"# {section.title}\r\n"]
+        lines += [f"{k}:{v}\r\n" for k, v in section.fields]
+        parts.append("".join(lines))
+    return "\r\n".join(parts)
 
 
 class Shaper:
@@ -164,6 +176,8 @@ class Shaper:
             return self.map([("name", self.s(r.name)), ("pending", r.pending), ("idle", r.idle_ms)])
         if isinstance(r, Help):
             return [self(Status(line)) for line in r.lines]
+        if isinstance(r, Info):
+            return self.s(info_text(r))
         raise TypeError(f"no wire shape for {type(r).__name__}")
 
     def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:

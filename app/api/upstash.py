@@ -1,7 +1,9 @@
 """Reading Upstash REST requests: command arrays from JSON bodies and from URL paths.
 
 JSON numbers count as their literal text (``1.50`` stays ``"1.50"``), as Redis would see
-the argument a client typed; anything but strings and numbers is refused.
+the argument a client typed, and booleans as theirs (``true`` is ``"true"``), as the Upstash
+SDKs' users expect of ``xadd(key, "*", {done: true})``; null, objects and nested arrays are
+refused.
 """
 
 from __future__ import annotations
@@ -58,9 +60,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_args(doc: Any, max_args: int) -> bool:
-    """A command's shape (a non-empty array of strings and numbers, at most ``max_args``):
-    whether it holds numbers. Nothing is looked at below the array's own items."""
+def _check_args(doc: Any, max_args: int) -> tuple[bool, bool]:
+    """A command's shape (a non-empty array of strings, numbers and booleans, at most
+    ``max_args``): whether it holds numbers, and booleans. Nothing is looked at below the
+    array's own items."""
     if not isinstance(doc, list):
         raise CommandError.err("the request body must be a JSON array of command arguments")
     if not doc:
@@ -69,25 +72,37 @@ def _check_args(doc: Any, max_args: int) -> bool:
         raise CommandError.err(
             f"too many arguments: {len(doc)}, at most {max_args} per command (max_command_args)"
         )
-    numbers = False
+    numbers = booleans = False
     for a in doc:
         if isinstance(a, str):
             continue
-        if not _is_number(a):
+        if isinstance(a, bool):
+            booleans = True
+        elif _is_number(a):
+            numbers = True
+        else:
             raise CommandError.err(
-                "each command argument must be a JSON string or number, got " + _kind(a)
+                "each command argument must be a JSON string, number or boolean, got " + _kind(a)
             )
-        numbers = True
-    return numbers
+    return numbers, booleans
+
+
+def _texts(doc: list[Any]) -> list[str]:
+    """Booleans as the text JSON spells them, everything else as it is (already text)."""
+    return [("true" if a else "false") if isinstance(a, bool) else a for a in doc]
 
 
 def command_args(body: bytes, max_args: int) -> list[str]:
     """One command from a JSON body, numbers as their literal text (``1.50`` stays
-    ``"1.50"``). The shape is checked on orjson's document before the stdlib parser reads the
-    numbers' text, so that parser (which recurses) only ever sees a flat array."""
+    ``"1.50"``), booleans as ``"true"`` / ``"false"``. The shape is checked on orjson's
+    document before the stdlib parser reads the numbers' text, so that parser (which recurses)
+    only ever sees a flat array."""
     doc = _decode(body)
-    if _check_args(doc, max_args):
+    numbers, booleans = _check_args(doc, max_args)
+    if numbers:
         doc = _literal(body)
+    if booleans:
+        doc = _texts(doc)
     result: list[str] = doc
     return result
 
@@ -102,11 +117,14 @@ def command_list(body: bytes, max_commands: int, max_args: int) -> list[list[str
             f"too many commands: {len(doc)}, at most {max_commands} per request "
             "(max_pipeline_commands); send them in several requests"
         )
-    numbers = False
+    numbers = booleans = False
     for command in doc:
-        numbers = _check_args(command, max_args) or numbers
+        has_numbers, has_booleans = _check_args(command, max_args)
+        numbers, booleans = numbers or has_numbers, booleans or has_booleans
     if numbers:
         doc = _literal(body)
+    if booleans:
+        doc = [_texts(command) for command in doc]
     result: list[list[str]] = doc
     return result
 

@@ -22,6 +22,8 @@ Effects, one list each (IDs as "ms-seq" strings):
     ["cdel", key, group, name]
     ["pel", key, group, id, consumer, delivered_at_ms, delivery_count]  set a pending entry
     ["ack", key, group, [id, ...]]                 remove pending entries
+    ["rename", key, new_key]                       RENAME: the stream, groups and all, moves
+    ["config", parameter, value]                   CONFIG SET of a node limit (no key)
 
 Replay refuses, with ``ReplayError``, any effect that does not fit the state it meets: an
 entry ID not greater than its stream's last ID (XADD's own rule, ``id_follows``), a stream
@@ -125,14 +127,18 @@ def decode_json(data: bytes) -> Any:
 
 def stamp_keys(record: list[Effect], stamps: dict[str, int], seq: int) -> bool:
     """Set ``stamps[key] = seq`` for every key the record changed (every effect but ``flush``
-    names its key second); False when it changed every key. Storage uses it to hold back
-    exactly the replies that could show the record before it is durable. It allocates
+    and ``config`` names its key second, ``rename`` its second key third); False when it
+    changed every key (a CONFIG SET changes how every stream grows). Storage uses it to hold
+    back exactly the replies that could show the record before it is durable. It allocates
     nothing: it runs for every write, and per-record objects cost the cyclic GC more than
     the work itself."""
     for effect in record:
-        if effect[0] == "flush":
+        op = effect[0]
+        if op == "flush" or op == "config":
             return False
         stamps[effect[1]] = seq
+        if op == "rename":
+            stamps[effect[2]] = seq
     return True
 
 
@@ -229,6 +235,12 @@ def _apply(ks: Keyspace, e: Effect) -> None:
             raise ReplayError(f"deletion of missing stream {e[1]!r}")
     elif op == "flush":
         ks.streams.clear()
+    elif op == "rename":
+        if e[1] not in ks.streams:
+            raise ReplayError(f"rename of missing stream {e[1]!r}")
+        ks.rename(e[1], e[2])
+    elif op == "config":
+        _configure(ks, e[1], e[2])
     elif op == "xdel":
         s = _stream(ks, e[1])
         for text in e[2]:
@@ -266,6 +278,14 @@ def _apply(ks: Keyspace, e: Effect) -> None:
         raise ReplayError(f"unknown effect {op!r}")
 
 
+def _configure(ks: Keyspace, name: Any, value: Any) -> None:
+    if name not in ("stream-node-max-entries", "stream-node-max-bytes"):
+        raise ReplayError(f"CONFIG SET of unknown parameter {name!r}")
+    if type(value) is not int or value < 0:
+        raise ReplayError(f"CONFIG SET {name} to {value!r}: not a size")
+    ks.configure({name: value})
+
+
 # -- snapshots ------------------------------------------------------------------------------
 
 
@@ -295,6 +315,7 @@ class SnapshotView:
 
     config: StreamConfig
     streams: list[StreamView]
+    config_set: dict[str, int]  # what CONFIG SET changed (restored; the rest is the start's)
 
 
 def snapshot_view(ks: Keyspace) -> SnapshotView:
@@ -314,7 +335,8 @@ def snapshot_view(ks: Keyspace) -> SnapshotView:
             consumers = [[c.name, c.seen_time_ms] for c in g.consumers.values()]
             groups.append([g.name, sid_text(g.last_id), g.entries_read, consumers, pel])
         streams.append(StreamView(key, s.last_id, s.entries_added, s.max_deleted_id, nodes, groups))
-    return SnapshotView(StreamConfig(ks.config.node_max_entries, ks.config.node_max_bytes), streams)
+    config = StreamConfig(ks.config.node_max_entries, ks.config.node_max_bytes)
+    return SnapshotView(config, streams, dict(ks.config_set))
 
 
 def encode_snapshot(view: SnapshotView) -> bytes:
@@ -354,6 +376,8 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
+    if view.config_set:
+        doc["config_set"] = view.config_set
     return encode_json(doc)
 
 
@@ -366,6 +390,9 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
     if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
         raise ReplayError("unknown snapshot format")
     try:
+        # First: streams created below take the limits CONFIG SET gave.
+        for name, value in doc.get("config_set", {}).items():
+            _configure(ks, name, value)
         for sd in doc["streams"]:
             s = ks.create(sd["key"])
             s.last_id = _sid(sd["last_id"])

@@ -1,4 +1,5 @@
-"""The keyspace: stream names to streams, and the keyspace commands' rules (SCAN, KEYS).
+"""The keyspace: stream names to streams, and the keyspace commands' rules (SCAN, KEYS,
+RENAME), the run-time configuration (CONFIG SET) and what INFO counts.
 
 xstreams holds only streams, so a key is a stream; ``TYPE`` answers ``stream`` or ``none``.
 """
@@ -6,6 +7,7 @@ xstreams holds only streams, so a key is a stream; ``TYPE`` answers ``stream`` o
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +18,13 @@ from app.engine.clock import Clock, SystemClock
 from app.engine.glob import glob_match
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
+from app.engine.stats import Stats
 from app.engine.stream import Stream
+
+InfoFields = list[tuple[str, str | int]]
+InfoSource = Callable[[], InfoFields]
+"""Fields of an INFO section the engine cannot know (the process, the database, the
+connections), supplied by the service that runs it (``Keyspace.info``)."""
 
 
 @dataclass(slots=True)
@@ -25,6 +33,10 @@ class StreamConfig:
 
     node_max_entries: int = 100
     node_max_bytes: int = 4096
+
+    def get(self, name: str) -> int:
+        """The value of a CONFIG parameter (``app.engine.config``) by its name."""
+        return self.node_max_entries if name == "stream-node-max-entries" else self.node_max_bytes
 
 
 class StreamMap(dict[str, Stream]):
@@ -79,6 +91,17 @@ class Keyspace:
     limits: Limits = field(default_factory=Limits)  # the service's bounds on one command
     # The running command's effects while a journal is attached (see journal.py), else None.
     effects: list[list[Any]] | None = None
+    stats: Stats = field(default_factory=Stats)  # INFO stats, commandstats, errorstats
+    # INFO sections (or fields of one) the service supplies: "server", "memory", "persistence".
+    info: dict[str, InfoSource] = field(default_factory=dict)
+    # Parameters CONFIG SET changed: journaled, so they outlive a restart and win over the
+    # values the service was started with.
+    config_set: dict[str, int] = field(default_factory=dict)
+    started_ms: int = -1  # when the keyspace came up (INFO uptime); set from the clock
+
+    def __post_init__(self) -> None:
+        if self.started_ms < 0:
+            self.started_ms = self.clock.now_ms()
 
     def record(self, effect: list[Any]) -> None:
         if self.effects is not None:
@@ -98,6 +121,30 @@ class Keyspace:
         self.record(["del", key])
         self.blocked.signal(key)
         return True
+
+    def rename(self, src: str, dst: str) -> None:
+        """RENAME: ``src`` (which exists) becomes ``dst``, groups and all, replacing what
+        ``dst`` held. Readers blocked on ``dst`` are offered the stream, as Redis's
+        ``dbAdd`` signals the key ready (an XREADGROUP whose group the stream lacks gets
+        NOGROUP); readers blocked on ``src`` see their key gone."""
+        stream = self.streams[src]
+        del self.streams[src]
+        self.streams[dst] = stream
+        self.record(["rename", src, dst])
+        self.blocked.signal(src)
+        self.blocked.signal(dst)
+
+    def configure(self, values: dict[str, int]) -> None:
+        """CONFIG SET of node limits: the keyspace's and every stream's next append."""
+        for name, value in values.items():
+            if name == "stream-node-max-entries":
+                self.config.node_max_entries = value
+            else:
+                self.config.node_max_bytes = value
+            self.config_set[name] = value
+            self.record(["config", name, value])
+        for stream in self.streams.values():
+            stream.set_node_limits(self.config.node_max_entries, self.config.node_max_bytes)
 
     def flush(self) -> None:
         keys = list(self.streams)

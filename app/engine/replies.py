@@ -158,3 +158,19 @@ class Help:
     """A HELP reply: lines sent as simple strings."""
 
     lines: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class InfoSection:
+    """One INFO section: its title (``Server``) and ``field:value`` lines in order."""
+
+    title: str
+    fields: list[tuple[str, str | int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Info:
+    """INFO: the sections asked for, in Redis's order (the command endpoint writes Redis's
+    text, ``# Title\\r\\nfield:value\\r\\n``, sections apart by a blank line)."""
+
+    sections: list[InfoSection]

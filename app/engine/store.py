@@ -13,6 +13,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
+from app.engine.commands.table import resolved
 from app.engine.errors import CommandError
 from app.engine.journal import Effect, JournalSink, SnapshotView, restore, snapshot_view
 from app.engine.keyspace import Keyspace, StreamConfig
@@ -45,26 +46,51 @@ class Store:
     def clock(self) -> Clock:
         return self.keyspace.clock
 
-    def command(self, argv: Sequence[str]) -> Command:
-        """The command ``argv`` names, with arity checked (raises Redis's error)."""
-        if not argv:
-            raise CommandError.err("empty command")
-        return lookup(list(argv))
+    def command(self, argv: Sequence[str], *, counted: bool = True) -> Command:
+        """The command ``argv`` names, with arity checked (raises Redis's error). A refusal
+        counts in INFO's stats unless ``counted`` is False (a look-up that does not run it)."""
+        try:
+            if not argv:
+                raise CommandError.err("empty command")
+            return lookup(list(argv))
+        except CommandError as e:
+            if counted:
+                self._rejected(argv, e)
+            raise
+
+    def _rejected(self, argv: Sequence[str], error: CommandError) -> None:
+        cmd = resolved(list(argv[:2]))
+        self.keyspace.stats.rejected(cmd.name if cmd is not None else None, error)
 
     def execute(
         self, argv: Sequence[str], *, may_block: bool = True, cmd: Command | None = None
     ) -> Reply | Block:
-        """Run one command. A read that must wait returns a ``Block`` (see ``waiting``);
-        with ``may_block=False`` (inside MULTI) it answers nil at once, as Redis does.
-        ``cmd``: its table entry, when the caller looked it up already."""
+        """Run one command. A read that must wait returns a ``Block`` (see ``waiting``),
+        counted in INFO's stats when it ends (``finished``); with ``may_block=False`` (inside
+        MULTI) it answers nil at once, as Redis does. ``cmd``: its table entry, when the
+        caller looked it up already."""
         args = list(argv)
         if cmd is None:
             cmd = self.command(args)
         assert cmd.handler is not None
-        reply = self.run(cmd.handler, args)
-        if isinstance(reply, Block) and not may_block:
-            return None
+        stats = self.keyspace.stats
+        started = stats.started()
+        try:
+            reply = self.run(cmd.handler, args)
+        except CommandError as e:
+            stats.ran(cmd.name, started, e)
+            raise
+        if isinstance(reply, Block):
+            if may_block:
+                return reply
+            reply = None
+        stats.ran(cmd.name, started)
         return reply
+
+    def finished(self, cmd: Command, error: CommandError | None = None) -> None:
+        """A blocked command ended (served, timed out, or failed with ``error``)."""
+        stats = self.keyspace.stats
+        stats.ran(cmd.name, stats.started(), error)
 
     def run(
         self, operation: Callable[Concatenate[Keyspace, P], T], *args: P.args, **kwargs: P.kwargs
@@ -102,23 +128,28 @@ class Store:
         all run back to back as one step — one journal record, and blocked readers served
         only after the last command, as Redis serves them after EXEC."""
         parsed = [list(c) for c in commands]
-        handlers = []
+        cmds = []
         for args in parsed:
             try:
                 cmd = self.command(args)
             except CommandError as e:
-                raise CommandError(
-                    "EXECABORT Transaction discarded because of previous errors."
-                ) from e
+                error = CommandError("EXECABORT Transaction discarded because of previous errors.")
+                self.keyspace.stats.error(error)
+                raise error from e
             assert cmd.handler is not None
-            handlers.append(cmd.handler)
+            cmds.append(cmd)
         out: list[Reply | CommandError] = []
         ks = self.keyspace
+        stats = ks.stats
         with self._step():
-            for handler, args in zip(handlers, parsed, strict=True):
+            for cmd, args in zip(cmds, parsed, strict=True):
+                started = stats.started()
+                assert cmd.handler is not None
                 try:
-                    reply = handler(ks, args)
+                    reply = cmd.handler(ks, args)
                     out.append(None if isinstance(reply, Block) else reply)
+                    stats.ran(cmd.name, started)
                 except CommandError as e:
                     out.append(e)
+                    stats.ran(cmd.name, started, e)
         return out

@@ -163,6 +163,11 @@ class Stream:
         self.max_deleted_id = MIN_ID
         self.entries_added = 0
         self.groups: dict[str, ConsumerGroup] = {}
+        self.set_node_limits(node_max_entries, node_max_bytes)
+
+    def set_node_limits(self, node_max_entries: int, node_max_bytes: int) -> None:
+        """Where the next node starts (``stream-node-max-entries`` / ``-bytes``; a bytes limit
+        of 0 means the listpack's own maximum, as ``streamAppendItem`` reads it)."""
         self.node_max_entries = node_max_entries
         if node_max_bytes <= 0 or node_max_bytes > STREAM_LISTPACK_MAX_SIZE:
             node_max_bytes = STREAM_LISTPACK_MAX_SIZE

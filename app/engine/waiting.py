@@ -82,7 +82,14 @@ async def execute(
 ) -> Reply:
     """Run a command, waiting on the server if it blocks (XREAD / XREADGROUP BLOCK);
     ``cmd``: its table entry, when the caller looked it up already."""
+    if cmd is None:
+        cmd = store.command(argv)
     reply = store.execute(argv, cmd=cmd)
     if isinstance(reply, Block):
-        return await wait(store, reply, disconnected)
+        try:
+            reply = await wait(store, reply, disconnected)
+        except CommandError as e:
+            store.finished(cmd, e)
+            raise
+        store.finished(cmd)
     return reply

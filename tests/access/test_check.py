@@ -50,6 +50,13 @@ LINES: list[tuple[list[str], str]] = [
     (["FLUSHDB"], "admin"),
     (["FLUSHALL"], "admin"),
     (["SCAN", "0"], "list"),
+    (["RENAME", "orders", "orders2"], "write"),
+    (["RENAMENX", "orders", "orders2"], "write"),
+    (["INFO"], "admin"),
+    (["CONFIG", "GET", "*"], "admin"),
+    (["CONFIG", "SET", "stream-node-max-entries", "10"], "admin"),
+    (["CONFIG", "RESETSTAT"], "admin"),
+    (["CONFIG", "HELP"], "none"),
 ]
 GRANTS = {"read": READER, "consume": WORKER, "write": PRODUCER}
 

@@ -43,10 +43,30 @@ LINES = [
     ["DEL", "a", "b", "c"],
     ["EXISTS", "a", "b"],
     ["TYPE", "s"],
+    ["RENAME", "a", "b"],
+    ["RENAMENX", "a", "b"],
 ]
 
-NO_KEYS = [["PING"], ["ECHO", "x"], ["XGROUP", "HELP"], ["XINFO", "HELP"]]
-KEYSPACE = [["KEYS", "*"], ["SCAN", "0"], ["DBSIZE"], ["FLUSHDB"], ["FLUSHALL", "ASYNC"]]
+NO_KEYS = [
+    ["PING"],
+    ["ECHO", "x"],
+    ["XGROUP", "HELP"],
+    ["XINFO", "HELP"],
+    ["CONFIG", "GET", "*"],
+    ["CONFIG", "RESETSTAT"],
+    ["CONFIG", "HELP"],
+]
+# INFO (its keyspace and clients) and CONFIG SET (how every stream grows) are about the
+# whole keyspace: replies wait for every pending record, and only the admin may run them.
+KEYSPACE = [
+    ["KEYS", "*"],
+    ["SCAN", "0"],
+    ["DBSIZE"],
+    ["FLUSHDB"],
+    ["FLUSHALL", "ASYNC"],
+    ["INFO"],
+    ["CONFIG", "SET", "stream-node-max-entries", "10"],
+]
 
 
 @pytest.mark.redis

@@ -61,6 +61,14 @@ def _random_command(store: Store, rnd: random.Random) -> list[str]:
         ["XGROUP", "CREATECONSUMER", key, "g", "zz"],
         ["XGROUP", "DESTROY", key, "g"] if rnd.random() < 0.1 else ["PING"],
         ["DEL", key] if rnd.random() < 0.05 else ["XLEN", key],
+        ["RENAME", key, rnd.choice(["s", "t", "u"])] if rnd.random() < 0.2 else ["PING"],
+        ["RENAMENX", key, rnd.choice(["s", "t"])],
+        ["CONFIG", "SET", "stream-node-max-entries", rnd.choice(["2", "5", "0", "100"])]
+        if rnd.random() < 0.2
+        else ["PING"],
+        ["CONFIG", "SET", "stream-node-max-bytes", rnd.choice(["60", "4kb", "0"])]
+        if rnd.random() < 0.1
+        else ["PING"],
     ]
     return rnd.choice(choices)
 
@@ -124,6 +132,10 @@ def test_a_blocked_reader_served_by_a_write_is_in_that_writes_record() -> None:
         [["new", "s"], ["add", "s", "not-an-id", ["f", "v"]]],
         "not a list",
         [["new", "s"], ["gset", "s", "nogroup", "1-1", 0]],
+        [["rename", "missing", "t"]],
+        [["config", "no-such-parameter", 5]],
+        [["config", "stream-node-max-entries", -1]],
+        [["config", "stream-node-max-bytes", "4kb"]],
     ],
 )
 def test_an_unknown_or_malformed_record_stops_replay(record: Any) -> None:
@@ -147,3 +159,35 @@ def test_binary_values_survive_snapshots() -> None:
     loaded.restore(encode_snapshot(store.snapshot_view()), [])
     [entry] = loaded.execute(["XRANGE", "s", "-", "+"])
     assert entry.fields == ("f", value)
+
+
+def test_config_set_and_rename_replay_into_the_same_nodes() -> None:
+    """A CONFIG SET record sits where it ran: entries appended after it fill nodes of the new
+    size on replay too; the snapshot keeps what CONFIG SET changed, so a restored store (whose
+    start-up settings say otherwise) goes on appending as the original did."""
+    sink = Sink()
+    original = Store(clock=ManualClock(), journal=sink)
+    for i in range(1, 8):
+        original.execute(["XADD", "a", f"{i}-0", "f", "v"])
+    original.execute(["CONFIG", "SET", "stream-node-max-entries", "2"])
+    for i in range(8, 14):
+        original.execute(["XADD", "a", f"{i}-0", "f", "v"])
+    original.execute(["XGROUP", "CREATE", "a", "g", "0"])
+    original.execute(["RENAME", "a", "b"])
+    assert sink.records[-1] == [["rename", "a", "b"]]
+    assert ["config", "stream-node-max-entries", 2] in sink.records[7]
+    replayed = Store(clock=ManualClock(0))
+    replayed.restore(None, sink.records)
+    snapshot = encode_snapshot(original.snapshot_view())
+    assert encode_snapshot(replayed.snapshot_view()) == snapshot
+    assert replayed.execute(["CONFIG", "GET", "stream-node-max-entries"]) == [
+        "stream-node-max-entries",
+        "2",
+    ]
+    loaded = Store(clock=ManualClock(0))  # started with the default, 100
+    loaded.restore(snapshot, [])
+    for store in (original, loaded):
+        store.execute(["XADD", "b", "20-0", "f", "v"])
+        store.execute(["XADD", "b", "21-0", "f", "v"])
+    assert encode_snapshot(loaded.snapshot_view()) == encode_snapshot(original.snapshot_view())
+    assert [len(n.ids) for n in loaded.keyspace.streams["b"].nodes] == [7, 2, 2, 2, 2]

@@ -125,3 +125,38 @@ def test_swagger_ui_and_the_live_document(api: httpx.Client, doc: dict[str, Any]
     r = api.get("/docs")
     assert r.status_code == 200 and "swagger-ui" in r.text
     assert api.get("/openapi.json").json() == doc
+
+
+def test_every_error_of_every_operation_is_a_problem_document(doc: dict[str, Any]) -> None:
+    """Errors are answered as application/problem+json everywhere, the event streams included
+    (their 404 / 429 come before any event): the contract says so, whatever the route's own
+    media type."""
+    seen = 0
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            for code, response in op["responses"].items():
+                if int(code) >= 400:
+                    assert list(response["content"]) == ["application/problem+json"], (
+                        method,
+                        path,
+                        code,
+                    )
+                    seen += 1
+    events = doc["paths"]["/v1/streams/{stream}/groups/{group}/consumers/{consumer}/events"]
+    assert {"404", "429"} <= set(events["get"]["responses"])
+    assert seen > 50
+
+
+def test_request_fields_with_a_server_default_are_optional(doc: dict[str, Any]) -> None:
+    """A request body's field the server fills in is neither required nor marked ``default``
+    (generators such as openapi-typescript make a defaulted property required); its default is
+    in the description."""
+    schemas = doc["components"]["schemas"]
+    append = schemas["Append"]
+    assert "required" not in append
+    assert "default" not in append["properties"]["nomkstream"]
+    assert "Default: `false`." in append["properties"]["nomkstream"]["description"]
+    assert 'Default: `"*"`.' in append["properties"]["id"]["description"]
+    for name in ("Append", "NewEntry", "Trim", "NewGroup", "Read", "Claim", "AutoClaim"):
+        for field, prop in schemas[name]["properties"].items():
+            assert "default" not in prop, (name, field)

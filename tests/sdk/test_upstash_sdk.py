@@ -17,6 +17,7 @@ compared by its text (``UpstashError`` message vs redis-server's error reply).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,8 +48,9 @@ class ReferenceSdk(SdkCommands):
         self.sent: tuple[Any, ...] = ()
 
     def execute(self, command: list[Any]) -> Any:
-        # Exactly what the HTTP client would put in the JSON body.
-        wire = _format_command(command)
+        # Exactly what the HTTP client would put in the JSON body; the endpoint reads a JSON
+        # boolean as its text, ``true`` / ``false``, which is what redis-server must be sent.
+        wire = [json.dumps(a) if isinstance(a, bool) else a for a in _format_command(command)]
         self.sent = tuple(wire)
         reply = self.resp(*wire)
         if isinstance(reply, ReplyError):
@@ -211,6 +213,19 @@ def test_xadd_ids_and_values(both: SdkPair) -> None:
         ["5-2", ["a", "-7"]],
         ["6-0", ["ü", "ÿ", "", ""]],
         ["7-0", ["n", "12345678901234567890"]],
+    ]
+
+
+def test_boolean_arguments(both: SdkPair) -> None:
+    """Booleans handed to ``execute`` go out as JSON booleans (as @upstash/redis sends the values
+    of ``xadd(key, "*", {done: true})``) and are stored as their text. (This SDK's own ``xadd``
+    turns values into ``str`` first: ``"True"``.)"""
+    command = ["XADD", "s", "1-1", "done", True, "failed", False, "n", 2]
+    assert both(lambda r: r.execute(command)) == "1-1"
+    assert both(lambda r: r.xadd("s", "2-1", {"done": True})) == "2-1"
+    assert both(lambda r: r.xrange("s")) == [
+        ["1-1", ["done", "true", "failed", "false", "n", "2"]],
+        ["2-1", ["done", "True"]],
     ]
 
 

@@ -1,4 +1,5 @@
-"""Consumer-group delivery over SSE: history then `>`, sharing, max_unacked, noack, 404s."""
+"""Consumer-group delivery over SSE: history then `>`, sharing, max_unacked, noack, 404s,
+consumers created as XREADGROUP creates them."""
 
 from __future__ import annotations
 
@@ -115,18 +116,32 @@ async def test_noack_records_nothing_pending(client: httpx.AsyncClient) -> None:
     assert await pending_of(client, "c") == []
 
 
-@pytest.mark.parametrize(
-    ("consumer", "group", "code"),
-    [("c", "nope", "NOGROUP"), ("ghost", "g", "ERR")],
-)
-async def test_missing_group_or_consumer_is_a_404_problem(
-    client: httpx.AsyncClient, consumer: str, group: str, code: str
+@pytest.mark.parametrize(("stream", "group"), [("s", "nope"), ("nostream", "g")])
+async def test_missing_group_is_a_404_problem(
+    client: httpx.AsyncClient, stream: str, group: str
 ) -> None:
     await make_group(client, "c")
-    r = await client.get(path(consumer, group))
+    r = await client.get(path("c", group, stream))
     assert r.status_code == 404
     assert r.headers["content-type"] == "application/problem+json"
-    assert r.json()["code"] == code
+    assert r.json()["code"] == "NOGROUP"
+    consumers = await command(client, "XINFO", "CONSUMERS", "s", "g")
+    assert [c[1] for c in consumers] == ["c"]  # nothing created
+
+
+async def test_a_new_consumer_is_created_as_xreadgroup_creates_it(
+    client: httpx.AsyncClient,
+) -> None:
+    """An EventSource pointed at a consumer nobody created gets its events (a 404 would make
+    EventSource give up for good): the first read creates the consumer, as XREADGROUP does."""
+    await make_group(client)
+    assert await command(client, "XINFO", "CONSUMERS", "s", "g") == []
+    async with open_events(client, path("newcomer")) as events:
+        ids = [await add(client, "s", "n", str(i)) for i in range(2)]
+        assert entry_ids(await events.take(2)) == ids
+    consumers = await command(client, "XINFO", "CONSUMERS", "s", "g")
+    assert [(c[1], c[3]) for c in consumers] == [("newcomer", 2)]
+    assert await pending_of(client, "newcomer") == ids
 
 
 async def test_group_destroyed_while_streaming_ends_with_an_error_event(

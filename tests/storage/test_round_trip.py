@@ -76,6 +76,18 @@ def build_state(xs: Commands, url: str) -> None:
     xs("DEL", "tmp")
     xs("XADD", "future", "5-5", "a", "1")
     xs("XSETID", "future", "9999999999999-5", "ENTRIESADDED", "9", "MAXDELETEDID", "3-0")
+    # CONFIG SET is journaled where it ran: the nodes appended after it are 7 entries long,
+    # before and after the restart (XINFO STREAM FULL shows the node count).
+    xs("XADD", "small", "1-0", "a", "1")
+    assert (
+        xs("CONFIG", "SET", "stream-node-max-entries", "7", "stream-node-max-bytes", "2kb") == "OK"
+    )
+    adds = [["XADD", "small", f"{i}-0", "a", str(i)] for i in range(2, 40)]
+    assert xs.client.post("/pipeline", json=adds).status_code == 200
+    # RENAME moves a stream with its groups; RENAMENX leaves an existing key alone.
+    assert xs("RENAME", "fresh", "renamed") == "OK"
+    assert xs("RENAMENX", "renamed", "orders") == 0
+    assert xs("RENAMENX", "small", "smaller") == 1
     xs("XGROUP", "CREATE", "waiting", "g", "$", "MKSTREAM")
     # A blocked XREADGROUP served inside another client's XADD: its delivery is journaled too.
     got: list[Any] = []
@@ -96,6 +108,7 @@ def build_state(xs: Commands, url: str) -> None:
 def observe(xs: Commands) -> dict[str, Any]:
     keys = sorted(xs("KEYS", "*"))
     out: dict[str, Any] = {"keys": keys, "dbsize": xs("DBSIZE")}
+    out["config"] = xs("CONFIG", "GET", "stream-node-max-*")
     for key in keys:
         out[f"{key} full"] = mask(xs("XINFO", "STREAM", key, "FULL", "COUNT", "0"))
         out[f"{key} range"] = xs("XRANGE", key, "-", "+")
@@ -133,6 +146,10 @@ def test_round_trip(db_url: str, tmp_path: Path, restart: str) -> None:
     try:
         after = observe(xs)
         assert after == before
+        assert after["config"] == ["stream-node-max-bytes", "2048", "stream-node-max-entries", "7"]
+        assert "fresh" not in after["keys"] and "renamed groups" in after
+        full = after["smaller full"]
+        assert full[full.index("radix-tree-keys") + 1] == 6  # 39 entries, 7 per node
         # New auto IDs are greater than every earlier one, even past a future XSETID.
         for key, last in last_ids.items():
             new = xs("XADD", key, "*", "after", "restart")

@@ -51,7 +51,7 @@ def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | N
     keys: list[str] | None = []
     for args in commands:
         try:
-            cmd = store.command(args)
+            cmd = store.command(args, counted=False)  # execute_atomic counts it
         except CommandError:
             continue  # refused before it runs: it shows nothing
         writes = writes or cmd.writes
@@ -185,7 +185,7 @@ async def run_transaction(request: Request) -> Response:
         if not grant.admin:
             for args in commands:
                 try:
-                    check_command(grant, store.command(args), args)
+                    check_command(grant, store.command(args, counted=False), args)
                 except NoPerm:
                     raise
                 except CommandError:

@@ -14,8 +14,8 @@ from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
 from app.api.deps import StoreDep
-from app.api.ops import require_consumer
-from app.api.routes.common import RestRoute
+from app.api.ops import group_of
+from app.api.routes.common import RestRoute, errors
 from app.api.schemas.entries import FieldsForm
 from app.api.schemas.problem import Problem
 from app.api.sse_group import GroupDelivery, deliver
@@ -41,14 +41,18 @@ Fields = Annotated[
     FieldsForm, Query(description="`object` (default) or `pairs` (every pair, in order).")
 ]
 
-_STREAM_DOC: dict[int | str, dict[str, Any]] = {
-    200: {
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        "description": "Events: `entry` (`id:` = entry ID), `gap`, `error`; `: ping` comments.",
-    },
-    404: {"model": Problem, "description": "No such group or consumer."},
-    429: {"model": Problem, "description": "Too many event streams open."},
-}
+
+def _stream_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """An event stream's responses: the events, and its errors, which come before the stream
+    starts as problem documents (``application/problem+json``, as on every route)."""
+    return {
+        200: {
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "Events: `entry` (`id:` = entry ID), `gap`, `error`; `: ping` comments.",
+        },
+        **errors(*statuses),
+        429: {"model": Problem, "description": "Too many event streams open (`Retry-After`)."},
+    }
 
 
 def install(app: FastAPI) -> None:
@@ -82,7 +86,7 @@ def _tail(request: Request, store: Store, positions: dict[str, StreamID], form: 
     summary="Live tail of a stream (XREAD BLOCK as Server-Sent Events)",
     response_class=EventStream,
     status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
-    responses=_STREAM_DOC,
+    responses=_stream_doc(),
 )
 async def stream_events(
     request: Request,
@@ -108,7 +112,7 @@ async def stream_events(
     summary="Live tail of several streams in one connection",
     response_class=EventStream,
     status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
-    responses=_STREAM_DOC,
+    responses=_stream_doc(),
 )
 async def streams_events(
     request: Request,
@@ -134,7 +138,7 @@ async def streams_events(
     summary="Consumer-group delivery (XREADGROUP BLOCK as Server-Sent Events)",
     response_class=EventStream,
     status_code=200,  # EventStream takes no status_code: FastAPI needs it for OpenAPI
-    responses=_STREAM_DOC,
+    responses=_stream_doc(404),
 )
 async def consumer_events(
     request: Request,
@@ -154,8 +158,9 @@ async def consumer_events(
 ) -> Response:
     """The consumer's pending entries first, then new ones (`>`), each recorded as pending for
     it unless `noack`; subscribers of one group share the entries. Acknowledge with the acks
-    resource (XACK)."""
-    require_consumer(store, stream, group, consumer)
+    resource (XACK). The consumer is created by its first read, as XREADGROUP creates it;
+    the group must exist (404 NOGROUP)."""
+    group_of(store, stream, group)
     after = parse_strict_id(last_event_id or last_id)
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
 

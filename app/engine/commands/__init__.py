@@ -3,7 +3,7 @@
 Importing this package registers every command in ``COMMANDS``.
 """
 
-from app.engine.commands import groups, info, keys, reads, streams
+from app.engine.commands import groups, info, keys, reads, server, streams
 from app.engine.commands.table import COMMANDS, Command, Flag, Reply, lookup
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "keys",
     "lookup",
     "reads",
+    "server",
     "streams",
 ]

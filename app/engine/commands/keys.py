@@ -1,4 +1,4 @@
-"""PING, ECHO, DEL, EXISTS, TYPE, KEYS, SCAN, DBSIZE, FLUSHDB, FLUSHALL."""
+"""PING, ECHO, DEL, EXISTS, TYPE, RENAME, RENAMENX, KEYS, SCAN, DBSIZE, FLUSHDB, FLUSHALL."""
 
 from __future__ import annotations
 
@@ -37,6 +37,31 @@ def _exists(ks: Keyspace, argv: list[str]) -> int:
 @command("type", 2, R, keys=key_at(1))
 def _type(ks: Keyspace, argv: list[str]) -> Status:
     return Status("stream" if argv[1] in ks.streams else "none")
+
+
+def _rename(ks: Keyspace, argv: list[str], nx: bool) -> Status | int:
+    """RENAME / RENAMENX (``renameGenericCommand``): the source must exist (checked first,
+    even when both names are one); then RENAMENX leaves an existing destination alone and
+    answers 0, while RENAME replaces it."""
+    src, dst = argv[1], argv[2]
+    if src not in ks.streams:
+        raise CommandError.err("no such key")
+    if src == dst:
+        return 0 if nx else OK
+    if nx and dst in ks.streams:
+        return 0
+    ks.rename(src, dst)
+    return 1 if nx else OK
+
+
+@command("rename", 3, W, keys=keys_from(1))
+def _rename_cmd(ks: Keyspace, argv: list[str]) -> Status | int:
+    return _rename(ks, argv, nx=False)
+
+
+@command("renamenx", 3, W, keys=keys_from(1))
+def _renamenx(ks: Keyspace, argv: list[str]) -> Status | int:
+    return _rename(ks, argv, nx=True)
 
 
 @command("keys", 2, R, keys=every_key)

@@ -156,6 +156,15 @@ def lookup(argv: list[str]) -> Command:
     return cmd
 
 
+def resolved(argv: list[str]) -> Command | None:
+    """The table entry ``argv`` names (a subcommand's when it has one), arity unchecked;
+    None when there is none. INFO's stats count a rejected call under this name."""
+    base = COMMANDS.get(argv[0].lower()) if argv else None
+    if base is not None and base.subcommands:
+        return base.subcommands.get(argv[1].lower()) if len(argv) > 1 else base
+    return base
+
+
 def named(fullname: str) -> Command:
     """The table entry of ``fullname`` (``"xadd"``, ``"xgroup|create"``); KeyError if none."""
     container, _, sub = fullname.partition("|")
