@@ -72,7 +72,13 @@ async def test_a_jwt_the_admin_token_and_an_open_service() -> None:
     assert me["name"] == "alice" and me["kind"] == "jwt"
     assert me["expires_at_ms"] == exp * 1000
     assert me["streams"] == [{"name": "orders", "read": True, "consume": False, "write": False}]
-    assert me["grant"] == {"read": ["orders"], "consume": [], "write": [], "admin": False, "metrics": False}
+    assert me["grant"] == {
+        "read": ["orders"],
+        "consume": [],
+        "write": [],
+        "admin": False,
+        "metrics": False,
+    }
     # Nothing configured at all: everyone is the admin, and is told so.
     from app.engine.store import Store
     from app.main import create_app
