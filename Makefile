@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= ./data
 
-.PHONY: setup setup-test setup-pipeline java serve test lint screenshots
+.PHONY: setup setup-test setup-pipeline java serve test test-fast lint screenshots
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,13 @@ serve: setup
 
 test: setup-test
 	$(VENV)/bin/pytest
+
+# The engine and protocol tests, the differential suite in process (redis-server as the
+# reference, no HTTP): no browser, Spark, PostgreSQL, server subprocess or slow runs.
+FAST_TESTS := tests/engine tests/journal tests/differential tests/api/test_hostile_input.py \
+	tests/api/test_limits.py tests/test_layers.py
+test-fast: setup-test
+	$(VENV)/bin/pytest -q $(FAST_TESTS) -m "not (slow or browser or spark or postgres or server)"
 
 lint: setup-test
 	$(VENV)/bin/ruff check .

@@ -69,9 +69,9 @@ class Server:
 class Commands:
     """Sends Redis commands to the Upstash-protocol endpoint, one JSON array per request."""
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    def __init__(self, url: str, token: str | None = None, client: httpx.Client | None = None):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.client = httpx.Client(base_url=url, headers=headers, timeout=30)
+        self.client = client or httpx.Client(base_url=url, headers=headers, timeout=30)
 
     def raw(self, *args: Any, **kwargs: Any) -> httpx.Response:
         return self.client.post("/", json=[str(a) for a in args], **kwargs)
@@ -141,3 +141,27 @@ def real_redis() -> Iterator[Any]:
     yield client
     client.flushdb()
     client.close()
+
+
+# -- markers by need ---------------------------------------------------------------------------
+# Each test is marked with the services it needs, from its fixtures and its directory, so that
+# `-m "not (postgres or spark)"` (or `make test-fast`) selects without editing every test.
+REDIS_FIXTURES = frozenset({"real_redis", "pair"})
+SERVER_FIXTURES = frozenset({"server", "browser_server", "auth_server"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        path = item.path.as_posix()
+        if names & REDIS_FIXTURES:
+            item.add_marker(pytest.mark.redis)
+        if params.get("db_url") == "postgresql" or "pg_schema" in names:
+            item.add_marker(pytest.mark.postgres)
+        if "/tests/pipeline/" in path:
+            item.add_marker(pytest.mark.spark)
+        if item.path.name == "test_browser.py":
+            item.add_marker(pytest.mark.browser)
+        if names & SERVER_FIXTURES or params.get("xs_mode") == "http":
+            item.add_marker(pytest.mark.server)

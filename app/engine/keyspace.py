@@ -15,6 +15,15 @@ from sortedcontainers import SortedList
 
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
+from app.engine.effects import (
+    ConfigSet,
+    Effect,
+    Flushed,
+    KeyDeleted,
+    KeyRenamed,
+    Record,
+    StreamCreated,
+)
 from app.engine.glob import glob_match
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
@@ -89,8 +98,8 @@ class Keyspace:
     streams: StreamMap = field(default_factory=StreamMap)
     blocked: BlockedClients = field(default_factory=BlockedClients)
     limits: Limits = field(default_factory=Limits)  # the service's bounds on one command
-    # The running command's effects while a journal is attached (see journal.py), else None.
-    effects: list[list[Any]] | None = None
+    # The running command's effects while a journal is attached (see effects.py), else None.
+    effects: Record | None = None
     stats: Stats = field(default_factory=Stats)  # INFO stats, commandstats, errorstats
     # INFO sections (or fields of one) the service supplies: "server", "memory", "persistence".
     info: dict[str, InfoSource] = field(default_factory=dict)
@@ -103,7 +112,7 @@ class Keyspace:
         if self.started_ms < 0:
             self.started_ms = self.clock.now_ms()
 
-    def record(self, effect: list[Any]) -> None:
+    def record(self, effect: Effect) -> None:
         if self.effects is not None:
             self.effects.append(effect)
 
@@ -112,13 +121,13 @@ class Keyspace:
 
     def create(self, key: str) -> Stream:
         s = self.streams[key] = Stream(self.config.node_max_entries, self.config.node_max_bytes)
-        self.record(["new", key])
+        self.record(StreamCreated(key=key))
         return s
 
     def delete(self, key: str) -> bool:
         if self.streams.pop(key, None) is None:
             return False
-        self.record(["del", key])
+        self.record(KeyDeleted(key=key))
         self.blocked.signal(key)
         return True
 
@@ -130,7 +139,7 @@ class Keyspace:
         stream = self.streams[src]
         del self.streams[src]
         self.streams[dst] = stream
-        self.record(["rename", src, dst])
+        self.record(KeyRenamed(key=src, new_key=dst))
         self.blocked.signal(src)
         self.blocked.signal(dst)
 
@@ -142,14 +151,14 @@ class Keyspace:
             else:
                 self.config.node_max_bytes = value
             self.config_set[name] = value
-            self.record(["config", name, value])
+            self.record(ConfigSet(parameter=name, value=value))
         for stream in self.streams.values():
             stream.set_node_limits(self.config.node_max_entries, self.config.node_max_bytes)
 
     def flush(self) -> None:
         keys = list(self.streams)
         self.streams.clear()
-        self.record(["flush"])
+        self.record(Flushed())
         for key in keys:
             self.blocked.signal(key)
 

@@ -30,7 +30,8 @@ journal = Table(
     metadata,
     Column("seq", _Seq, primary_key=True, autoincrement=False),
     Column("last_seq", BigInteger, nullable=False),
-    # A JSON array of records; a record is one write command's effects (app.engine.journal).
+    # A JSON array of records; a record is one write command's effects (app.engine.effects),
+    # each in its stored form (app.engine.codec).
     Column("records", LargeBinary, nullable=False),
     Column("created_at_ms", BigInteger, nullable=False),
     Column("checksum", BigInteger, nullable=False),  # checksum(records)

@@ -5,6 +5,10 @@ flushed before each test exactly as the ``xs`` fixture does: ``xs`` builds a new
 ``httpx.Client`` per test, whose TLS context alone costs ~75 ms, which over ~850 tests is
 most of the suite's run time.
 
+Every test runs twice (``xs_mode``): first against the app served in process (the command
+endpoint's own handling and reply encoding, no sockets: the whole suite in seconds), then over
+real HTTP against the ``xstreams serve`` subprocess. The HTTP pass is marked ``server``.
+
 Setting ``XSTREAMS_DIFF_AGAINST=host:port`` points the xstreams side at another redis-server
 instead (never the one the tests use as reference); the suite must then pass, which checks
 that the tests encode redis-server's behaviour rather than an assumption about it.
@@ -18,23 +22,44 @@ from typing import Any
 
 import pytest
 
+from tests.api.inproc import InprocCommands
 from tests.conftest import Commands
 from tests.differential.exact import ExactPair, RedisCommands
 
+XS_MODES = ["inproc", "http"]
+
+
+@pytest.fixture(scope="session", params=XS_MODES)
+def xs_mode(request: pytest.FixtureRequest) -> str:
+    """How the xstreams side is reached: ``inproc`` (the app in this process) or ``http``."""
+    return str(request.param)
+
 
 @pytest.fixture(scope="session")
-def xs_session(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """One client on the xstreams server (or the stand-in redis) for the whole session."""
+def xs_client(request: pytest.FixtureRequest, xs_mode: str) -> Iterator[Any]:
+    """One client on xstreams, in process or over HTTP, for the whole session (the ``xs``
+    fixture, tests/conftest.py, flushes it before each test)."""
+    if xs_mode == "inproc":
+        client: Any = InprocCommands()
+    else:
+        client = Commands(request.getfixturevalue("server").url)
+    yield client
+    client.client.close()
+
+
+@pytest.fixture(scope="session")
+def xs_session(request: pytest.FixtureRequest, xs_mode: str) -> Iterator[Any]:
+    """One client on xstreams (or the stand-in redis) for the whole session."""
     against = os.environ.get("XSTREAMS_DIFF_AGAINST")
     if against:
+        if xs_mode != "http":
+            pytest.skip("XSTREAMS_DIFF_AGAINST: the stand-in is checked once, in the http pass")
         host, _, port = against.rpartition(":")
         stand_in = RedisCommands(host or "127.0.0.1", int(port))
         yield stand_in
         stand_in.close()
         return
-    client = Commands(request.getfixturevalue("server").url)
-    yield client
-    client.client.close()
+    yield request.getfixturevalue("xs_client")
 
 
 @pytest.fixture

@@ -286,6 +286,11 @@ def _in_background(ops: ExactPair, *args: str) -> Callable[[], tuple[Any, Any]]:
     return join
 
 
+# Blocked clients live on a server: these run in the HTTP pass only.
+http_only = pytest.mark.parametrize("xs_mode", ["http"], indirect=True)
+
+
+@http_only
 @pytest.mark.parametrize(
     ("setup", "blocked", "rename"),
     [
@@ -332,6 +337,7 @@ def test_rename_wakes_blocked_readers_as_redis_does(
     ops("XINFO", "GROUPS", "dst") if ops.resp("EXISTS", "dst") else None
 
 
+@http_only
 def test_xread_on_the_source_keeps_waiting(ops: ExactPair) -> None:
     """An XREAD blocked on the renamed-away key is not woken: it times out with nil."""
     ops("XADD", "src", "1-0", "f", "v")

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from app.engine.journal import encode_snapshot
 from app.engine.keyspace import StreamMap, _scan_hash
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 
 
