@@ -12,6 +12,7 @@ Effects, one list each (IDs as "ms-seq" strings):
     ["del", key]                                   delete a key
     ["flush"]                                      delete every key
     ["add", key, id, [f1, v1, ...]]                append an entry
+    ["adds", key, [id, ...], [[f1, v1, ...], ...]] append a batch of entries (bulk XADD)
     ["xdel", key, [id, ...]]                       delete entries (XDEL)
     ["trim", key, strategy, maxlen, minid, approx, limit]   trim (a pure function of state)
     ["setid", key, last_id, entries_added, max_deleted_id]  XSETID (nulls: unchanged)
@@ -37,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,7 +47,7 @@ import orjson
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.stream import Node, Stream, TrimSpec, TrimStrategy, id_follows
+from app.engine.stream import Fields, Node, Stream, TrimSpec, TrimStrategy, id_follows
 
 Effect = list[Any]
 SNAPSHOT_FORMAT = 1
@@ -136,6 +137,12 @@ def stamp_keys(record: list[Effect], stamps: dict[str, int], seq: int) -> bool:
     return True
 
 
+def adds_effect(key: str, ids: Sequence[StreamID], rows: Sequence[Fields]) -> Effect:
+    """A batch of appends to one stream (``commands.bulk``) as one effect: the IDs in order
+    and each entry's fields (tuples, which the encoder writes as arrays, copied nowhere)."""
+    return ["adds", key, [f"{sid.ms}-{sid.seq}" for sid in ids], rows]
+
+
 def group_state(key: str, g: ConsumerGroup) -> Effect:
     return ["gset", key, g.name, sid_text(g.last_id), g.entries_read]
 
@@ -192,6 +199,21 @@ def _apply(ks: Keyspace, e: Effect) -> None:
                 f" {sid_text(s.last_id)}: IDs would go backwards"
             )
         s.append(sid, tuple(e[3]))
+    elif op == "adds":
+        s = _stream(ks, e[1])
+        ids = [_sid(text) for text in e[2]]
+        rows = e[3]
+        if not isinstance(rows, list) or len(rows) != len(ids) or not ids:
+            raise ReplayError(f"a batch of {len(ids)} IDs with {len(rows)} entries")
+        last = s.last_id
+        for sid in ids:
+            if not id_follows(last, sid):
+                raise ReplayError(
+                    f"entry {sid_text(sid)} of {e[1]!r} is not greater than the stream's last"
+                    f" ID {sid_text(last)}: IDs would go backwards"
+                )
+            last = sid
+        s.append_many(ids, [tuple(f) for f in rows])
     elif op == "pel":
         g = _group(ks, e[1], e[2])
         sid = _sid(e[3])

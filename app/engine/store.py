@@ -13,6 +13,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
+from app.engine.commands.bulk import run_at, xadd_run
 from app.engine.errors import CommandError
 from app.engine.journal import Effect, JournalSink, SnapshotView, restore, snapshot_view
 from app.engine.keyspace import Keyspace, StreamConfig
@@ -115,10 +116,17 @@ class Store:
         out: list[Reply | CommandError] = []
         ks = self.keyspace
         with self._step():
-            for handler, args in zip(handlers, parsed, strict=True):
+            i = 0
+            while i < len(parsed):
+                run = run_at(ks, parsed, i, serve_between=False)
+                if run:  # consecutive plain XADDs to one key: one call, one effect
+                    out.extend(xadd_run(ks, run))
+                    i += len(run)
+                    continue
                 try:
-                    reply = handler(ks, args)
+                    reply = handlers[i](ks, parsed[i])
                     out.append(None if isinstance(reply, Block) else reply)
                 except CommandError as e:
                     out.append(e)
+                i += 1
         return out

@@ -22,12 +22,12 @@ from app.api.routes.common import (
 from app.api.schemas.entries import Entry as EntrySchema
 from app.api.schemas.entries import EntryList, FieldsForm, entry, flatten
 from app.api.schemas.writes import Append, Appended, Deleted
+from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.streams import (
     RangeArgs,
     XAddArgs,
     parse_trim_options,
     xadd,
-    xadd_batch,
     xdel,
     xrange,
 )

@@ -156,7 +156,7 @@ def next_auto_id(last: StreamID, now_ms: int) -> StreamID | None:
 XADD_ID_TOO_SMALL = "The ID specified in XADD is equal or smaller than the target stream top item"
 
 
-def _resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
+def resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
     """The ID an XADD would take after ``last`` (None: ``ms-*`` with no sequence left)."""
     if a.id is None:
         return next_auto_id(last, now_ms)
@@ -181,7 +181,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
         raise CommandError.err(
             "The stream has exhausted the last possible ID, unable to add more items"
         )
-    sid = _resolve_id(a, last, ks.clock.now_ms())
+    sid = resolve_id(a, last, ks.clock.now_ms())
     if sid is None:
         # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
         raise CommandError.err("Elements are too large to be stored")
@@ -196,44 +196,6 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
         ks.record(trim_effect(a.key, a.trim))
     ks.blocked.signal(a.key)
     return sid
-
-
-def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
-    """Append several entries to one stream atomically: every ID is checked against the
-    ones before it first, so either all entries are added or none is (and nothing changes)."""
-    if not batch:
-        return []
-    key = batch[0].key
-    stream = ks.get(key)
-    last = stream.last_id if stream is not None else MIN_ID
-    exists = stream is not None
-    now = ks.clock.now_ms()
-    for i, a in enumerate(batch):
-        if a.key != key:
-            raise ValueError("a batch appends to one stream")
-        if not exists and a.nomkstream:
-            return [None] * len(batch)
-        if a.id is not None and a.seq_given and a.id == MIN_ID:
-            raise CommandError.err("The ID specified in XADD must be greater than 0-0")
-        if last == MAX_ID:
-            raise CommandError.err(
-                "The stream has exhausted the last possible ID, unable to add more items"
-            )
-        sid = _resolve_id(a, last, now)
-        if sid is None:
-            raise BatchItemError(i, CommandError.err("Elements are too large to be stored"))
-        if not id_follows(last, sid):
-            raise BatchItemError(i, CommandError.err(XADD_ID_TOO_SMALL))
-        last = sid
-    return [xadd(ks, a) for a in batch]
-
-
-class BatchItemError(CommandError):
-    """An entry of a batch was refused; ``index`` says which (nothing was added)."""
-
-    def __init__(self, index: int, cause: CommandError) -> None:
-        super().__init__(cause.text)
-        self.index = index
 
 
 @command("xadd", -5, W, keys=key_at(1))
