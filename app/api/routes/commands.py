@@ -29,6 +29,7 @@ from app.durability import Durability, StorageUnavailable
 from app.engine.commands import Command
 from app.engine.commands.bulk import run_at, xadd_run
 from app.engine.errors import CommandError
+from app.engine.ids import StreamID
 from app.engine.replies import ScanPage
 from app.engine.store import Store
 from app.engine.waiting import ClientGone, execute
@@ -180,8 +181,13 @@ def _fused_appends(
     except (CommandError, StorageUnavailable):
         return None
     outcomes = store.run(xadd_run, run)
+    shape_id = shaper.id
     return [
-        {"error": r.text} if isinstance(r, CommandError) else {"result": shaper(r)}
+        {"result": shape_id(r)}
+        if type(r) is StreamID
+        else {"error": r.text}
+        if isinstance(r, CommandError)
+        else {"result": None}
         for r in outcomes
     ]
 

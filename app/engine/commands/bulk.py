@@ -47,8 +47,11 @@ def fusable(ks: Keyspace, argv: Sequence[str]) -> XAddArgs | None:
     """``argv`` parsed, if it is a plain append that may join a run: an XADD that parses, with
     no trim clause. Anything else (another command, a malformed XADD) runs on its own, where
     it gets Redis's reply or error."""
-    if len(argv) < 5 or not eq(argv[0], "xadd"):
+    n = len(argv)
+    if n < 5 or not eq(argv[0], "xadd"):
         return None
+    if argv[2] == "*":  # the common form, parsed as parse_xadd would parse it
+        return XAddArgs(argv[1], tuple(argv[3:])) if n % 2 else None
     try:
         a = parse_xadd(ks, list(argv))
     except CommandError:
@@ -57,10 +60,10 @@ def fusable(ks: Keyspace, argv: Sequence[str]) -> XAddArgs | None:
 
 
 def _too_large(fields: Fields) -> bool:
-    total = 0
-    for x in fields:
-        total += byte_len(x)
-    return total > STREAM_LISTPACK_MAX_SIZE
+    """XADD's size check; a character is at most 4 bytes, so only huge entries are encoded."""
+    if sum(map(len, fields)) * 4 <= STREAM_LISTPACK_MAX_SIZE:
+        return False
+    return sum(map(byte_len, fields)) > STREAM_LISTPACK_MAX_SIZE
 
 
 def _append(
