@@ -5,9 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm, entry
+from app.api.encoding import rest_entry
+from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm
 from app.engine import replies
 from app.engine.ids import format_id
+from app.engine.stream import Entry as EngineEntry
 
 _INFO_EXAMPLE: JsonDict = {
     "name": "sensors",
@@ -165,6 +167,11 @@ class StreamFullInfo(BaseModel):
     recorded_first_entry_id: str
     entries: list[Entry]
     groups: list[GroupFull]
+
+
+def entry(e: EngineEntry, form: FieldsForm) -> Entry:
+    """An entry of XINFO's reply, from the shared encoder's values (app/api/encoding)."""
+    return Entry.model_validate(rest_entry(e, form))
 
 
 def stream_info(name: str, i: replies.StreamInfo, form: FieldsForm) -> StreamInfo:
