@@ -284,6 +284,8 @@ print(f"{{took:.2f}} {{hwm_mib()}} {{cpu:.2f}} {{n}} {{p}} {{r.records}}")
 def build_journal(db: Db, entries: int, pending: int) -> None:
     """``entries`` XADD records as the engine writes them, then XGROUP CREATE and one
     XREADGROUP delivering ``pending`` entries (records made by the engine itself)."""
+    from app.engine.codec import encode_record
+    from app.engine.effects import Record
     from app.engine.store import Store
     from app.storage import migrate
     from app.storage.database import Database, create_db_engine
@@ -309,9 +311,9 @@ def build_journal(db: Db, entries: int, pending: int) -> None:
 
     class Sink:
         def __init__(self) -> None:
-            self.records: list[list[object]] = []
+            self.records: list[Record] = []
 
-        def append(self, record: list[object]) -> None:
+        def append(self, record: Record) -> None:
             self.records.append(record)
 
     # The group records come from the engine, on a stream holding the same first IDs.
@@ -322,7 +324,7 @@ def build_journal(db: Db, entries: int, pending: int) -> None:
     sink.records.clear()
     store.execute(["XGROUP", "CREATE", "s", "g", "0"])
     store.execute(["XREADGROUP", "GROUP", "g", "c", "COUNT", str(pending), "STREAMS", "s", ">"])
-    database.append([(seq + 1 + k, orjson.dumps(r)) for k, r in enumerate(sink.records)])
+    database.append([(seq + 1 + k, encode_record(r)) for k, r in enumerate(sink.records)])
     database.close()
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import zlib
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
+from app.engine.effects import Effect, Flushed, KeyDeleted, Record, StreamCreated
 from app.engine.glob import glob_match
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
@@ -33,10 +33,10 @@ class Keyspace:
     streams: dict[str, Stream] = field(default_factory=dict)
     blocked: BlockedClients = field(default_factory=BlockedClients)
     limits: Limits = field(default_factory=Limits)  # the service's bounds on one command
-    # The running command's effects while a journal is attached (see journal.py), else None.
-    effects: list[list[Any]] | None = None
+    # The running command's effects while a journal is attached (see effects.py), else None.
+    effects: Record | None = None
 
-    def record(self, effect: list[Any]) -> None:
+    def record(self, effect: Effect) -> None:
         if self.effects is not None:
             self.effects.append(effect)
 
@@ -45,20 +45,20 @@ class Keyspace:
 
     def create(self, key: str) -> Stream:
         s = self.streams[key] = Stream(self.config.node_max_entries, self.config.node_max_bytes)
-        self.record(["new", key])
+        self.record(StreamCreated(key=key))
         return s
 
     def delete(self, key: str) -> bool:
         if self.streams.pop(key, None) is None:
             return False
-        self.record(["del", key])
+        self.record(KeyDeleted(key=key))
         self.blocked.signal(key)
         return True
 
     def flush(self) -> None:
         keys = list(self.streams)
         self.streams.clear()
-        self.record(["flush"])
+        self.record(Flushed())
         for key in keys:
             self.blocked.signal(key)
 

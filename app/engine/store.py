@@ -14,9 +14,11 @@ from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
 from app.engine.commands.bulk import run_at, xadd_run
+from app.engine.effects import JournalSink, Record
 from app.engine.errors import CommandError
-from app.engine.journal import Effect, JournalSink, SnapshotView, restore, snapshot_view
 from app.engine.keyspace import Keyspace, StreamConfig
+from app.engine.replay import restore
+from app.engine.snapshot import SnapshotView, snapshot_view
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -33,10 +35,10 @@ class Store:
         self.journal = journal
 
     def snapshot_view(self) -> SnapshotView:
-        """A consistent copy for a background snapshot (see ``journal.encode_snapshot``)."""
+        """A consistent copy for a background snapshot (see ``snapshot.encode_snapshot``)."""
         return snapshot_view(self.keyspace)
 
-    def restore(self, snapshot: bytes | None, records: Iterable[list[Effect]]) -> int:
+    def restore(self, snapshot: bytes | None, records: Iterable[Record]) -> int:
         """Rebuild the (empty) keyspace from a snapshot and later journal records."""
         if self.keyspace.streams:
             raise RuntimeError("restore needs an empty store")

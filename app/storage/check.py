@@ -22,13 +22,14 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
+from app.engine.codec import encode_json
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
 from app.settings import Settings
 from app.storage import migrate
 from app.storage.database import Database, RowsSummary, create_db_engine
 from app.storage.recovery import RecoveryError, Stop, recover
-from app.storage.writer import decode_record, describe, encode_record
+from app.storage.writer import decode_record, describe
 
 
 class CheckUnavailable(Exception):
@@ -134,7 +135,7 @@ def _loss(db: Database, stop: Stop) -> Loss | None:
     keep: list[tuple[int, bytes]] = []
     if stop.keep:
         records = decode_record(row.records)  # it decoded during the check
-        keep = [(row.seq + i, encode_record(r)) for i, r in enumerate(records[: stop.keep])]
+        keep = [(row.seq + i, encode_json(r)) for i, r in enumerate(records[: stop.keep])]
     return Loss(stop.last_good_seq + 1, rows.last_seq, rows, row.seq, keep, row.created_at_ms)
 
 

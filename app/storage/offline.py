@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from app.engine.journal import encode_snapshot
 from app.engine.keyspace import StreamConfig
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from app.settings import Settings
 from app.storage import migrate

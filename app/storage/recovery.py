@@ -16,9 +16,9 @@ import gc
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
 
-from app.engine.journal import ReplayError
+from app.engine.codec import record_from_wire
+from app.engine.effects import Record, ReplayError
 from app.engine.store import Store
 from app.storage.database import Database, Row
 from app.storage.tables import RECORD_FORMAT, checksum
@@ -167,7 +167,7 @@ class _Position:
             f"{_where(row)} in {self.db.url}: {what}; {_STOPPED}", self.stop(row, 0)
         )
 
-    def records(self) -> Generator[list[Any]]:
+    def records(self) -> Generator[Record]:
         url = self.db.url
         for row in self.db.rows_after(self.seq):
             if row.last_seq < row.seq:
@@ -209,5 +209,5 @@ class _Position:
                 self.started = True
                 self.seq = seq
                 self.replayed += 1
-                yield record
+                yield record_from_wire(record)
             self.rows += 1

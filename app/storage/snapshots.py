@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from app.engine.journal import encode_snapshot
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from app.storage.database import Database
 from app.storage.writer import JournalWriter, describe

@@ -33,10 +33,10 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from app.durability import StorageUnavailable
-from app.engine.journal import decode_json, encode_json, stamp_keys
+from app.engine.codec import decode_json, encode_record
+from app.engine.effects import Record, stamp_keys
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 
@@ -56,12 +56,12 @@ def describe(exc: BaseException) -> str:
     return f"{type(orig).__name__}: {text}"[:300]
 
 
-encode_record = encode_json
+# A row's bytes: the JSON list of its records, each in the stored form of ``app.engine.codec``.
 decode_record = decode_json
 
 
 class JournalWriter:
-    """Numbers, queues and group-commits journal records (``app.engine.journal.JournalSink``)."""
+    """Numbers, queues and group-commits journal records (``app.engine.effects.JournalSink``)."""
 
     def __init__(
         self,
@@ -101,7 +101,7 @@ class JournalWriter:
 
     # -- the engine's side (synchronous, on the loop) ----------------------------------------
 
-    def append(self, record: list[Any]) -> None:
+    def append(self, record: Record) -> None:
         if not self._started:
             raise RuntimeError("a write reached the journal before recovery finished")
         data = encode_record(record)

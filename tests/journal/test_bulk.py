@@ -9,16 +9,19 @@ from typing import Any
 import pytest
 
 from app.engine.clock import ManualClock
+from app.engine.codec import record_from_wire
 from app.engine.commands.bulk import BatchItemError, xadd_batch
 from app.engine.commands.streams import XAddArgs
+from app.engine.effects import EntriesAdded, Record, ReplayError, StreamCreated
 from app.engine.ids import StreamID
-from app.engine.journal import ReplayError, apply_record, encode_snapshot
 from app.engine.keyspace import Keyspace
+from app.engine.replay import apply_record
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from tests.journal.test_replay import Sink, _random_command, _try
 
 
-def _replayed(records: list[list[Any]]) -> bytes:
+def _replayed(records: list[Record]) -> bytes:
     store = Store(clock=ManualClock(0))
     store.restore(None, records)
     return encode_snapshot(store.snapshot_view())
@@ -40,13 +43,12 @@ def test_a_multi_of_xadds_is_one_adds_effect_that_replays() -> None:
     assert replies[3] == StreamID(1000, 1)
     assert sink.records == [
         [
-            ["new", "s"],
-            [
-                "adds",
-                "s",
-                ["1-0", "1000-0", "1000-1"],
-                [("f", "v"), ("f", "w", "g", "x"), ("h", "y")],
-            ],
+            StreamCreated(key="s"),
+            EntriesAdded(
+                key="s",
+                ids=(StreamID(1, 0), StreamID(1000, 0), StreamID(1000, 1)),
+                rows=(("f", "v"), ("f", "w", "g", "x"), ("h", "y")),
+            ),
         ]
     ]
     assert _replayed(sink.records) == encode_snapshot(store.snapshot_view())
@@ -57,7 +59,7 @@ def test_a_rest_batch_is_all_or_nothing_and_one_effect() -> None:
     store = Store(clock=ManualClock(50), journal=sink)
     good = [XAddArgs("s", ("f", str(i))) for i in range(250)]
     assert store.run(xadd_batch, good)[-1] == StreamID(50, 249)
-    assert [e[0] for e in sink.records[-1]] == ["new", "adds"]
+    assert [type(e) for e in sink.records[-1]] == [StreamCreated, EntriesAdded]
     before = len(sink.records)
     bad = [XAddArgs("s", ("f", "v"), StreamID(60, 0)), XAddArgs("s", ("f", "v"), StreamID(59, 0))]
     with pytest.raises(BatchItemError) as refused:
@@ -92,7 +94,7 @@ def test_random_histories_with_runs_of_xadds_replay_to_the_same_state(seed: int)
             store.execute_atomic(run)
         else:
             _try(store, _random_command(store, rnd))
-    assert any(e[0] == "adds" for record in sink.records for e in record)
+    assert any(isinstance(e, EntriesAdded) for record in sink.records for e in record)
     assert _replayed(sink.records) == encode_snapshot(store.snapshot_view())
 
 
@@ -103,7 +105,7 @@ def test_records_of_single_adds_written_before_batches_still_replay() -> None:
         [["adds", "s", ["3-0", "3-1"], [["f", "x"], ["g", "y"]]]],
     ]
     store = Store(clock=ManualClock(0))
-    store.restore(None, old)
+    store.restore(None, [record_from_wire(r) for r in old])
     assert [str(e.id) for e in store.execute(["XRANGE", "s", "-", "+"])] == [
         "1-0",
         "2-0",
@@ -126,4 +128,4 @@ def test_records_of_single_adds_written_before_batches_still_replay() -> None:
 )
 def test_a_malformed_batch_record_stops_replay(record: Any) -> None:
     with pytest.raises(ReplayError):
-        apply_record(Keyspace(clock=ManualClock()), record)
+        apply_record(Keyspace(clock=ManualClock()), record_from_wire(record))

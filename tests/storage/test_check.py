@@ -13,7 +13,7 @@ import orjson
 import pytest
 from sqlalchemy import func, insert, select
 
-from app.engine.journal import encode_snapshot
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import journal, snapshots

@@ -13,8 +13,11 @@ import orjson
 import pytest
 from sqlalchemy import insert, select, update
 
-from app.engine.journal import ReplayError, apply_record, encode_snapshot, snapshot_view
+from app.engine.codec import record_from_wire
+from app.engine.effects import ReplayError, StreamCreated
 from app.engine.keyspace import Keyspace
+from app.engine.replay import apply_record
+from app.engine.snapshot import encode_snapshot, snapshot_view
 from app.engine.store import Store
 from app.storage import RecoveryError
 from app.storage.database import Database
@@ -108,7 +111,7 @@ def test_a_snapshot_covering_part_of_a_row_still_loads(db: Database) -> None:
     """The one overlap that is sound: the first row after a snapshot may start before it."""
     db.append([(1, rec(["new", "s"])), (2, rec(["add", "s", "1-0", ["f", "a"]]))])
     ks = Keyspace()
-    apply_record(ks, [["new", "s"]])  # the state after record 1
+    apply_record(ks, [StreamCreated(key="s")])  # the state after record 1
     db.write_snapshot(1, encode_snapshot(snapshot_view(ks)))
     store = Store()
     done = recover(db, store)
@@ -139,6 +142,6 @@ def test_replay_refuses_effects_that_would_build_another_state(
     """Each of these is recorded by a command only when it happened, so meeting one that
     does not fit means the journal was damaged or edited."""
     ks = Keyspace()
-    apply_record(ks, GOOD)
+    apply_record(ks, record_from_wire(GOOD))
     with pytest.raises(ReplayError, match=message):
-        apply_record(ks, [effect])
+        apply_record(ks, record_from_wire([effect]))

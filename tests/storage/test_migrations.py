@@ -74,7 +74,7 @@ def test_upgrade_from_0001_computes_checksums_of_existing_rows(db_url: str) -> N
     import orjson
     from sqlalchemy import text
 
-    from app.engine.journal import encode_snapshot
+    from app.engine.snapshot import encode_snapshot
     from app.engine.store import Store
     from app.storage.recovery import recover
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from app.durability import Readiness, ReadyState
-from app.engine.journal import encode_snapshot
+from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from app.settings import FsyncMode, Settings
 from app.storage import RecoveryError, Storage

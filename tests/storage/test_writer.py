@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -13,11 +14,18 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from app.durability import StorageUnavailable
+from app.engine.codec import decode_record, encode_record, record_from_wire
+from app.engine.effects import KeyDeleted, Record
 from app.settings import FsyncMode
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import journal
-from app.storage.writer import JournalWriter, decode_record, encode_record
+from app.storage.writer import JournalWriter
+
+
+def wire(record: list[Any]) -> Record:
+    """A record written in its stored form (the bytes the tests expect to find)."""
+    return record_from_wire(record)
 
 
 class FlakyDatabase(Database):
@@ -62,7 +70,7 @@ async def test_records_of_one_tick_are_one_transaction(db: FlakyDatabase) -> Non
     w = JournalWriter(db, FsyncMode.ALWAYS)
     w.start(0)
     for i in range(100):
-        w.append([["add", "s", f"{i}-0", ["f", "v"]]])
+        w.append(wire([["add", "s", f"{i}-0", ["f", "v"]]]))
     await w.wait_committed()
     assert w.commits == 1 and w.committed_seq == 100 and row_count(db) == 1
     assert [s for s, _ in rows(db)] == list(range(1, 101))
@@ -75,7 +83,7 @@ async def test_always_waits_for_the_commit_and_later_records_group(db: FlakyData
     w.start(41)
 
     async def writer(i: int) -> int:
-        w.append([["del", f"k{i}"]])
+        w.append(wire([["del", f"k{i}"]]))
         await w.wait_committed()
         return w.committed_seq
 
@@ -89,9 +97,9 @@ async def test_always_waits_for_the_commit_and_later_records_group(db: FlakyData
 async def test_everysec_replies_at_once_and_commits_within_a_second(db: FlakyDatabase) -> None:
     w = JournalWriter(db, FsyncMode.EVERYSEC)
     w.start(0)
-    w.append([["flush"]])
+    w.append(wire([["flush"]]))
     await asyncio.sleep(0)
-    w.append([["flush"]])
+    w.append(wire([["flush"]]))
     t0 = time.monotonic()
     await w.wait_committed()  # returns at once
     assert time.monotonic() - t0 < 0.05
@@ -105,7 +113,7 @@ async def test_everysec_replies_at_once_and_commits_within_a_second(db: FlakyDat
 async def test_off_journals_nothing_but_counts(db: FlakyDatabase) -> None:
     w = JournalWriter(db, FsyncMode.OFF)
     w.start(7)
-    w.append([["flush"]])
+    w.append(wire([["flush"]]))
     await w.wait_committed()
     await w.close()
     assert rows(db) == [] and w.last_seq == 8 and db.calls == 0
@@ -114,7 +122,7 @@ async def test_off_journals_nothing_but_counts(db: FlakyDatabase) -> None:
 async def test_append_before_start_is_refused(db: FlakyDatabase) -> None:
     w = JournalWriter(db, FsyncMode.ALWAYS)
     with pytest.raises(RuntimeError, match="before recovery"):
-        w.append([["flush"]])
+        w.append(wire([["flush"]]))
 
 
 async def test_database_failure_refuses_writes_then_commits_the_pending_ones(
@@ -122,10 +130,10 @@ async def test_database_failure_refuses_writes_then_commits_the_pending_ones(
 ) -> None:
     w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
     w.start(0)
-    w.append([["new", "a"]])
+    w.append(wire([["new", "a"]]))
     await w.wait_committed()
     db.broken = True
-    w.append([["new", "b"]])
+    w.append(wire([["new", "b"]]))
     with pytest.raises(StorageUnavailable, match=r"storage unavailable: .*database is down"):
         await w.wait_committed()
     with pytest.raises(StorageUnavailable):
@@ -137,7 +145,7 @@ async def test_database_failure_refuses_writes_then_commits_the_pending_ones(
         await asyncio.sleep(0.02)
     w.check_writable()
     assert [s for s, _ in rows(db)] == [1, 2]  # the in-flight record, committed once
-    w.append([["new", "c"]])
+    w.append(wire([["new", "c"]]))
     await w.wait_committed()
     assert [s for s, _ in rows(db)] == [1, 2, 3]
     await w.close()
@@ -158,7 +166,7 @@ async def test_a_second_writer_on_the_database_stops_writes(db: FlakyDatabase) -
     db.append([(1, b'[["flush"]]')])  # another process took seq 1
     w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
     w.start(0)
-    w.append([["new", "a"]])
+    w.append(wire([["new", "a"]]))
     with pytest.raises(StorageUnavailable, match="another process is writing"):
         await w.wait_committed()
     await asyncio.sleep(0.2)  # retries conflict again: writes stay refused
@@ -170,9 +178,9 @@ async def test_a_second_writer_on_the_database_stops_writes(db: FlakyDatabase) -
 
 def test_records_with_surrogate_escaped_strings_round_trip() -> None:
     """A binary value kept as a str with surrogate escapes is not valid UTF-8 for orjson."""
-    record = [["add", "s", "1-0", ["f", b"\xff\x00".decode("utf-8", "surrogateescape")]]]
+    record = wire([["add", "s", "1-0", ["f", b"\xff\x00".decode("utf-8", "surrogateescape")]]])
     assert decode_record(encode_record(record)) == record
-    assert encode_record([["del", "k"]]) == b'[["del","k"]]'
+    assert encode_record([KeyDeleted(key="k")]) == b'[["del","k"]]'
 
 
 class HeldDatabase(FlakyDatabase):
@@ -200,7 +208,7 @@ async def test_a_reply_waits_only_for_the_records_of_the_keys_it_shows(tmp_path:
     db = HeldDatabase(engine)
     w = JournalWriter(db, FsyncMode.ALWAYS)
     w.start(0)
-    w.append([["add", "s", "1-0", ["f", "v"]]])
+    w.append(wire([["add", "s", "1-0", ["f", "v"]]]))
     on_s = asyncio.ensure_future(w.wait_visible(["s"]))
     on_all = asyncio.ensure_future(w.wait_visible(None))
     await w.wait_visible(["t"])  # nothing uncommitted on t: at once
@@ -219,7 +227,7 @@ async def test_the_map_of_uncommitted_keys_stays_bounded(db: FlakyDatabase) -> N
     w.start(0)
     for round_ in range(5):
         for i in range(3000):
-            w.append([["add", f"k{round_}-{i}", "1-0", ["f", "v"]]])
+            w.append(wire([["add", f"k{round_}-{i}", "1-0", ["f", "v"]]]))
         await w.wait_committed()
     assert len(w._key_seq) < 2 * 3000
     await w.wait_visible(["k0-0"])  # long committed: at once
@@ -232,7 +240,7 @@ async def test_a_flush_holds_every_key_until_committed(tmp_path: Path) -> None:
     db = HeldDatabase(engine)
     w = JournalWriter(db, FsyncMode.ALWAYS)
     w.start(0)
-    w.append([["flush"]])
+    w.append(wire([["flush"]]))
     on_t = asyncio.ensure_future(w.wait_visible(["t"]))
     assert await _pending(on_t)
     db.gate.set()
@@ -246,10 +254,10 @@ async def test_during_an_outage_only_keys_with_uncommitted_records_are_refused(
 ) -> None:
     w = JournalWriter(db, FsyncMode.ALWAYS, retry_s=0.05)
     w.start(0)
-    w.append([["add", "t", "1-0", ["f", "v"]]])
+    w.append(wire([["add", "t", "1-0", ["f", "v"]]]))
     await w.wait_committed()
     db.broken = True
-    w.append([["add", "s", "1-0", ["f", "v"]]])
+    w.append(wire([["add", "s", "1-0", ["f", "v"]]]))
     with pytest.raises(StorageUnavailable):
         await w.wait_visible(["s"])
     with pytest.raises(StorageUnavailable):
@@ -270,7 +278,7 @@ async def test_other_modes_never_hold_a_reply(db: FlakyDatabase, mode: FsyncMode
     w = JournalWriter(db, mode)
     w.start(0)
     db.broken = True
-    w.append([["add", "s", "1-0", ["f", "v"]]])
+    w.append(wire([["add", "s", "1-0", ["f", "v"]]]))
     await w.wait_visible(["s"])
     await w.wait_visible(None)
     db.broken = False

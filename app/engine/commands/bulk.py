@@ -28,9 +28,9 @@ from app.engine.commands.streams import (
     resolve_id,
     xadd,
 )
+from app.engine.effects import EntriesAdded
 from app.engine.errors import CommandError
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
-from app.engine.journal import adds_effect
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import byte_len
 from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Fields, Stream, id_follows
@@ -71,7 +71,7 @@ def _append(
 ) -> None:
     if ids:
         stream.append_many(ids, rows)
-        ks.record(adds_effect(key, ids, rows))
+        ks.record(EntriesAdded(key=key, ids=tuple(ids), rows=tuple(rows)))
         ks.blocked.signal(key)
 
 

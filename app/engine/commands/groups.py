@@ -14,6 +14,15 @@ from app.engine.commands.table import (
     key_at,
     subcommand_syntax_error,
 )
+from app.engine.effects import (
+    Acked,
+    ConsumerDeleted,
+    GroupCreated,
+    GroupDestroyed,
+    consumer_seen,
+    group_updated,
+    pending_set,
+)
 from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.ids import (
@@ -24,7 +33,6 @@ from app.engine.ids import (
     parse_range_start,
     parse_strict_id,
 )
-from app.engine.journal import consumer_state, group_state, pending_state, sid_text
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, AutoClaim, Help, PendingRow, PendingSummary, Status
 from app.engine.stream import Entry, Stream
@@ -106,7 +114,7 @@ def xgroup_create(
     if name in stream.groups:
         raise BusyGroup()
     stream.groups[name] = ConsumerGroup(name, sid, entries_read)
-    ks.record(["gcreate", key, name, sid_text(sid), entries_read])
+    ks.record(GroupCreated(key=key, group=name, last_id=sid, entries_read=entries_read))
     return OK
 
 
@@ -125,7 +133,7 @@ def xgroup_setid(
     stream, group = _group_or_nogroup(ks, key, name)
     group.last_id = stream.last_id if id_text == "$" else parse_id(id_text)[0]
     group.entries_read = entries_read
-    ks.record(group_state(key, group))
+    ks.record(group_updated(key, group))
     return OK
 
 
@@ -141,7 +149,7 @@ def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
     stream = ks.get(key)
     if stream is None or stream.groups.pop(name, None) is None:
         return 0
-    ks.record(["gdestroy", key, name])
+    ks.record(GroupDestroyed(key=key, group=name))
     ks.blocked.signal(key)  # blocked XREADGROUP consumers get NOGROUP
     return 1
 
@@ -158,7 +166,7 @@ def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> i
     if consumer in group.consumers:
         return 0
     c = group.consumer(consumer, ks.clock.now_ms())
-    ks.record(consumer_state(key, group, c))
+    ks.record(consumer_seen(key, group, c))
     return 1
 
 
@@ -177,7 +185,7 @@ def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
         return 0
     for sid in gone.pel:
         group.pel.pop(sid, None)
-    ks.record(["cdel", key, name, consumer])
+    ks.record(ConsumerDeleted(key=key, group=name, consumer=consumer))
     return len(gone.pel)
 
 
@@ -215,9 +223,9 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     group = stream.groups.get(group_name) if stream is not None else None
     if group is None:
         return 0
-    acked = [sid_text(sid) for sid in ids if group.ack(sid)]
+    acked = tuple(sid for sid in ids if group.ack(sid))
     if acked:
-        ks.record(["ack", key, group_name, acked])
+        ks.record(Acked(key=key, group=group_name, ids=acked))
         # Wakes readers waiting for a consumer's pending count to drop (SSE max_unacked);
         # Redis's own blocked readers only look at new entries, so they keep waiting.
         ks.blocked.signal(key)
@@ -368,7 +376,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     now = ks.clock.now_ms()
     if a.last_id is not None and a.last_id > group.last_id:
         group.last_id = a.last_id
-        ks.record(group_state(a.key, group))
+        ks.record(group_updated(a.key, group))
     if a.idle_ms is not None:
         delivered_at = now - a.idle_ms
     elif a.time_ms is not None:
@@ -385,7 +393,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
         if fields is None:
             if pending is not None:
                 group.drop_pending(sid)
-                ks.record(["ack", a.key, a.group, [sid_text(sid)]])
+                ks.record(Acked(key=a.key, group=a.group, ids=(sid,)))
             continue
         if a.force and pending is None:
             pending = PendingEntry(None, now, 1)  # streamCreateNACK starts at 1
@@ -397,14 +405,14 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
-            ks.record(consumer_state(a.key, group, consumer))
+            ks.record(consumer_seen(a.key, group, consumer))
         pending.delivered_at_ms = delivered_at
         if a.retry_count is not None and a.retry_count >= 0:
             pending.delivery_count = a.retry_count
         elif not a.justid:
             pending.delivery_count += 1
         group.assign(sid, pending, consumer)
-        ks.record(pending_state(a.key, group, sid, pending))
+        ks.record(pending_set(a.key, group, sid, pending))
         out.append(sid if a.justid else Entry(sid, fields))
     return out
 
@@ -472,7 +480,7 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
         fields = stream.get(sid)
         if fields is None:
             group.drop_pending(sid)
-            ks.record(["ack", a.key, a.group, [sid_text(sid)]])
+            ks.record(Acked(key=a.key, group=a.group, ids=(sid,)))
             deleted.append(sid)
             count -= 1
             continue
@@ -481,12 +489,12 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
-            ks.record(consumer_state(a.key, group, consumer))
+            ks.record(consumer_seen(a.key, group, consumer))
         pending.delivered_at_ms = now
         if not a.justid:
             pending.delivery_count += 1
         group.assign(sid, pending, consumer)
-        ks.record(pending_state(a.key, group, sid, pending))
+        ks.record(pending_set(a.key, group, sid, pending))
         claimed.append(sid if a.justid else Entry(sid, fields))
         count -= 1
     next_id = keys[pos] if pos < len(keys) else MIN_ID

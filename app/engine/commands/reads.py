@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import int_arg, timeout_arg
 from app.engine.commands.table import Access, Flag, command, streams_keys
+from app.engine.effects import consumer_seen, group_updated, pending_set
 from app.engine.errors import CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
-from app.engine.journal import consumer_state, group_state, pending_state
 from app.engine.keyspace import Keyspace
 from app.engine.replies import MissingEntry, StreamRead
 from app.engine.stream import Entry
@@ -126,11 +126,11 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             assert a.consumer is not None
             if gt != NEW:
                 consumer = group.consumer(a.consumer, now)
-                ks.record(consumer_state(key, group, consumer))
+                ks.record(consumer_seen(key, group, consumer))
                 history = group.read_history(stream, consumer, gt, a.count, now)
                 for sid, fields in history:
                     if fields is not None:
-                        ks.record(pending_state(key, group, sid, consumer.pel[sid]))
+                        ks.record(pending_set(key, group, sid, consumer.pel[sid]))
                 out.append(
                     StreamRead(
                         key,
@@ -189,13 +189,13 @@ def deliver_new(
     stream = ks.streams[key]
     now = ks.clock.now_ms()
     consumer = group.consumer(consumer_name, now)
-    ks.record(consumer_state(key, group, consumer))
+    ks.record(consumer_seen(key, group, consumer))
     entries = group.read_new(stream, consumer, count, noack, now)
     if entries:
-        ks.record(group_state(key, group))
+        ks.record(group_updated(key, group))
         if not noack:
             for e in entries:
-                ks.record(pending_state(key, group, e.id, group.pel[e.id]))
+                ks.record(pending_set(key, group, e.id, group.pel[e.id]))
     return list(entries)
 
 

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 from app.engine.commands.args import eq, int_arg
 from app.engine.commands.table import Flag, command, key_at
+from app.engine.effects import EntriesDeleted, EntryAdded, LastIdSet, Trimmed
 from app.engine.errors import CommandError, SyntaxError_
 from app.engine.ids import (
     MAX_ID,
@@ -22,7 +23,6 @@ from app.engine.ids import (
     parse_range_start,
     parse_strict_id,
 )
-from app.engine.journal import sid_text
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import byte_len
 from app.engine.replies import OK, Status
@@ -194,9 +194,9 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     if total > STREAM_LISTPACK_MAX_SIZE:
         raise CommandError.err("Elements are too large to be stored")
     stream.append(sid, a.fields)
-    ks.record(["add", a.key, sid_text(sid), list(a.fields)])
+    ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.trim is not None and stream.trim(a.trim):
-        ks.record(trim_effect(a.key, a.trim))
+        ks.record(Trimmed(key=a.key, trim=a.trim))
     ks.blocked.signal(a.key)
     return sid
 
@@ -206,17 +206,13 @@ def _xadd(ks: Keyspace, argv: list[str]) -> StreamID | None:
     return xadd(ks, parse_xadd(ks, argv))
 
 
-def trim_effect(key: str, t: TrimSpec) -> list[object]:
-    return ["trim", key, t.strategy.value, t.maxlen, sid_text(t.minid), t.approx, t.limit]
-
-
 def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     stream = ks.get(key)
     if stream is None:
         return 0
     deleted = stream.trim(spec)
     if deleted:
-        ks.record(trim_effect(key, spec))
+        ks.record(Trimmed(key=key, trim=spec))
     return deleted
 
 
@@ -295,14 +291,14 @@ def xdel(ks: Keyspace, key: str, ids: list[StreamID]) -> int:
     stream = ks.get(key)
     if stream is None:
         return 0
-    deleted: list[str] = []
+    deleted: list[StreamID] = []
     for sid in ids:
         if stream.delete(sid):
             if sid > stream.max_deleted_id:
                 stream.max_deleted_id = sid
-            deleted.append(sid_text(sid))
+            deleted.append(sid)
     if deleted:
-        ks.record(["xdel", key, deleted])
+        ks.record(EntriesDeleted(key=key, ids=tuple(deleted)))
     return len(deleted)
 
 
@@ -365,9 +361,15 @@ def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
         stream.entries_added = a.entries_added
     max_deleted = None
     if a.max_deleted_id is not None and a.max_deleted_id != MIN_ID:
-        stream.max_deleted_id = a.max_deleted_id
-        max_deleted = sid_text(a.max_deleted_id)
-    ks.record(["setid", a.key, sid_text(a.last_id), a.entries_added, max_deleted])
+        stream.max_deleted_id = max_deleted = a.max_deleted_id
+    ks.record(
+        LastIdSet(
+            key=a.key,
+            last_id=a.last_id,
+            entries_added=a.entries_added,
+            max_deleted_id=max_deleted,
+        )
+    )
     return OK
 
 

@@ -1,0 +1,391 @@
+"""The stored form of effects, and the one JSON codec of every surface.
+
+An effect is stored as a JSON list: its kind's tag, then its fields in order, IDs as
+``"ms-seq"`` strings. This is the journal's record format 1; databases written by every
+earlier version hold exactly these lists, so the form must not change:
+
+    ["new", key]                                   StreamCreated
+    ["del", key]                                   KeyDeleted
+    ["flush"]                                      Flushed
+    ["add", key, id, [f1, v1, ...]]                EntryAdded
+    ["adds", key, [id, ...], [[f1, v1, ...], ...]] EntriesAdded (a batch of XADDs)
+    ["xdel", key, [id, ...]]                       EntriesDeleted
+    ["trim", key, strategy, maxlen, minid, approx, limit]   Trimmed
+    ["setid", key, last_id, entries_added, max_deleted_id]  LastIdSet (nulls: unchanged)
+    ["gcreate", key, group, last_id, entries_read] GroupCreated
+    ["gset", key, group, last_id, entries_read]    GroupUpdated
+    ["gdestroy", key, group]                       GroupDestroyed
+    ["consumer", key, group, name, seen_time_ms]   ConsumerSeen
+    ["cdel", key, group, name]                     ConsumerDeleted
+    ["pel", key, group, id, consumer, delivered_at_ms, delivery_count]  PendingSet
+    ["ack", key, group, [id, ...]]                 Acked
+
+``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
+checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
+stops recovery where it is instead of building a state that differs from the one recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from app.engine.effects import (
+    Acked,
+    ConsumerDeleted,
+    ConsumerSeen,
+    Effect,
+    EntriesAdded,
+    EntriesDeleted,
+    EntryAdded,
+    Flushed,
+    GroupCreated,
+    GroupDestroyed,
+    GroupUpdated,
+    KeyDeleted,
+    LastIdSet,
+    PendingSet,
+    Record,
+    ReplayError,
+    StreamCreated,
+    Trimmed,
+)
+from app.engine.ids import StreamID
+from app.engine.stream import Fields, TrimSpec, TrimStrategy
+
+E = TypeVar("E", bound=Effect)
+
+
+# -- JSON with bytes that are not UTF-8 ------------------------------------------------------
+
+
+def encode_json(value: Any) -> bytes:
+    """orjson, or for strings holding bytes that are not UTF-8 (kept as lone surrogates
+    U+DC80..U+DCFF, PEP 383) the standard library's JSON with each such byte written as the
+    escape ``\\udcNN``: the one JSON form of every surface, lossless and still strict UTF-8.
+    ``decode_json`` reads both.
+
+    orjson refuses lone surrogates, so the slower path runs only for such data.
+    """
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        # A lone surrogate can only stand inside a JSON string here: its escape means the same.
+        return _SURROGATE.sub(_escape, text).encode()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match[0]):04x}"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number out of range: {text}")
+    return number
+
+
+def decode_json(data: bytes) -> Any:
+    """orjson, or the standard library's JSON for text orjson refuses only for its ``\\udcNN``
+    escapes (it takes nothing else orjson refuses: no NaN, no infinite number). Raises
+    ValueError for anything that is no such JSON (damaged data, text that is not UTF-8)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+
+
+# -- field forms ----------------------------------------------------------------------------
+
+
+def sid_text(sid: StreamID) -> str:
+    return f"{sid.ms}-{sid.seq}"
+
+
+def sid_from_text(text: Any) -> StreamID:
+    if not isinstance(text, str):
+        raise ReplayError(f"expected an ID string, got {text!r}")
+    ms, _, seq = text.partition("-")
+    try:
+        return StreamID(int(ms), int(seq))
+    except ValueError as e:
+        raise ReplayError(f"malformed ID {text!r}") from e
+
+
+def _opt_sid(text: Any) -> StreamID | None:
+    return None if text is None else sid_from_text(text)
+
+
+def _sids(texts: Any) -> tuple[StreamID, ...]:
+    if not isinstance(texts, list):
+        raise ReplayError(f"expected a list of IDs, got {texts!r}")
+    return tuple(sid_from_text(t) for t in texts)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ReplayError(f"expected a string, got {value!r}")
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise ReplayError(f"expected an integer, got {value!r}")
+    return value
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _fields(values: Any) -> Fields:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ReplayError(f"expected a list of field names and values, got {values!r}")
+    return tuple(values)
+
+
+def _trim(w: list[Any]) -> TrimSpec:
+    try:
+        strategy = TrimStrategy(w[2])
+    except ValueError as e:
+        raise ReplayError(f"unknown trim strategy {w[2]!r}") from e
+    if not isinstance(w[5], bool):
+        raise ReplayError(f"expected true or false, got {w[5]!r}")
+    return TrimSpec(strategy, _int(w[3]), sid_from_text(w[4]), w[5], _int(w[6]))
+
+
+def _entries_added(w: list[Any]) -> EntriesAdded:
+    ids = _sids(w[2])
+    if not isinstance(w[3], list) or len(w[3]) != len(ids) or not ids:
+        raise ReplayError(f"a batch needs one entry per ID, at least one: {w!r}")
+    return EntriesAdded(key=_str(w[1]), ids=ids, rows=tuple(_fields(r) for r in w[3]))
+
+
+# -- the kinds ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Kind(Generic[E]):
+    """One kind of effect: its tag, its class, and its stored form both ways (``decode``
+    gets the whole list, tag first, of the length ``size``)."""
+
+    tag: str
+    cls: type[E]
+    size: int
+    encode: Callable[[E], list[Any]]
+    decode: Callable[[list[Any]], E]
+
+
+def _kind(
+    tag: str,
+    cls: type[E],
+    size: int,
+    encode: Callable[[E], list[Any]],
+    decode: Callable[[list[Any]], E],
+) -> Kind[E]:
+    return Kind(tag, cls, size, encode, decode)
+
+
+KINDS: tuple[Kind[Any], ...] = (
+    _kind(
+        "new", StreamCreated, 2, lambda e: ["new", e.key], lambda w: StreamCreated(key=_str(w[1]))
+    ),
+    _kind("del", KeyDeleted, 2, lambda e: ["del", e.key], lambda w: KeyDeleted(key=_str(w[1]))),
+    _kind("flush", Flushed, 1, lambda e: ["flush"], lambda w: Flushed()),
+    _kind(
+        "add",
+        EntryAdded,
+        4,
+        lambda e: ["add", e.key, sid_text(e.id), list(e.fields)],
+        lambda w: EntryAdded(key=_str(w[1]), id=sid_from_text(w[2]), fields=_fields(w[3])),
+    ),
+    _kind(
+        "adds",
+        EntriesAdded,
+        4,
+        lambda e: ["adds", e.key, [sid_text(s) for s in e.ids], list(e.rows)],
+        lambda w: _entries_added(w),
+    ),
+    _kind(
+        "xdel",
+        EntriesDeleted,
+        3,
+        lambda e: ["xdel", e.key, [sid_text(s) for s in e.ids]],
+        lambda w: EntriesDeleted(key=_str(w[1]), ids=_sids(w[2])),
+    ),
+    _kind(
+        "trim",
+        Trimmed,
+        7,
+        lambda e: [
+            "trim",
+            e.key,
+            e.trim.strategy.value,
+            e.trim.maxlen,
+            sid_text(e.trim.minid),
+            e.trim.approx,
+            e.trim.limit,
+        ],
+        lambda w: Trimmed(key=_str(w[1]), trim=_trim(w)),
+    ),
+    _kind(
+        "setid",
+        LastIdSet,
+        5,
+        lambda e: [
+            "setid",
+            e.key,
+            sid_text(e.last_id),
+            e.entries_added,
+            None if e.max_deleted_id is None else sid_text(e.max_deleted_id),
+        ],
+        lambda w: LastIdSet(
+            key=_str(w[1]),
+            last_id=sid_from_text(w[2]),
+            entries_added=_opt_int(w[3]),
+            max_deleted_id=_opt_sid(w[4]),
+        ),
+    ),
+    _kind(
+        "gcreate",
+        GroupCreated,
+        5,
+        lambda e: ["gcreate", e.key, e.group, sid_text(e.last_id), e.entries_read],
+        lambda w: GroupCreated(
+            key=_str(w[1]),
+            group=_str(w[2]),
+            last_id=sid_from_text(w[3]),
+            entries_read=_opt_int(w[4]),
+        ),
+    ),
+    _kind(
+        "gset",
+        GroupUpdated,
+        5,
+        lambda e: ["gset", e.key, e.group, sid_text(e.last_id), e.entries_read],
+        lambda w: GroupUpdated(
+            key=_str(w[1]),
+            group=_str(w[2]),
+            last_id=sid_from_text(w[3]),
+            entries_read=_opt_int(w[4]),
+        ),
+    ),
+    _kind(
+        "gdestroy",
+        GroupDestroyed,
+        3,
+        lambda e: ["gdestroy", e.key, e.group],
+        lambda w: GroupDestroyed(key=_str(w[1]), group=_str(w[2])),
+    ),
+    _kind(
+        "consumer",
+        ConsumerSeen,
+        5,
+        lambda e: ["consumer", e.key, e.group, e.consumer, e.seen_time_ms],
+        lambda w: ConsumerSeen(
+            key=_str(w[1]), group=_str(w[2]), consumer=_str(w[3]), seen_time_ms=_int(w[4])
+        ),
+    ),
+    _kind(
+        "cdel",
+        ConsumerDeleted,
+        4,
+        lambda e: ["cdel", e.key, e.group, e.consumer],
+        lambda w: ConsumerDeleted(key=_str(w[1]), group=_str(w[2]), consumer=_str(w[3])),
+    ),
+    _kind(
+        "pel",
+        PendingSet,
+        7,
+        lambda e: [
+            "pel",
+            e.key,
+            e.group,
+            sid_text(e.id),
+            e.consumer,
+            e.delivered_at_ms,
+            e.delivery_count,
+        ],
+        lambda w: PendingSet(
+            key=_str(w[1]),
+            group=_str(w[2]),
+            id=sid_from_text(w[3]),
+            consumer=_opt_str(w[4]),
+            delivered_at_ms=_int(w[5]),
+            delivery_count=_int(w[6]),
+        ),
+    ),
+    _kind(
+        "ack",
+        Acked,
+        4,
+        lambda e: ["ack", e.key, e.group, [sid_text(s) for s in e.ids]],
+        lambda w: Acked(key=_str(w[1]), group=_str(w[2]), ids=_sids(w[3])),
+    ),
+)
+
+_BY_TAG: dict[str, Kind[Any]] = {k.tag: k for k in KINDS}
+_BY_CLASS: dict[type, Kind[Any]] = {k.cls: k for k in KINDS}
+
+
+# -- records --------------------------------------------------------------------------------
+
+
+def effect_to_wire(effect: Effect) -> list[Any]:
+    return _BY_CLASS[type(effect)].encode(effect)
+
+
+def effect_from_wire(w: Any) -> Effect:
+    """One stored effect as its dataclass; ReplayError for anything unknown or malformed."""
+    if not isinstance(w, list) or not w:
+        raise ReplayError(f"an effect must be a non-empty list, got {w!r}")
+    kind = _BY_TAG.get(w[0]) if isinstance(w[0], str) else None
+    if kind is None:
+        raise ReplayError(f"unknown effect {w[0]!r}")
+    if len(w) != kind.size:
+        raise ReplayError(f"effect {w!r} has {len(w)} items, {kind.tag!r} has {kind.size}")
+    effect: Effect = kind.decode(w)
+    return effect
+
+
+def record_to_wire(record: Record) -> list[list[Any]]:
+    return [_BY_CLASS[type(e)].encode(e) for e in record]
+
+
+def record_from_wire(value: Any) -> Record:
+    """A stored record (decoded JSON) as effects; ReplayError for anything malformed."""
+    if not isinstance(value, list):
+        raise ReplayError(f"a journal record must be a list of effects, got {type(value).__name__}")
+    return [effect_from_wire(w) for w in value]
+
+
+def encode_record(record: Record) -> bytes:
+    """A record's stored bytes (JSON)."""
+    return encode_json(record_to_wire(record))
+
+
+def decode_record(data: bytes) -> Record:
+    """A record from its stored bytes; ReplayError for anything that is not one."""
+    try:
+        value = decode_json(data)
+    except ValueError as e:
+        raise ReplayError(f"record is not valid JSON: {e}") from e
+    return record_from_wire(value)

@@ -1,0 +1,219 @@
+"""The journal's effects: what a write command did, one frozen dataclass per kind.
+
+A write command records what it *did* — the ID XADD generated, the entries XREADGROUP
+delivered to whom and when, the owner, time and count XCLAIM set — so that replaying the
+records in order (``replay``) rebuilds the same state without reading the clock or deciding
+anything again. The commands of one atomic step form one record (``Record``); storage
+(app/storage) keeps the records and the engine knows nothing of where they go.
+
+Adding a kind of effect takes three things: its dataclass here (and in ``Effect``), its entry
+in ``codec.KINDS`` (the stored form), and its arm in ``replay.apply_effect``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
+from app.engine.ids import StreamID
+from app.engine.stream import Fields, TrimSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamCreated:
+    """An empty stream was created (XADD on a new key, XGROUP CREATE ... MKSTREAM)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeyDeleted:
+    """A key was deleted (DEL)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flushed:
+    """Every key was deleted (FLUSHDB, FLUSHALL)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntryAdded:
+    """An entry was appended with the ID the command generated (XADD)."""
+
+    key: str
+    id: StreamID
+    fields: Fields
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntriesAdded:
+    """A batch of entries was appended, with the IDs the commands generated, in order
+    (consecutive XADDs to one key in a pipeline or MULTI, a REST batch: ``commands.bulk``)."""
+
+    key: str
+    ids: tuple[StreamID, ...]
+    rows: tuple[Fields, ...]  # each entry's fields, as ``EntryAdded.fields``
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EntriesDeleted:
+    """Entries were deleted (XDEL); each was present, and ``max_deleted_id`` follows them."""
+
+    key: str
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trimmed:
+    """A stream was trimmed (XTRIM, XADD's MAXLEN / MINID). What trimming removes is a pure
+    function of the stream's state, so the clause is enough to remove the same entries."""
+
+    key: str
+    trim: TrimSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastIdSet:
+    """XSETID: the last ID, and the counters it was given (None: left unchanged)."""
+
+    key: str
+    last_id: StreamID
+    entries_added: int | None
+    max_deleted_id: StreamID | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupCreated:
+    """A consumer group was created (XGROUP CREATE)."""
+
+    key: str
+    group: str
+    last_id: StreamID
+    entries_read: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupUpdated:
+    """A group's last-delivered ID and entries-read were set (XREADGROUP, XGROUP SETID,
+    XCLAIM ... LASTID)."""
+
+    key: str
+    group: str
+    last_id: StreamID
+    entries_read: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupDestroyed:
+    """A consumer group was destroyed (XGROUP DESTROY)."""
+
+    key: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerSeen:
+    """A consumer was created, or its seen-time refreshed."""
+
+    key: str
+    group: str
+    consumer: str
+    seen_time_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerDeleted:
+    """A consumer was deleted with its pending entries (XGROUP DELCONSUMER)."""
+
+    key: str
+    group: str
+    consumer: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingSet:
+    """A pending entry was created or changed: its owner (None: none yet), delivery time and
+    delivery count (XREADGROUP, XCLAIM, XAUTOCLAIM)."""
+
+    key: str
+    group: str
+    id: StreamID
+    consumer: str | None
+    delivered_at_ms: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acked:
+    """Pending entries left the group's PEL (XACK; XCLAIM / XAUTOCLAIM of deleted entries)."""
+
+    key: str
+    group: str
+    ids: tuple[StreamID, ...]
+
+
+Effect = (
+    StreamCreated
+    | KeyDeleted
+    | Flushed
+    | EntryAdded
+    | EntriesAdded
+    | EntriesDeleted
+    | Trimmed
+    | LastIdSet
+    | GroupCreated
+    | GroupUpdated
+    | GroupDestroyed
+    | ConsumerSeen
+    | ConsumerDeleted
+    | PendingSet
+    | Acked
+)
+Record = list[Effect]  # the effects of one atomic step, in the order they happened
+
+
+class JournalSink(Protocol):
+    """Receives each write command's effects, synchronously and in order."""
+
+    def append(self, record: Record) -> None: ...
+
+
+class ReplayError(Exception):
+    """A journal record or snapshot the engine cannot apply: recovery must stop."""
+
+
+# -- recording ------------------------------------------------------------------------------
+
+
+def group_updated(key: str, g: ConsumerGroup) -> GroupUpdated:
+    return GroupUpdated(key=key, group=g.name, last_id=g.last_id, entries_read=g.entries_read)
+
+
+def consumer_seen(key: str, g: ConsumerGroup, c: Consumer) -> ConsumerSeen:
+    return ConsumerSeen(key=key, group=g.name, consumer=c.name, seen_time_ms=c.seen_time_ms)
+
+
+def pending_set(key: str, g: ConsumerGroup, sid: StreamID, p: PendingEntry) -> PendingSet:
+    return PendingSet(
+        key=key,
+        group=g.name,
+        id=sid,
+        consumer=p.consumer.name if p.consumer is not None else None,
+        delivered_at_ms=p.delivered_at_ms,
+        delivery_count=p.delivery_count,
+    )
+
+
+def stamp_keys(record: Record, stamps: dict[str, int], seq: int) -> bool:
+    """Set ``stamps[key] = seq`` for every key the record changed; False when it changed every
+    key (``Flushed``). Storage uses it to hold back exactly the replies that could show the
+    record before it is durable. It allocates nothing: it runs for every write, and
+    per-record objects cost the cyclic GC more than the work itself."""
+    for effect in record:
+        if isinstance(effect, Flushed):
+            return False
+        stamps[effect.key] = seq
+    return True

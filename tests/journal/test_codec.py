@@ -1,0 +1,161 @@
+"""The stored form of effects: one codec entry per kind, and the format databases hold.
+
+Databases written by every earlier version hold exactly the lists below (record format 1);
+each must decode to its effect and encode back to the same bytes, or existing journals would
+stop loading (or load as something else).
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+import orjson
+import pytest
+
+from app.engine import effects
+from app.engine.codec import KINDS, decode_record, effect_from_wire, encode_record
+from app.engine.effects import (
+    Acked,
+    ConsumerDeleted,
+    ConsumerSeen,
+    Effect,
+    EntriesAdded,
+    EntriesDeleted,
+    EntryAdded,
+    Flushed,
+    GroupCreated,
+    GroupDestroyed,
+    GroupUpdated,
+    KeyDeleted,
+    LastIdSet,
+    PendingSet,
+    ReplayError,
+    StreamCreated,
+    Trimmed,
+)
+from app.engine.ids import StreamID
+from app.engine.stream import TrimSpec, TrimStrategy
+
+STORED: list[tuple[list[Any], Effect]] = [
+    (["new", "s"], StreamCreated(key="s")),
+    (["del", "s"], KeyDeleted(key="s")),
+    (["flush"], Flushed()),
+    (
+        ["add", "s", "5-1", ["f", "v", "g", "w"]],
+        EntryAdded(key="s", id=StreamID(5, 1), fields=("f", "v", "g", "w")),
+    ),
+    (
+        ["adds", "s", ["5-1", "5-2"], [["f", "v"], ["g", "w", "h", "x"]]],
+        EntriesAdded(
+            key="s", ids=(StreamID(5, 1), StreamID(5, 2)), rows=(("f", "v"), ("g", "w", "h", "x"))
+        ),
+    ),
+    (["xdel", "s", ["1-0", "2-3"]], EntriesDeleted(key="s", ids=(StreamID(1, 0), StreamID(2, 3)))),
+    (
+        ["trim", "s", "MAXLEN", 10, "0-0", True, 0],
+        Trimmed(key="s", trim=TrimSpec(TrimStrategy.MAXLEN, 10, StreamID(0, 0), True, 0)),
+    ),
+    (
+        ["trim", "s", "MINID", 0, "7-0", False, 3],
+        Trimmed(key="s", trim=TrimSpec(TrimStrategy.MINID, 0, StreamID(7, 0), False, 3)),
+    ),
+    (
+        ["setid", "s", "9-0", None, None],
+        LastIdSet(key="s", last_id=StreamID(9, 0), entries_added=None, max_deleted_id=None),
+    ),
+    (
+        ["setid", "s", "9-0", 12, "4-0"],
+        LastIdSet(key="s", last_id=StreamID(9, 0), entries_added=12, max_deleted_id=StreamID(4, 0)),
+    ),
+    (
+        ["gcreate", "s", "g", "0-0", None],
+        GroupCreated(key="s", group="g", last_id=StreamID(0, 0), entries_read=None),
+    ),
+    (
+        ["gset", "s", "g", "3-0", 2],
+        GroupUpdated(key="s", group="g", last_id=StreamID(3, 0), entries_read=2),
+    ),
+    (["gdestroy", "s", "g"], GroupDestroyed(key="s", group="g")),
+    (
+        ["consumer", "s", "g", "c", 1700000000000],
+        ConsumerSeen(key="s", group="g", consumer="c", seen_time_ms=1700000000000),
+    ),
+    (["cdel", "s", "g", "c"], ConsumerDeleted(key="s", group="g", consumer="c")),
+    (
+        ["pel", "s", "g", "3-0", "c", 17, 2],
+        PendingSet(
+            key="s",
+            group="g",
+            id=StreamID(3, 0),
+            consumer="c",
+            delivered_at_ms=17,
+            delivery_count=2,
+        ),
+    ),
+    (
+        ["pel", "s", "g", "3-0", None, 17, 1],
+        PendingSet(
+            key="s",
+            group="g",
+            id=StreamID(3, 0),
+            consumer=None,
+            delivered_at_ms=17,
+            delivery_count=1,
+        ),
+    ),
+    (["ack", "s", "g", ["3-0"]], Acked(key="s", group="g", ids=(StreamID(3, 0),))),
+]
+
+
+@pytest.mark.parametrize(("wire", "effect"), STORED, ids=lambda v: str(v)[:40])
+def test_the_stored_form_is_unchanged(wire: list[Any], effect: Effect) -> None:
+    data = orjson.dumps([wire])
+    assert decode_record(data) == [effect]
+    assert encode_record([effect]) == data
+
+
+def test_bytes_that_are_not_utf8_are_stored_as_escapes() -> None:
+    data = b'[["add","s","5-1",["f","\\udcff\\udc80A"]]]'
+    effect = EntryAdded(key="s", id=StreamID(5, 1), fields=("f", "\udcff\udc80A"))
+    assert decode_record(data) == [effect]
+    assert encode_record([effect]) == data
+
+
+def test_every_kind_has_one_codec_entry_and_a_stored_example() -> None:
+    kinds = set(typing.get_args(effects.Effect))
+    assert {k.cls for k in KINDS} == kinds
+    assert len({k.tag for k in KINDS}) == len(KINDS) == len(kinds)
+    assert {type(e) for _, e in STORED} == kinds
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        ["nonsense", "s"],
+        [],
+        "add",
+        [1, "s"],
+        ["new"],
+        ["new", "s", "extra"],
+        ["new", 1],
+        ["add", "s", "1-1", "fv"],
+        ["add", "s", "1-1", ["f", 2]],
+        ["add", "s", "x-1", ["f", "v"]],
+        ["add", "s", 11, ["f", "v"]],
+        ["adds", "s", [], []],
+        ["adds", "s", ["1-0", "2-0"], [["f", "v"]]],
+        ["adds", "s", ["1-0"], "fv"],
+        ["adds", "s", ["1-0"], [["f", 2]]],
+        ["adds", "s", "1-0", [["f", "v"]]],
+        ["trim", "s", "SIZE", 1, "0-0", False, 0],
+        ["trim", "s", "MAXLEN", 1, "0-0", 0, 0],
+        ["trim", "s", "MAXLEN", 1.5, "0-0", False, 0],
+        ["gset", "s", "g", "1-0", "2"],
+        ["pel", "s", "g", "1-0", "c", True, 1],
+        ["ack", "s", "g", "1-0"],
+    ],
+)
+def test_a_malformed_effect_is_refused(wire: Any) -> None:
+    with pytest.raises(ReplayError):
+        effect_from_wire(wire)
