@@ -22,22 +22,18 @@ from collections.abc import Sequence
 
 from app.engine.commands.args import eq
 from app.engine.commands.streams import (
-    XADD_ID_TOO_SMALL,
+    XADD_EXHAUSTED,
     XAddArgs,
+    check_not_zero,
+    next_id,
     parse_xadd,
-    resolve_id,
     xadd,
 )
 from app.engine.effects import EntriesAdded
 from app.engine.errors import CommandError
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
-from app.engine.listpack import byte_len
-from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Fields, Stream, id_follows
-
-ZERO_ID = "The ID specified in XADD must be greater than 0-0"
-EXHAUSTED = "The stream has exhausted the last possible ID, unable to add more items"
-TOO_LARGE = "Elements are too large to be stored"
+from app.engine.stream import Fields, Stream
 
 Outcome = StreamID | None | CommandError
 """One XADD's reply in a run: its ID, nil (NOMKSTREAM on a missing key), or its error."""
@@ -57,13 +53,6 @@ def fusable(ks: Keyspace, argv: Sequence[str]) -> XAddArgs | None:
     except CommandError:
         return None
     return a if a.trim is None else None
-
-
-def _too_large(fields: Fields) -> bool:
-    """XADD's size check; a character is at most 4 bytes, so only huge entries are encoded."""
-    if sum(map(len, fields)) * 4 <= STREAM_LISTPACK_MAX_SIZE:
-        return False
-    return sum(map(byte_len, fields)) > STREAM_LISTPACK_MAX_SIZE
 
 
 def _append(
@@ -92,29 +81,21 @@ def xadd_run(ks: Keyspace, batch: Sequence[XAddArgs]) -> list[Outcome]:
     for a in batch:
         if a.key != key or a.trim is not None:
             raise ValueError("a run appends to one stream without trimming")
-        if a.id is not None and a.seq_given and a.id == MIN_ID:
-            out.append(CommandError.err(ZERO_ID))
+        try:
+            check_not_zero(a)
+            if stream is None:
+                if a.nomkstream:
+                    out.append(None)
+                    continue
+                stream = ks.create(key)
+            sid = next_id(a, last, now)
+        except CommandError as e:
+            out.append(e)
             continue
-        if stream is None:
-            if a.nomkstream:
-                out.append(None)
-                continue
-            stream = ks.create(key)
-        if last == MAX_ID:
-            out.append(CommandError.err(EXHAUSTED))
-            continue
-        sid = resolve_id(a, last, now)
-        if sid is None:
-            out.append(CommandError.err(TOO_LARGE))  # `ms-*` with no sequence left (7.0's text)
-        elif not id_follows(last, sid):
-            out.append(CommandError.err(XADD_ID_TOO_SMALL))
-        elif _too_large(a.fields):
-            out.append(CommandError.err(TOO_LARGE))
-        else:
-            ids.append(sid)
-            rows.append(a.fields)
-            out.append(sid)
-            last = sid
+        ids.append(sid)
+        rows.append(a.fields)
+        out.append(sid)
+        last = sid
     if stream is not None:
         _append(ks, stream, key, ids, rows)
     return out
@@ -136,17 +117,13 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
             raise ValueError("a batch appends to one stream")
         if stream is None and a.nomkstream:
             return [None] * len(batch)
-        if a.id is not None and a.seq_given and a.id == MIN_ID:
-            raise CommandError.err(ZERO_ID)
+        check_not_zero(a)
         if last == MAX_ID:
-            raise CommandError.err(EXHAUSTED)
-        sid = resolve_id(a, last, now)
-        if sid is None:
-            raise BatchItemError(i, CommandError.err(TOO_LARGE))
-        if not id_follows(last, sid):
-            raise BatchItemError(i, CommandError.err(XADD_ID_TOO_SMALL))
-        if _too_large(a.fields):
-            raise BatchItemError(i, CommandError.err(TOO_LARGE))
+            raise CommandError.err(XADD_EXHAUSTED)  # the stream's, not one entry's
+        try:
+            sid = next_id(a, last, now)
+        except CommandError as e:
+            raise BatchItemError(i, e) from None
         ids.append(sid)
         last = sid
     if any(a.trim is not None for a in batch):

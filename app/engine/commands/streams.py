@@ -170,29 +170,51 @@ def resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
     return a.id
 
 
+XADD_ZERO_ID = "The ID specified in XADD must be greater than 0-0"
+XADD_EXHAUSTED = "The stream has exhausted the last possible ID, unable to add more items"
+XADD_TOO_LARGE = "Elements are too large to be stored"
+
+
+def check_not_zero(a: XAddArgs) -> None:
+    """XADD's first check, made before the key is looked up: an explicit ``0-0``."""
+    if a.id is not None and a.seq_given and a.id == MIN_ID:
+        raise CommandError.err(XADD_ZERO_ID)
+
+
+def too_large(fields: Fields) -> bool:
+    """Whether an entry is too large to store; a character is at most 4 bytes, so only a
+    huge entry is measured in bytes."""
+    if sum(map(len, fields)) * 4 <= STREAM_LISTPACK_MAX_SIZE:
+        return False
+    return sum(map(byte_len, fields)) > STREAM_LISTPACK_MAX_SIZE
+
+
+def next_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID:
+    """The ID XADD gives ``a`` on a stream whose last ID is ``last``, or Redis's error, in
+    ``xaddCommand``'s order: IDs exhausted, ``ms-*`` with no sequence left, an ID not greater
+    than the top, an entry too large. XADD and the bulk appends (``commands.bulk``) share it."""
+    if last == MAX_ID:
+        raise CommandError.err(XADD_EXHAUSTED)
+    sid = resolve_id(a, last, now_ms)
+    if sid is None:
+        # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
+        raise CommandError.err(XADD_TOO_LARGE)
+    if not id_follows(last, sid):
+        raise CommandError.err(XADD_ID_TOO_SMALL)
+    if too_large(a.fields):
+        raise CommandError.err(XADD_TOO_LARGE)
+    return sid
+
+
 def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     """Append an entry (XADD); None when NOMKSTREAM met a missing key."""
-    if a.id is not None and a.seq_given and a.id == MIN_ID:
-        raise CommandError.err("The ID specified in XADD must be greater than 0-0")
+    check_not_zero(a)
     stream = ks.get(a.key)
     if stream is None:
         if a.nomkstream:
             return None
         stream = ks.create(a.key)
-    last = stream.last_id
-    if last == MAX_ID:
-        raise CommandError.err(
-            "The stream has exhausted the last possible ID, unable to add more items"
-        )
-    sid = resolve_id(a, last, ks.clock.now_ms())
-    if sid is None:
-        # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
-        raise CommandError.err("Elements are too large to be stored")
-    if not id_follows(last, sid):
-        raise CommandError.err(XADD_ID_TOO_SMALL)
-    total = sum(byte_len(x) for x in a.fields)
-    if total > STREAM_LISTPACK_MAX_SIZE:
-        raise CommandError.err("Elements are too large to be stored")
+    sid = next_id(a, stream.last_id, ks.clock.now_ms())
     stream.append(sid, a.fields)
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.trim is not None and stream.trim(a.trim):
