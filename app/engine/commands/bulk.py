@@ -142,19 +142,26 @@ class BatchItemError(CommandError):
         self.index = index
 
 
+PIPELINE_RUN = 256
+"""At most this many XADDs of a pipeline run as one call: a pipeline is not atomic and yields
+by time between its steps (``pipeline_slice_ms``), so one fused step must stay short."""
+
+
 def run_at(
     ks: Keyspace, commands: Sequence[Sequence[str]], start: int, *, serve_between: bool
 ) -> list[XAddArgs]:
     """The XADDs that can be fused starting at ``commands[start]``: two or more consecutive
     plain appends (``fusable``) to one key, else []. ``serve_between`` (a pipeline): Redis
     serves blocked readers after each command, so while a reader waits on the key each XADD
-    runs on its own and the reader gets what it would have got; a MULTI serves them only
-    after EXEC, so it fuses regardless."""
+    runs on its own and the reader gets what it would have got, and a run holds at most
+    ``PIPELINE_RUN`` XADDs; a MULTI serves readers only after EXEC and never yields, so it
+    fuses regardless."""
     first = fusable(ks, commands[start])
     if first is None or (serve_between and ks.blocked.waiting_on(first.key)):
         return []
+    end = start + PIPELINE_RUN if serve_between else len(commands)
     run = [first]
-    for argv in commands[start + 1 :]:
+    for argv in commands[start + 1 : end]:
         a = fusable(ks, argv)
         if a is None or a.key != first.key:
             break
