@@ -23,6 +23,18 @@ from bench.machine import facts
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
+ALL_STEPS = frozenset(range(1, 6))
+
+
+def _steps(text: str) -> frozenset[int]:
+    """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory)."""
+    try:
+        chosen = frozenset(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 2,3, got {text!r}") from None
+    if not chosen or not chosen <= ALL_STEPS:
+        raise argparse.ArgumentTypeError("workloads are numbered 1 to 5")
+    return chosen
 
 
 def machine() -> dict[str, Any]:
@@ -37,8 +49,9 @@ def machine() -> dict[str, Any]:
     return found
 
 
-def run(plan: Plan, out: Path) -> dict[str, Any]:
-    """Start everything, measure every group interleaved, stop everything; the figures."""
+def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, Any]:
+    """Start everything, measure every group interleaved (the steps in ``only``), stop
+    everything; the figures."""
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     facts = machine()
     t0 = time.monotonic()
@@ -54,16 +67,19 @@ def run(plan: Plan, out: Path) -> dict[str, Any]:
             ("3) XRANGE", lambda: workloads.xrange(servers, plan, counts)),
             ("4) consume+ack", lambda: workloads.consume(servers, plan)),
         ]
-        for name, build in steps:
+        for number, (name, build) in enumerate(steps, 1):
+            if number not in only:
+                continue
             log_stderr(f"{name} ({time.monotonic() - t0:.0f} s)")
             group, group_rows = build()
             workloads.measure(group, plan.rounds, log_stderr)
             cells += group
             rows += group_rows
-        log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
-        group, group_rows = workloads.memory(fleet, plan, log_stderr)
-        cells += group
-        rows += group_rows
+        if 5 in only:
+            log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = workloads.memory(fleet, plan, log_stderr)
+            cells += group
+            rows += group_rows
     facts["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = [
         "load generators (wrk -t1, redis-benchmark, python -m bench.client) share the 2 cores "
@@ -92,14 +108,25 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer, shorter rounds (< 5 min)")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite bench/REPORT.md")
+    parser.add_argument(
+        "--only",
+        type=_steps,
+        default=ALL_STEPS,
+        help="measure only these workloads, e.g. 2,3 (1 XADD, 2 batch append, 3 XRANGE, "
+        "4 consume+ack, 5 memory); implies --no-report",
+    )
     args = parser.parse_args()
+    if args.only != ALL_STEPS:
+        args.no_report = True  # a partial table never replaces the report's
     args.out.mkdir(parents=True, exist_ok=True)
     try:
-        figures = run(Plan.make(args.quick), args.out)
+        figures = run(Plan.make(args.quick), args.out, args.only)
     except KeyboardInterrupt:
         log_stderr("interrupted: servers stopped")
         sys.exit(130)
     stem = "bench-quick" if args.quick else "bench-full"
+    if args.only != ALL_STEPS:
+        stem += "-" + "".join(str(n) for n in sorted(args.only))
     (args.out / f"{stem}.json").write_text(json.dumps(figures, indent=2) + "\n")
     table = report.markdown(figures)
     (args.out / f"{stem}.md").write_text(table)

@@ -31,7 +31,7 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.durability import StorageUnavailable
-from app.engine.commands.streams import BatchItemError
+from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import BusyGroup, CommandError, NoGroup
 
 log = logging.getLogger("xstreams")

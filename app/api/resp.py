@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from app.api.encoding import resp_entries
 from app.engine.ids import StreamID
 from app.engine.listpack import utf8
 from app.engine.replies import (
@@ -64,9 +65,10 @@ class Shaper:
         return _b64(text) if self.b64 else text
 
     def entry(self, e: Entry) -> list[Any]:
+        """One entry, as ``encoding.resp_entries`` writes each."""
         if self.b64:
             return [self.id(e.id), [_b64(x) for x in e.fields]]
-        return [f"{e.id.ms}-{e.id.seq}", list(e.fields)]
+        return [f"{e.id.ms}-{e.id.seq}", e.fields]
 
     def map(self, pairs: list[tuple[str, Any]]) -> list[Any]:
         out: list[Any] = []
@@ -89,11 +91,11 @@ class Shaper:
         if isinstance(r, Entry):
             return self.entry(r)
         if isinstance(r, list):
-            return [self(x) for x in r]
+            return self._list(r)
         if isinstance(r, MissingEntry):
             return [self.id(r.id), None]
         if isinstance(r, StreamRead):
-            return [self.s(r.key), [self(e) for e in r.entries]]
+            return [self.s(r.key), self._list(r.entries)]
         if isinstance(r, PendingSummary):
             consumers = (
                 [[self.s(name), self.s(str(n))] for name, n in r.consumers] if r.count else None
@@ -179,6 +181,12 @@ class Shaper:
         if isinstance(r, Info):
             return self.s(info_text(r))
         raise TypeError(f"no wire shape for {type(r).__name__}")
+
+    def _list(self, items: list[Any]) -> list[Any]:
+        """An array; a page of entries (XRANGE, XREAD) by the shared encoder, in one pass."""
+        if not self.b64 and all(type(x) is Entry for x in items):
+            return resp_entries(items)
+        return [self(x) for x in items]
 
     def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:
         if with_consumer:

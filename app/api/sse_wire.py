@@ -24,10 +24,11 @@ entry is delivered like any other, never ending the connection.
 from __future__ import annotations
 
 from app.api.binary import encode_json, unquote_name
+from app.api.encoding import sse_entry_data
 from app.api.schemas.entries import FieldsForm
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
-from app.engine.stream import Entry, Fields
+from app.engine.stream import Entry
 
 __all__ = [
     "HEARTBEAT",
@@ -47,21 +48,6 @@ def retry_hint(retry_ms: int) -> bytes:
     return b"retry: %d\n\n" % retry_ms
 
 
-def _shape(fields: Fields, form: FieldsForm) -> object:
-    """The REST resources' two forms (``schemas.entries``), built without models: this runs
-    once per entry on the fan-out path."""
-    if form is FieldsForm.pairs:
-        return [[fields[i], fields[i + 1]] for i in range(0, len(fields), 2)]
-    return dict(zip(fields[0::2], fields[1::2], strict=True))
-
-
-def _data(fields: Fields, form: FieldsForm, entry_id: StreamID, stream: str | None) -> bytes:
-    body: dict[str, object] = {"id": format_id(entry_id), "fields": _shape(fields, form)}
-    if stream is not None:
-        body = {"stream": stream, **body}
-    return encode_json(body)
-
-
 class EncodedEntry:
     """One entry's event bytes, built on first use and then shared by every subscriber."""
 
@@ -78,7 +64,7 @@ class EncodedEntry:
         out = self._single.get(form)
         if out is None:  # once per entry and form; every other subscriber shares it
             e = self.entry
-            data = _data(e.fields, form, e.id, None)
+            data = sse_entry_data(e, form, None)
             out = self._single[form] = b"id: %s\nevent: entry\ndata: %s\n\n" % (
                 format_id(e.id).encode(),
                 data,
@@ -90,7 +76,7 @@ class EncodedEntry:
         out = self._multi.get(form)
         if out is None:
             e = self.entry
-            data = _data(e.fields, form, e.id, self.stream)
+            data = sse_entry_data(e, form, self.stream)
             out = self._multi[form] = b"event: entry\ndata: %s\n\n" % data
         return out
 

@@ -60,6 +60,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_ONLY_TEXT = {str}
+
+
 def _check_args(doc: Any, max_args: int) -> tuple[bool, bool]:
     """A command's shape (a non-empty array of strings, numbers and booleans, at most
     ``max_args``): whether it holds numbers, and booleans. Nothing is looked at below the
@@ -72,6 +75,8 @@ def _check_args(doc: Any, max_args: int) -> tuple[bool, bool]:
         raise CommandError.err(
             f"too many arguments: {len(doc)}, at most {max_args} per command (max_command_args)"
         )
+    if set(map(type, doc)) == _ONLY_TEXT:
+        return False, False  # the common case, checked in one pass in C
     numbers = booleans = False
     for a in doc:
         if isinstance(a, str):

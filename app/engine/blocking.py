@@ -72,6 +72,10 @@ class BlockedClients:
         if key in self.by_key:
             self.ready[key] = None
 
+    def waiting_on(self, key: str) -> bool:
+        """Whether a reader is blocked on ``key``."""
+        return key in self.by_key
+
     def count(self) -> int:
         return len({id(w) for q in self.by_key.values() for w in q})
 

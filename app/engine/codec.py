@@ -10,6 +10,7 @@ earlier version hold exactly these lists, so the form must not change:
     ["rename", key, new_key]                       KeyRenamed
     ["config", parameter, value]                   ConfigSet
     ["add", key, id, [f1, v1, ...]]                EntryAdded
+    ["adds", key, [id, ...], [[f1, v1, ...], ...]] EntriesAdded (a batch of XADDs)
     ["xdel", key, [id, ...]]                       EntriesDeleted
     ["trim", key, strategy, maxlen, minid, approx, limit]   Trimmed
     ["setid", key, last_id, entries_added, max_deleted_id]  LastIdSet (nulls: unchanged)
@@ -43,6 +44,7 @@ from app.engine.effects import (
     ConsumerDeleted,
     ConsumerSeen,
     Effect,
+    EntriesAdded,
     EntriesDeleted,
     EntryAdded,
     Flushed,
@@ -174,6 +176,13 @@ def _trim(w: list[Any]) -> TrimSpec:
     return TrimSpec(strategy, _int(w[3]), sid_from_text(w[4]), w[5], _int(w[6]))
 
 
+def _entries_added(w: list[Any]) -> EntriesAdded:
+    ids = _sids(w[2])
+    if not isinstance(w[3], list) or len(w[3]) != len(ids) or not ids:
+        raise ReplayError(f"a batch needs one entry per ID, at least one: {w!r}")
+    return EntriesAdded(key=_str(w[1]), ids=ids, rows=tuple(_fields(r) for r in w[3]))
+
+
 # -- the kinds ------------------------------------------------------------------------------
 
 
@@ -225,6 +234,13 @@ KINDS: tuple[Kind[Any], ...] = (
         4,
         lambda e: ["add", e.key, sid_text(e.id), list(e.fields)],
         lambda w: EntryAdded(key=_str(w[1]), id=sid_from_text(w[2]), fields=_fields(w[3])),
+    ),
+    _kind(
+        "adds",
+        EntriesAdded,
+        4,
+        lambda e: ["adds", e.key, [sid_text(s) for s in e.ids], list(e.rows)],
+        lambda w: _entries_added(w),
     ),
     _kind(
         "xdel",

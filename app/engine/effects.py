@@ -67,6 +67,16 @@ class EntryAdded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EntriesAdded:
+    """A batch of entries was appended, with the IDs the commands generated, in order
+    (consecutive XADDs to one key in a pipeline or MULTI, a REST batch: ``commands.bulk``)."""
+
+    key: str
+    ids: tuple[StreamID, ...]
+    rows: tuple[Fields, ...]  # each entry's fields, as ``EntryAdded.fields``
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EntriesDeleted:
     """Entries were deleted (XDEL); each was present, and ``max_deleted_id`` follows them."""
 
@@ -170,6 +180,7 @@ Effect = (
     | KeyRenamed
     | ConfigSet
     | EntryAdded
+    | EntriesAdded
     | EntriesDeleted
     | Trimmed
     | LastIdSet

@@ -21,6 +21,7 @@ from app.engine.effects import (
     ConsumerDeleted,
     ConsumerSeen,
     Effect,
+    EntriesAdded,
     EntriesDeleted,
     EntryAdded,
     Flushed,
@@ -89,6 +90,17 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                     f" {sid_text(s.last_id)}: IDs would go backwards"
                 )
             s.append(sid, fields)
+        case EntriesAdded(key=key, ids=ids, rows=rows):
+            s = _stream(ks, key)
+            last = s.last_id
+            for sid in ids:
+                if not id_follows(last, sid):
+                    raise ReplayError(
+                        f"entry {sid_text(sid)} of {key!r} is not greater than the stream's"
+                        f" last ID {sid_text(last)}: IDs would go backwards"
+                    )
+                last = sid
+            s.append_many(ids, rows)
         case PendingSet():
             g = _group(ks, effect.key, effect.group)
             sid = effect.id

@@ -54,6 +54,20 @@ class Stats:
             stat.failed_calls += 1
             self.error(error)
 
+    def ran_many(self, name: str, started_ns: int, replies: list[object]) -> None:
+        """Several calls of one command run as one (a fused run of XADDs): each counts a call,
+        and a failed one when its reply is an error; the time is counted once."""
+        stat = self.commands.get(name)
+        if stat is None:
+            stat = self.commands[name] = CommandStat()
+        stat.calls += len(replies)
+        stat.usec += (time.perf_counter_ns() - started_ns) // 1000
+        self.total_commands_processed += len(replies)
+        for reply in replies:
+            if isinstance(reply, CommandError):
+                stat.failed_calls += 1
+                self.error(reply)
+
     def rejected(self, name: str | None, error: CommandError) -> None:
         """A command refused before running (``name`` None: an unknown command)."""
         if name is not None:

@@ -13,6 +13,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
 from app.engine.commands import Command, Reply, lookup
+from app.engine.commands.bulk import Outcome, run_at, xadd_run
+from app.engine.commands.streams import XAddArgs
 from app.engine.commands.table import resolved
 from app.engine.effects import JournalSink, Record
 from app.engine.errors import CommandError
@@ -105,6 +107,16 @@ class Store:
         with self._step():
             return operation(self.keyspace, *args, **kwargs)
 
+    def append_run(self, run: list[XAddArgs]) -> list[Outcome]:
+        """Consecutive plain XADDs to one key (``bulk.run_at``) as one atomic step and one
+        journal effect, each answered as if run alone and counted as its own call in INFO."""
+        stats = self.keyspace.stats
+        with self._step():
+            started = stats.started()
+            outcomes = xadd_run(self.keyspace, run)
+            stats.ran_many("xadd", started, list(outcomes))
+        return outcomes
+
     @contextmanager
     def _step(self) -> Iterator[None]:
         """One atomic step: collect its effects, then serve ready readers, then journal."""
@@ -144,14 +156,25 @@ class Store:
         ks = self.keyspace
         stats = ks.stats
         with self._step():
-            for cmd, args in zip(cmds, parsed, strict=True):
+            i = 0
+            while i < len(parsed):
+                run = run_at(ks, parsed, i, serve_between=False)
+                if run:  # consecutive plain XADDs to one key: one call, one effect
+                    started = stats.started()
+                    replies = xadd_run(ks, run)
+                    out.extend(replies)
+                    stats.ran_many("xadd", started, list(replies))
+                    i += len(run)
+                    continue
+                cmd = cmds[i]
                 started = stats.started()
                 assert cmd.handler is not None
                 try:
-                    reply = cmd.handler(ks, args)
+                    reply = cmd.handler(ks, parsed[i])
                     out.append(None if isinstance(reply, Block) else reply)
                     stats.ran(cmd.name, started)
                 except CommandError as e:
                     out.append(e)
                     stats.ran(cmd.name, started, e)
+                i += 1
         return out

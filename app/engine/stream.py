@@ -10,7 +10,7 @@ gives the same result as redis-server. The node is also the unit a future compac
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -177,21 +177,35 @@ class Stream:
 
     def append(self, sid: StreamID, fields: Fields) -> None:
         """Add an entry whose ID the caller has checked is greater than ``last_id``."""
-        node = self.nodes[-1] if self.nodes else None
-        if node is not None:
-            total = sum(byte_len(x) for x in fields)
-            if node.lp_bytes + total >= self.node_max_bytes or (
-                self.node_max_entries and node.live + node.ndeleted >= self.node_max_entries
-            ):
-                node = None
-        if node is None:
-            node = Node(sid, fields)
-            self.nodes.append(node)
-            self.firsts.append(sid)
-        node.append(sid, fields)
-        self.length += 1
-        self.entries_added += 1
-        self.last_id = sid
+        self.append_many((sid,), (fields,))
+
+    def append_many(self, ids: Sequence[StreamID], rows: Sequence[Fields]) -> None:
+        """Add entries whose IDs the caller has checked increase from above ``last_id`` (one
+        XADD, or a batch of them in one call). A node closes when it holds
+        ``node_max_entries`` entries or its listpack plus the new entry's bytes reach
+        ``node_max_bytes``, checked before each entry as ``streamAppendItem`` does."""
+        if not ids:
+            return
+        nodes = self.nodes
+        node = nodes[-1] if nodes else None
+        max_bytes, max_entries = self.node_max_bytes, self.node_max_entries
+        for sid, fields in zip(ids, rows, strict=True):
+            if node is not None:
+                total = sum(map(len, fields))
+                if not all(map(str.isascii, fields)):
+                    total = sum(map(byte_len, fields))
+                if node.lp_bytes + total >= max_bytes or (
+                    max_entries and node.live + node.ndeleted >= max_entries
+                ):
+                    node = None
+            if node is None:
+                node = Node(sid, fields)
+                nodes.append(node)
+                self.firsts.append(sid)
+            node.append(sid, fields)
+        self.length += len(ids)
+        self.entries_added += len(ids)
+        self.last_id = ids[-1]
 
     def delete(self, sid: StreamID) -> bool:
         """Flag one entry deleted (XDEL); a node whose last live entry goes is dropped."""

@@ -244,6 +244,38 @@ async def test_transaction_wakes_reader_after_exec(
     assert result_of(r) == [["s", [["1-1", ["f", "v"]], ["2-1", ["f", "w"]]]]]
 
 
+async def test_pipeline_wakes_reader_after_its_first_xadd(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """A pipeline is no transaction: Redis serves blocked readers after each command, so a
+    reader waiting on the key gets the first XADD alone, even though consecutive XADDs to one
+    key otherwise run as one engine call."""
+    waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
+    await still_waiting(waiter)
+    rows = [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 4)]
+    r = await ahttp.post("/pipeline", json=rows)
+    assert r.json() == [{"result": f"{i}-1"} for i in range(1, 4)]
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+
+
+async def test_pipeline_gives_a_waiting_consumer_one_entry_and_leaves_the_rest(
+    bg: Background, ahttp: httpx.AsyncClient
+) -> None:
+    """XREADGROUP BLOCK served by the first XADD of a pipeline takes that entry only; the
+    others stay new for the next consumer, as with redis-server."""
+    await group(ahttp)
+    waiter = bg.spawn(timed(ahttp, *readgroup("alice")))
+    await still_waiting(waiter)
+    rows = [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 4)]
+    r = await ahttp.post("/pipeline", json=rows)
+    assert r.json() == [{"result": f"{i}-1"} for i in range(1, 4)]
+    r, _ = await asyncio.wait_for(waiter, 6)
+    assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
+    later = await call(ahttp, "XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">")
+    assert [e[0] for e in result_of(later)[0][1]] == ["2-1", "3-1"]
+
+
 # --------------------------------------------------------------------------- consumer groups
 
 

@@ -74,3 +74,23 @@ def test_report_keeps_hand_written_text(tmp_path: Path) -> None:
     path.write_text("no markers\n")
     with pytest.raises(ValueError, match="markers"):
         report.update_report(path, "t\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "steps"),
+    [("2,3", {2, 3}), ("5", {5}), ("1,2,3,4,5", {1, 2, 3, 4, 5}), ("3,3", {3})],
+)
+def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None:
+    from bench.__main__ import _steps
+
+    assert _steps(text) == steps
+
+
+@pytest.mark.parametrize("text", ["", "0", "6", "2,x", "1;2"])
+def test_only_refuses_what_names_no_workload(text: str) -> None:
+    import argparse
+
+    from bench.__main__ import _steps
+
+    with pytest.raises(argparse.ArgumentTypeError):
+        _steps(text)

@@ -21,6 +21,7 @@ from app.engine.effects import (
     ConsumerDeleted,
     ConsumerSeen,
     Effect,
+    EntriesAdded,
     EntriesDeleted,
     EntryAdded,
     Flushed,
@@ -50,6 +51,12 @@ STORED: list[tuple[list[Any], Effect]] = [
     (
         ["add", "s", "5-1", ["f", "v", "g", "w"]],
         EntryAdded(key="s", id=StreamID(5, 1), fields=("f", "v", "g", "w")),
+    ),
+    (
+        ["adds", "s", ["5-1", "5-2"], [["f", "v"], ["g", "w", "h", "x"]]],
+        EntriesAdded(
+            key="s", ids=(StreamID(5, 1), StreamID(5, 2)), rows=(("f", "v"), ("g", "w", "h", "x"))
+        ),
     ),
     (["xdel", "s", ["1-0", "2-3"]], EntriesDeleted(key="s", ids=(StreamID(1, 0), StreamID(2, 3)))),
     (
@@ -143,6 +150,11 @@ def test_every_kind_has_one_codec_entry_and_a_stored_example() -> None:
         ["add", "s", "1-1", ["f", 2]],
         ["add", "s", "x-1", ["f", "v"]],
         ["add", "s", 11, ["f", "v"]],
+        ["adds", "s", [], []],
+        ["adds", "s", ["1-0", "2-0"], [["f", "v"]]],
+        ["adds", "s", ["1-0"], "fv"],
+        ["adds", "s", ["1-0"], [["f", 2]]],
+        ["adds", "s", "1-0", [["f", "v"]]],
         ["trim", "s", "SIZE", 1, "0-0", False, 0],
         ["trim", "s", "MAXLEN", 1, "0-0", 0, 0],
         ["trim", "s", "MAXLEN", 1.5, "0-0", False, 0],

@@ -29,10 +29,12 @@ from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
 from app.api.resp import Shaper
 from app.api.upstash import command_args, command_list, path_args
-from app.durability import Durability
+from app.durability import Durability, StorageUnavailable
 from app.engine.blocking import Block
 from app.engine.commands import Command, Reply
+from app.engine.commands.bulk import run_at
 from app.engine.errors import CommandError
+from app.engine.ids import StreamID
 from app.engine.replies import ScanPage
 from app.engine.store import Store
 from app.engine.waiting import ClientGone, wait
@@ -152,13 +154,22 @@ async def run_pipeline(request: Request) -> Response:
     loop = asyncio.get_running_loop()
     slice_s = request.app.state.settings.pipeline_slice_ms / 1000
     started = loop.time()
-    for args in commands:
+    i = 0
+    while i < len(commands):
         if loop.time() - started >= slice_s:
             # Not atomic: let other requests run between commands, as redis-server serves
             # other clients between the commands of a pipelined connection. By time, not by
             # count: a short pipeline runs whole, so its records share one group commit.
             await asyncio.sleep(0)
             started = loop.time()
+        fused = _fused_appends(store, commands, i, request, durability, shaper)
+        if fused is not None:
+            keys = _add_keys(keys, [commands[i][1]])
+            out.extend(fused)
+            i += len(fused)
+            continue
+        args = commands[i]
+        i += 1
         try:
             cmd = store.command(args)
             keys = _add_keys(keys, cmd.keys(args))
@@ -174,6 +185,45 @@ async def run_pipeline(request: Request) -> Response:
             return Response(status_code=499)
     await durability.wait_visible(keys)  # once: one group commit
     return json_response(out)
+
+
+def _fused_appends(
+    store: Store,
+    commands: list[list[str]],
+    i: int,
+    request: Request,
+    durability: Durability,
+    shaper: Shaper,
+) -> list[dict[str, Any]] | None:
+    """Consecutive plain XADDs to one key from ``commands[i]`` on, run as one engine call
+    (``commands.bulk``): each still gets its own reply or error. None when there is no such
+    run, or when the first of them would be refused before running (no permission, storage
+    away): then each runs on its own and gets that refusal."""
+    run = run_at(store.keyspace, commands, i, serve_between=True)
+    if not run:
+        return None
+    try:
+        _permit(request, store.command(commands[i]), commands[i])  # one key, one verdict
+        durability.check_writable()
+    except (CommandError, StorageUnavailable):
+        return None
+    metrics: Metrics = request.app.state.metrics
+    started = time.perf_counter()
+    outcomes = store.append_run(run)
+    each = (time.perf_counter() - started) / len(outcomes)
+    for r in outcomes:  # counted as the XADDs they are
+        metrics.command("xadd", each)
+        if isinstance(r, CommandError):
+            metrics.error(r.text)
+    shape_id = shaper.id
+    return [
+        {"result": shape_id(r)}
+        if type(r) is StreamID
+        else {"error": r.text}
+        if isinstance(r, CommandError)
+        else {"result": None}
+        for r in outcomes
+    ]
 
 
 async def run_transaction(request: Request) -> Response:

@@ -130,6 +130,18 @@ class RestRoute(APIRoute):
         return rest
 
 
+class Encoded:
+    """A response as plain values for ``encode_json`` (app/api/encoding), returned by a
+    handler instead of its response model: a page of entries builds no model per entry. The
+    route's ``response_model`` still documents it; tests/rest/test_openapi.py and the
+    schemathesis run hold the two to one shape."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 def _encoded(
     endpoint: Callable[..., Coroutine[Any, Any, Any]], status_code: int | None
 ) -> Callable[..., Coroutine[Any, Any, Any]]:
@@ -146,12 +158,15 @@ def _encoded(
     @functools.wraps(endpoint)
     async def encoded(*args: Any, **kwargs: Any) -> Any:
         result = await endpoint(*args, **kwargs)
-        if not isinstance(result, BaseModel):
+        if isinstance(result, Encoded):
+            body = encode_json(result.value)
+        elif not isinstance(result, BaseModel):
             return result
-        try:
-            body = result.__pydantic_serializer__.to_json(result)
-        except PydanticSerializationError:
-            body = encode_json(result.model_dump(mode="python"))
+        else:
+            try:
+                body = result.__pydantic_serializer__.to_json(result)
+            except PydanticSerializationError:
+                body = encode_json(result.model_dump(mode="python"))
         set_on = next((v for v in kwargs.values() if isinstance(v, Response)), None)
         status = status_code or (set_on and set_on.status_code) or 200
         response = Response(body, status, media_type="application/json")

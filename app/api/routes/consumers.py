@@ -5,9 +5,11 @@ from __future__ import annotations
 from fastapi import Request, Response
 
 from app.api.deps import StoreDep
+from app.api.encoding import rest_maybe_entry
 from app.api.ops import apply, group_of, read, require_consumer
 from app.api.routes.common import (
     ConsumerName,
+    Encoded,
     FieldsParam,
     GroupName,
     StreamName,
@@ -16,7 +18,7 @@ from app.api.routes.common import (
     segment,
     stream_url,
 )
-from app.api.schemas.entries import FieldsForm, MaybeEntryList, maybe_entry
+from app.api.schemas.entries import FieldsForm, MaybeEntryList
 from app.api.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read, consumer
 from app.engine.commands import groups as ops
 from app.engine.commands.info import consumers_info
@@ -101,7 +103,7 @@ async def read_group(
     store: StoreDep,
     request: Request,
     fields: FieldsParam = FieldsForm.object,
-) -> MaybeEntryList:
+) -> MaybeEntryList | Encoded:
     """Read as `consumer` of `group` (XREADGROUP GROUP g c [COUNT] [BLOCK] [NOACK] STREAMS
     key id). `id` `>` delivers entries never delivered to the group, recording them as pending
     (unless `noack`); with `block_ms` the request waits on the server, and each new entry goes
@@ -115,4 +117,4 @@ async def read_group(
     if body.noack:
         argv.append("NOACK")
     reads = await read(store, [*argv, "STREAMS", stream, body.id], request)
-    return MaybeEntryList(entries=[maybe_entry(e, fields) for r in reads for e in r.entries])
+    return Encoded({"entries": [rest_maybe_entry(e, fields) for r in reads for e in r.entries]})

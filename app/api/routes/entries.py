@@ -8,9 +8,11 @@ from typing import Annotated
 from fastapi import Path, Query, Request, Response
 
 from app.api.deps import StoreDep
+from app.api.encoding import rest_entries, rest_entry
 from app.api.errors import NotFound, no_such_stream
 from app.api.ops import apply, read, stream_of
 from app.api.routes.common import (
+    Encoded,
     FieldsParam,
     StreamName,
     errors,
@@ -20,14 +22,14 @@ from app.api.routes.common import (
     stream_url,
 )
 from app.api.schemas.entries import Entry as EntrySchema
-from app.api.schemas.entries import EntryList, FieldsForm, entry, flatten
+from app.api.schemas.entries import EntryList, FieldsForm, flatten
 from app.api.schemas.writes import Append, Appended, Deleted
+from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.streams import (
     RangeArgs,
     XAddArgs,
     parse_trim_options,
     xadd,
-    xadd_batch,
     xdel,
     xrange,
 )
@@ -91,8 +93,9 @@ async def append_entries(
     return Appended(ids=texts)
 
 
-def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> EntryList:
-    return EntryList(entries=[entry(e, form) for e in entries], next=nxt)
+def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> Encoded:
+    """``EntryList``, encoded without a model per entry."""
+    return Encoded({"entries": rest_entries(entries, form), "next": nxt})
 
 
 @api.get(
@@ -127,7 +130,7 @@ async def list_entries(
         Query(ge=0, le=INT64_MAX, description="With `after`: wait up to this long (0: forever)."),
     ] = None,
     fields: FieldsParam = FieldsForm.object,
-) -> EntryList:
+) -> EntryList | Encoded:
     """Without `after`: entries between `start` and `end` (XRANGE, or XREVRANGE with
     `order=desc`), one page of at most `count` (a default page without it); a full page gives
     `next`, to pass as `start` (or `end` when descending), and a `Link: <...>; rel="next"`
@@ -170,14 +173,14 @@ async def list_entries(
 )
 async def get_entry(
     stream: StreamName, id: EntryId, store: StoreDep, fields: FieldsParam = FieldsForm.object
-) -> EntrySchema:
+) -> EntrySchema | Encoded:
     """The entry with this ID (XRANGE key id id)."""
     stream_of(store, stream)
     sid = parse_entry_id(id)
     found = xrange(store.keyspace, RangeArgs(stream, sid, sid))
     if not found:
         raise NotFound("ERR no such entry")
-    return entry(found[0], fields)
+    return Encoded(rest_entry(found[0], fields))
 
 
 @api.delete(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Query
 
 from app.api.deps import StoreDep
+from app.api.encoding import rest_entries
 from app.api.ops import apply, group_of
-from app.api.routes.common import FieldsParam, GroupName, StreamName, errors, router
-from app.api.schemas.entries import FieldsForm, entry
+from app.api.routes.common import Encoded, FieldsParam, GroupName, StreamName, errors, router
+from app.api.schemas.entries import FieldsForm
 from app.api.schemas.pel import (
     Ack,
     Acked,
@@ -102,10 +103,11 @@ async def get_pending(
     )
 
 
-def _claimed(found: list[Entry | StreamID], justid: bool, form: FieldsForm) -> Claimed:
+def _claimed(found: list[Entry | StreamID], justid: bool, form: FieldsForm) -> dict[str, Any]:
+    """``Claimed`` as plain values (app/api/encoding): no model per entry."""
     entries = [x for x in found if isinstance(x, Entry)]
     ids = [format_id(x.id if isinstance(x, Entry) else x) for x in found]
-    return Claimed(ids=ids, entries=None if justid else [entry(e, form) for e in entries])
+    return {"ids": ids, "entries": None if justid else rest_entries(entries, form)}
 
 
 @api.post(
@@ -121,7 +123,7 @@ async def claim_entries(
     body: Claim,
     store: StoreDep,
     fields: FieldsParam = FieldsForm.object,
-) -> Claimed:
+) -> Claimed | Encoded:
     """Give pending entries idle at least `min_idle_ms` to `consumer` (XCLAIM, with IDLE,
     TIME, RETRYCOUNT, FORCE, JUSTID and LASTID). Entries deleted from the stream leave the PEL
     and are not returned."""
@@ -139,7 +141,7 @@ async def claim_entries(
         body.justid,
         parse_strict_id(body.last_id) if body.last_id is not None else None,
     )
-    return _claimed(apply(store, ops.xclaim, a), body.justid, fields)
+    return Encoded(_claimed(apply(store, ops.xclaim, a), body.justid, fields))
 
 
 @api.post(
@@ -155,7 +157,7 @@ async def autoclaim_entries(
     body: AutoClaim,
     store: StoreDep,
     fields: FieldsParam = FieldsForm.object,
-) -> AutoClaimed:
+) -> AutoClaimed | Encoded:
     """Scan the PEL from `start` and give entries idle at least `min_idle_ms` to `consumer`
     (XAUTOCLAIM, COUNT, JUSTID). Continue from `next_start` until it is `0-0`; `deleted_ids`
     lists pending entries found deleted from the stream (removed from the PEL)."""
@@ -171,9 +173,10 @@ async def autoclaim_entries(
     )
     result = apply(store, ops.xautoclaim, a)
     claimed = _claimed(result.claimed, body.justid, fields)
-    return AutoClaimed(
-        next_start=format_id(result.next_id),
-        ids=claimed.ids,
-        entries=claimed.entries,
-        deleted_ids=[format_id(x) for x in result.deleted],
+    return Encoded(
+        {
+            "next_start": format_id(result.next_id),
+            **claimed,
+            "deleted_ids": [format_id(x) for x in result.deleted],
+        }
     )

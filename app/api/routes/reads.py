@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import Query, Request
 
 from app.api.deps import StoreDep
+from app.api.encoding import rest_entries
 from app.api.ops import read
-from app.api.routes.common import FieldsParam, errors, page_count, router
-from app.api.schemas.entries import FieldsForm, StreamEntries, StreamsRead, entry
+from app.api.routes.common import Encoded, FieldsParam, errors, page_count, router
+from app.api.schemas.entries import FieldsForm, StreamsRead
 from app.engine.ids import INT64_MAX
 from app.engine.stream import Entry
 
@@ -48,7 +49,7 @@ async def read_streams(
         int | None, Query(ge=0, le=INT64_MAX, description="Wait up to this long (0: forever).")
     ] = None,
     fields: FieldsParam = FieldsForm.object,
-) -> StreamsRead:
+) -> StreamsRead | Encoded:
     """The entries after the given IDs in each stream (XREAD COUNT n STREAMS k1 k2 id1 id2);
     with `block_ms`, wait on the server until any stream has one (XREAD BLOCK), answering an
     empty list at timeout. Only streams with entries are listed; missing streams are waited
@@ -58,12 +59,12 @@ async def read_streams(
     if block_ms is not None:
         argv += ["BLOCK", str(block_ms)]
     reads = await read(store, [*argv, "STREAMS", *stream, *ids], request)
-    return StreamsRead(
-        streams=[
-            StreamEntries(
-                stream=r.key,
-                entries=[entry(e, fields) for e in r.entries if isinstance(e, Entry)],
-            )
-            for r in reads
-        ]
+    # A plain XREAD never gives a MissingEntry (only a group's history does).
+    return Encoded(
+        {
+            "streams": [
+                {"stream": r.key, "entries": rest_entries(cast(list[Entry], r.entries), fields)}
+                for r in reads
+            ]
+        }
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -23,7 +24,19 @@ from app.api.binary import from_json
 
 
 def _is_text(value: Any) -> bool:
-    """Whether every string is valid Unicode (the common case: nothing to rewrite)."""
+    """Whether every string is valid Unicode (the common case: nothing to rewrite).
+
+    orjson refuses exactly the strings that are not (lone surrogates), walking the whole
+    document in C: a batch of entries is checked without a Python call per string. What it
+    refuses for another reason (a number past 64 bits) is walked here."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return _walk(value)
+    return True
+
+
+def _walk(value: Any) -> bool:
     if isinstance(value, str):
         try:
             value.encode()
@@ -31,9 +44,9 @@ def _is_text(value: Any) -> bool:
             return False
         return True
     if isinstance(value, dict):
-        return all(_is_text(k) and _is_text(v) for k, v in value.items())
+        return all(_walk(k) and _walk(v) for k, v in value.items())
     if isinstance(value, list):
-        return all(_is_text(v) for v in value)
+        return all(_walk(v) for v in value)
     return True
 
 

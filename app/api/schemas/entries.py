@@ -14,9 +14,6 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 from pydantic.config import JsonDict
 
-from app.engine.ids import format_id
-from app.engine.replies import MissingEntry
-from app.engine.stream import Entry as EngineEntry
 from app.engine.stream import Fields
 
 FieldPair = Annotated[list[str], Field(min_length=2, max_length=2)]
@@ -101,22 +98,6 @@ def flatten(fields: FieldMap | FieldPairs) -> Fields:
     if isinstance(fields, FieldMap):
         return tuple(x for kv in fields.root.items() for x in kv)
     return tuple(x for pair in fields.root for x in pair)
-
-
-def shape_fields(fields: Fields, form: FieldsForm) -> FieldsOut:
-    if form is FieldsForm.pairs:
-        return FieldPairs([[fields[i], fields[i + 1]] for i in range(0, len(fields), 2)])
-    return FieldMap(dict(zip(fields[0::2], fields[1::2], strict=True)))
-
-
-def entry(e: EngineEntry, form: FieldsForm) -> Entry:
-    return Entry(id=format_id(e.id), fields=shape_fields(e.fields, form))
-
-
-def maybe_entry(e: EngineEntry | MissingEntry, form: FieldsForm) -> MaybeEntry:
-    if isinstance(e, MissingEntry):
-        return MaybeEntry(id=format_id(e.id), fields=None)
-    return MaybeEntry(id=format_id(e.id), fields=shape_fields(e.fields, form))
 
 
 class StreamEntries(BaseModel):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm, entry
+from app.api.encoding import rest_entry
+from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm
 from app.engine import replies
 from app.engine.ids import format_id
+from app.engine.stream import Entry as EngineEntry
 
 _INFO_EXAMPLE: JsonDict = {
     "name": "sensors",
@@ -185,6 +187,11 @@ def stream_summary(name: str, i: replies.StreamInfo) -> StreamSummary:
         first_entry_id=format_id(i.first_entry.id) if i.first_entry else None,
         last_entry_id=format_id(i.last_entry.id) if i.last_entry else None,
     )
+
+
+def entry(e: EngineEntry, form: FieldsForm) -> Entry:
+    """An entry of XINFO's reply, from the shared encoder's values (app/api/encoding)."""
+    return Entry.model_validate(rest_entry(e, form))
 
 
 def stream_info(name: str, i: replies.StreamInfo, form: FieldsForm) -> StreamInfo:

@@ -7,6 +7,7 @@ arguments; the REST layer builds the same argument objects and calls the same op
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.engine.commands.args import eq, int_arg
 from app.engine.commands.table import Flag, command, key_at
@@ -37,8 +38,10 @@ from app.engine.stream import (
 W, R = Flag.WRITE, Flag.READONLY
 
 
-@dataclass(frozen=True, slots=True)
-class XAddArgs:
+class XAddArgs(NamedTuple):
+    """XADD's arguments, parsed. An immutable tuple rather than a frozen dataclass: a batch
+    builds one per entry, and a frozen dataclass's ``__init__`` costs several times more."""
+
     key: str
     fields: Fields
     id: StreamID | None = None  # None: `*`
@@ -156,7 +159,7 @@ def next_auto_id(last: StreamID, now_ms: int) -> StreamID | None:
 XADD_ID_TOO_SMALL = "The ID specified in XADD is equal or smaller than the target stream top item"
 
 
-def _resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
+def resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
     """The ID an XADD would take after ``last`` (None: ``ms-*`` with no sequence left)."""
     if a.id is None:
         return next_auto_id(last, now_ms)
@@ -167,73 +170,57 @@ def _resolve_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID | None:
     return a.id
 
 
+XADD_ZERO_ID = "The ID specified in XADD must be greater than 0-0"
+XADD_EXHAUSTED = "The stream has exhausted the last possible ID, unable to add more items"
+XADD_TOO_LARGE = "Elements are too large to be stored"
+
+
+def check_not_zero(a: XAddArgs) -> None:
+    """XADD's first check, made before the key is looked up: an explicit ``0-0``."""
+    if a.id is not None and a.seq_given and a.id == MIN_ID:
+        raise CommandError.err(XADD_ZERO_ID)
+
+
+def too_large(fields: Fields) -> bool:
+    """Whether an entry is too large to store; a character is at most 4 bytes, so only a
+    huge entry is measured in bytes."""
+    if sum(map(len, fields)) * 4 <= STREAM_LISTPACK_MAX_SIZE:
+        return False
+    return sum(map(byte_len, fields)) > STREAM_LISTPACK_MAX_SIZE
+
+
+def next_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID:
+    """The ID XADD gives ``a`` on a stream whose last ID is ``last``, or Redis's error, in
+    ``xaddCommand``'s order: IDs exhausted, ``ms-*`` with no sequence left, an ID not greater
+    than the top, an entry too large. XADD and the bulk appends (``commands.bulk``) share it."""
+    if last == MAX_ID:
+        raise CommandError.err(XADD_EXHAUSTED)
+    sid = resolve_id(a, last, now_ms)
+    if sid is None:
+        # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
+        raise CommandError.err(XADD_TOO_LARGE)
+    if not id_follows(last, sid):
+        raise CommandError.err(XADD_ID_TOO_SMALL)
+    if too_large(a.fields):
+        raise CommandError.err(XADD_TOO_LARGE)
+    return sid
+
+
 def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     """Append an entry (XADD); None when NOMKSTREAM met a missing key."""
-    if a.id is not None and a.seq_given and a.id == MIN_ID:
-        raise CommandError.err("The ID specified in XADD must be greater than 0-0")
+    check_not_zero(a)
     stream = ks.get(a.key)
     if stream is None:
         if a.nomkstream:
             return None
         stream = ks.create(a.key)
-    last = stream.last_id
-    if last == MAX_ID:
-        raise CommandError.err(
-            "The stream has exhausted the last possible ID, unable to add more items"
-        )
-    sid = _resolve_id(a, last, ks.clock.now_ms())
-    if sid is None:
-        # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
-        raise CommandError.err("Elements are too large to be stored")
-    if not id_follows(last, sid):
-        raise CommandError.err(XADD_ID_TOO_SMALL)
-    total = sum(byte_len(x) for x in a.fields)
-    if total > STREAM_LISTPACK_MAX_SIZE:
-        raise CommandError.err("Elements are too large to be stored")
+    sid = next_id(a, stream.last_id, ks.clock.now_ms())
     stream.append(sid, a.fields)
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.trim is not None and stream.trim(a.trim):
         ks.record(Trimmed(key=a.key, trim=a.trim))
     ks.blocked.signal(a.key)
     return sid
-
-
-def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
-    """Append several entries to one stream atomically: every ID is checked against the
-    ones before it first, so either all entries are added or none is (and nothing changes)."""
-    if not batch:
-        return []
-    key = batch[0].key
-    stream = ks.get(key)
-    last = stream.last_id if stream is not None else MIN_ID
-    exists = stream is not None
-    now = ks.clock.now_ms()
-    for i, a in enumerate(batch):
-        if a.key != key:
-            raise ValueError("a batch appends to one stream")
-        if not exists and a.nomkstream:
-            return [None] * len(batch)
-        if a.id is not None and a.seq_given and a.id == MIN_ID:
-            raise CommandError.err("The ID specified in XADD must be greater than 0-0")
-        if last == MAX_ID:
-            raise CommandError.err(
-                "The stream has exhausted the last possible ID, unable to add more items"
-            )
-        sid = _resolve_id(a, last, now)
-        if sid is None:
-            raise BatchItemError(i, CommandError.err("Elements are too large to be stored"))
-        if not id_follows(last, sid):
-            raise BatchItemError(i, CommandError.err(XADD_ID_TOO_SMALL))
-        last = sid
-    return [xadd(ks, a) for a in batch]
-
-
-class BatchItemError(CommandError):
-    """An entry of a batch was refused; ``index`` says which (nothing was added)."""
-
-    def __init__(self, index: int, cause: CommandError) -> None:
-        super().__init__(cause.text)
-        self.index = index
 
 
 @command("xadd", -5, W, keys=key_at(1))

@@ -1,0 +1,89 @@
+"""Entries as JSON: the one encoder behind the command endpoint, the REST resources and SSE.
+
+Every surface shows an entry from the same engine object, in one representation of bytes that
+are not UTF-8 (``\\udcNN``, app/api/binary), so what one surface writes another reads back.
+No model is built per entry: a page of entries becomes plain lists and dicts around the
+engine's own field tuples, and orjson writes the whole reply in one call (``encode_json``).
+The response models in app/api/schemas describe these bytes in the OpenAPI contract
+(tests/rest/test_openapi.py holds the contract); they are not instantiated on the read path.
+
+Shapes:
+
+- command endpoint (RESP as JSON): ``["1-0", ["f", "v", ...]]`` (``resp_entries``);
+- REST and SSE: ``{"id": "1-0", "fields": {"f": "v"}}``, or with ``fields=pairs``
+  ``{"id": "1-0", "fields": [["f", "v"]]}`` (``rest_entry``); a consumer's history entry
+  deleted since has ``"fields": null`` (``rest_maybe_entry``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from app.api.binary import encode_json
+from app.api.schemas.entries import FieldsForm
+from app.engine.ids import StreamID
+from app.engine.replies import MissingEntry
+from app.engine.stream import Entry, Fields
+
+__all__ = [
+    "encode_json",
+    "entry_id",
+    "fields_value",
+    "resp_entries",
+    "rest_entries",
+    "rest_entry",
+    "rest_maybe_entry",
+    "sse_entry_data",
+]
+
+
+def entry_id(sid: StreamID) -> str:
+    return f"{sid.ms}-{sid.seq}"
+
+
+def resp_entries(entries: Iterable[Entry]) -> list[Any]:
+    """XRANGE's reply shape; the field tuple is written as an array as it is (no copy)."""
+    return [[f"{e.id.ms}-{e.id.seq}", e.fields] for e in entries]
+
+
+def fields_value(fields: Fields, form: FieldsForm) -> dict[str, str] | list[list[str]]:
+    """``object``: a repeated field name shows its last value; ``pairs``: every pair, in
+    order (``schemas.entries.FieldsForm``)."""
+    if form is FieldsForm.pairs:
+        return [[fields[i], fields[i + 1]] for i in range(0, len(fields), 2)]
+    return dict(zip(fields[0::2], fields[1::2], strict=True))
+
+
+def rest_entry(e: Entry, form: FieldsForm) -> dict[str, Any]:
+    """``schemas.entries.Entry`` as plain values."""
+    return {"id": f"{e.id.ms}-{e.id.seq}", "fields": fields_value(e.fields, form)}
+
+
+def rest_entries(entries: Iterable[Entry], form: FieldsForm) -> list[dict[str, Any]]:
+    if form is FieldsForm.pairs:
+        return [rest_entry(e, form) for e in entries]
+    # The common form, without a call per entry.
+    return [
+        {
+            "id": f"{e.id.ms}-{e.id.seq}",
+            "fields": dict(zip(e.fields[0::2], e.fields[1::2], strict=True)),
+        }
+        for e in entries
+    ]
+
+
+def rest_maybe_entry(e: Entry | MissingEntry, form: FieldsForm) -> dict[str, Any]:
+    """``schemas.entries.MaybeEntry`` as plain values."""
+    if isinstance(e, MissingEntry):
+        return {"id": entry_id(e.id), "fields": None}
+    return rest_entry(e, form)
+
+
+def sse_entry_data(e: Entry, form: FieldsForm, stream: str | None) -> bytes:
+    """An SSE ``entry`` event's data: the REST entry, with ``stream`` first on a multi-stream
+    connection."""
+    body = rest_entry(e, form)
+    if stream is not None:
+        body = {"stream": stream, **body}
+    return encode_json(body)

@@ -1,0 +1,169 @@
+"""Appends in bulk: consecutive XADDs to one key as one engine call and one journal effect.
+
+Two shapes, one loop each:
+
+- ``xadd_run``: plain appends in a pipeline or a MULTI (``/pipeline``, ``/multi-exec``). Each
+  XADD keeps its own reply, and one that Redis refuses (an ID not greater than the top, ``0-0``,
+  NOMKSTREAM on a missing key) gets its own error or nil while the others go on, exactly as
+  the same commands one by one. Only XADDs without a trim clause are fused (``fusable``): a
+  trim between two appends changes the nodes the next one lands in.
+- ``xadd_batch``: the REST batch, all or none: every ID is checked first, then the entries
+  are appended.
+
+Either way the IDs are assigned in one loop from one clock reading (a batch takes no time, as
+if the clock had not ticked between its XADDs), the entries go into the nodes in one call
+(``Stream.append_many``), and the journal gets one ``adds`` effect for the lot, which replay
+applies the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.engine.commands.args import eq
+from app.engine.commands.streams import (
+    XADD_EXHAUSTED,
+    XAddArgs,
+    check_not_zero,
+    next_id,
+    parse_xadd,
+    xadd,
+)
+from app.engine.effects import EntriesAdded
+from app.engine.errors import CommandError
+from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.keyspace import Keyspace
+from app.engine.stream import Fields, Stream
+
+Outcome = StreamID | None | CommandError
+"""One XADD's reply in a run: its ID, nil (NOMKSTREAM on a missing key), or its error."""
+
+
+def fusable(ks: Keyspace, argv: Sequence[str]) -> XAddArgs | None:
+    """``argv`` parsed, if it is a plain append that may join a run: an XADD that parses, with
+    no trim clause. Anything else (another command, a malformed XADD) runs on its own, where
+    it gets Redis's reply or error."""
+    n = len(argv)
+    if n < 5 or not eq(argv[0], "xadd"):
+        return None
+    if argv[2] == "*":  # the common form, parsed as parse_xadd would parse it
+        return XAddArgs(argv[1], tuple(argv[3:])) if n % 2 else None
+    try:
+        a = parse_xadd(ks, list(argv))
+    except CommandError:
+        return None
+    return a if a.trim is None else None
+
+
+def _append(
+    ks: Keyspace, stream: Stream, key: str, ids: list[StreamID], rows: list[Fields]
+) -> None:
+    if ids:
+        stream.append_many(ids, rows)
+        ks.record(EntriesAdded(key=key, ids=tuple(ids), rows=tuple(rows)))
+        ks.blocked.signal(key)
+
+
+def xadd_run(ks: Keyspace, batch: Sequence[XAddArgs]) -> list[Outcome]:
+    """Consecutive XADDs to one key without trimming (``fusable``), each answered as if run
+    alone: its ID, nil, or the error Redis gives it; the good ones are appended in one call.
+
+    The checks run in ``xadd``'s order, so a run fails where the same commands one by one
+    would: the stream is created (and stays, empty) by the first XADD that may create it,
+    even if that XADD is then refused."""
+    key = batch[0].key
+    stream = ks.get(key)
+    last = stream.last_id if stream is not None else MIN_ID
+    now = ks.clock.now_ms()
+    out: list[Outcome] = []
+    ids: list[StreamID] = []
+    rows: list[Fields] = []
+    for a in batch:
+        if a.key != key or a.trim is not None:
+            raise ValueError("a run appends to one stream without trimming")
+        try:
+            check_not_zero(a)
+            if stream is None:
+                if a.nomkstream:
+                    out.append(None)
+                    continue
+                stream = ks.create(key)
+            sid = next_id(a, last, now)
+        except CommandError as e:
+            out.append(e)
+            continue
+        ids.append(sid)
+        rows.append(a.fields)
+        out.append(sid)
+        last = sid
+    if stream is not None:
+        _append(ks, stream, key, ids, rows)
+    return out
+
+
+def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
+    """Append several entries to one stream atomically: every ID is checked against the
+    ones before it first, so either all entries are added or none is (and nothing changes).
+    With a trim clause each entry trims after it is appended, as its own XADD would."""
+    if not batch:
+        return []
+    key = batch[0].key
+    stream = ks.get(key)
+    last = stream.last_id if stream is not None else MIN_ID
+    now = ks.clock.now_ms()
+    ids: list[StreamID] = []
+    for i, a in enumerate(batch):
+        if a.key != key:
+            raise ValueError("a batch appends to one stream")
+        if stream is None and a.nomkstream:
+            return [None] * len(batch)
+        check_not_zero(a)
+        if last == MAX_ID:
+            raise CommandError.err(XADD_EXHAUSTED)  # the stream's, not one entry's
+        try:
+            sid = next_id(a, last, now)
+        except CommandError as e:
+            raise BatchItemError(i, e) from None
+        ids.append(sid)
+        last = sid
+    if any(a.trim is not None for a in batch):
+        return [xadd(ks, a) for a in batch]  # trims interleave with appends: one at a time
+    if stream is None:
+        stream = ks.create(key)
+    _append(ks, stream, key, ids, [a.fields for a in batch])
+    return list(ids)
+
+
+class BatchItemError(CommandError):
+    """An entry of a batch was refused; ``index`` says which (nothing was added)."""
+
+    def __init__(self, index: int, cause: CommandError) -> None:
+        super().__init__(cause.text)
+        self.index = index
+
+
+PIPELINE_RUN = 256
+"""At most this many XADDs of a pipeline run as one call: a pipeline is not atomic and yields
+by time between its steps (``pipeline_slice_ms``), so one fused step must stay short."""
+
+
+def run_at(
+    ks: Keyspace, commands: Sequence[Sequence[str]], start: int, *, serve_between: bool
+) -> list[XAddArgs]:
+    """The XADDs that can be fused starting at ``commands[start]``: two or more consecutive
+    plain appends (``fusable``) to one key, else []. ``serve_between`` (a pipeline): Redis
+    serves blocked readers after each command, so while a reader waits on the key each XADD
+    runs on its own and the reader gets what it would have got, and a run holds at most
+    ``PIPELINE_RUN`` XADDs; a MULTI serves readers only after EXEC and never yields, so it
+    fuses regardless."""
+    first = fusable(ks, commands[start])
+    if first is None or (serve_between and ks.blocked.waiting_on(first.key)):
+        return []
+    end = start + PIPELINE_RUN if serve_between else len(commands)
+    run = [first]
+    for argv in commands[start + 1 : end]:
+        a = fusable(ks, argv)
+        if a is None or a.key != first.key:
+            break
+        run.append(a)
+    return run if len(run) > 1 else []
