@@ -51,9 +51,9 @@ MAX_ID = StreamID(UINT64_MAX, UINT64_MAX)
 
 
 _LL = re.compile(r"-?[1-9][0-9]{0,19}|0")
-"""``string2ll``'s grammar: optional '-', digits, no leading zero, no blank (range checked apart)."""
+"""``string2ll``'s grammar: optional '-', digits, no leading zero or blank (range apart)."""
 _ULL = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
-"""C ``strtoull``'s grammar as Redis calls it: leading blanks, a sign, digits (leading zeros too)."""
+"""C ``strtoull``'s grammar as Redis calls it: leading blanks, a sign, digits (zeros too)."""
 _DIGITS_ID = re.compile(r"([0-9]{1,127})-([0-9]{1,127})")
 """The common ``ms-seq`` form, all digits: parsed without the general path."""
 
@@ -102,10 +102,10 @@ def parse_id(
     """
     fast = _DIGITS_ID.fullmatch(text) if len(text) <= 127 else None
     if fast is not None:  # strtoull on digits: their value, if it fits in 64 bits
-        ms, seq = int(fast[1]), int(fast[2])
-        if ms > UINT64_MAX or seq > UINT64_MAX:
+        ms_digits, seq_digits = int(fast[1]), int(fast[2])
+        if ms_digits > UINT64_MAX or seq_digits > UINT64_MAX:
             raise invalid_id()
-        return StreamID(ms, seq), True
+        return StreamID(ms_digits, seq_digits), True
     # A UTF-8 character takes at most 4 bytes: only longer texts need encoding to measure.
     if len(text) > 31 and len(text.encode("utf-8", "surrogateescape")) > 127:
         raise invalid_id()

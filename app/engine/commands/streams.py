@@ -23,7 +23,7 @@ from app.engine.ids import (
 )
 from app.engine.journal import sid_text
 from app.engine.keyspace import Keyspace
-from app.engine.listpack import byte_len
+from app.engine.listpack import fields_bytes
 from app.engine.replies import OK, Status
 from app.engine.stream import (
     STREAM_LISTPACK_MAX_SIZE,
@@ -187,7 +187,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
         raise CommandError.err("Elements are too large to be stored")
     if not id_follows(last, sid):
         raise CommandError.err(XADD_ID_TOO_SMALL)
-    total = sum(byte_len(x) for x in a.fields)
+    total = fields_bytes(a.fields)
     if total > STREAM_LISTPACK_MAX_SIZE:
         raise CommandError.err("Elements are too large to be stored")
     stream.append(sid, a.fields)
