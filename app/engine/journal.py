@@ -518,11 +518,17 @@ def load_groups(s: Stream, groups: list[Any]) -> None:
         g = s.groups[name] = ConsumerGroup(name, _sid(last_id), entries_read)
         for cname, seen in consumers:
             g.consumers[cname] = Consumer(cname, seen)
+        entries: dict[int, PendingEntry] = {}
+        last = None
         for ms, seq, owner, delivered, count in pel:
-            g.set_pending(
-                StreamID(ms, seq), g.consumers[owner] if owner is not None else None,
-                delivered, count,
-            )  # fmt: skip
+            key = ms << 64 | seq
+            if owner is not None:
+                g.consumers[owner].pel.add(key)
+            pending = PendingEntry(owner, delivered, count)
+            if pending != last:  # entries delivered together share one value, as they did
+                last = pending
+            entries[key] = last
+        g.pel.load(entries)
 
 
 def restore(ks: Keyspace, snapshot: bytes | None, records: Iterable[list[Effect]]) -> int:

@@ -81,6 +81,11 @@ class Pel:
             entries[key] = pending
             add(key)
 
+    def load(self, entries: dict[int, PendingEntry]) -> None:
+        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each."""
+        self._entries = entries
+        self._keys = SortedList(entries)
+
     def pop(self, key: int) -> PendingEntry | None:
         pending = self._entries.pop(key, None)
         if pending is not None:
