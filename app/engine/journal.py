@@ -304,6 +304,7 @@ class NodeView:
     dseq: array[int]
     wide: bool
     strs: str
+    sep: str | None
     ends: array[int]
     starts: array[int] | None
     mixed: int
@@ -335,7 +336,7 @@ class SnapshotView:
 
 def _node_view(n: Node) -> NodeView:
     return NodeView(
-        n.master, n.master_fields, len(n), n.dms, n.dseq, n.wide, n.strs, n.ends, n.starts,
+        n.master, n.master_fields, len(n), n.dms, n.dseq, n.wide, n.strs, n.sep, n.ends, n.starts,
         n.mixed, None if n.deleted is None else bytes(n.deleted), n.live, n.ndeleted,
         n.lp_bytes, n.ordered,
     )  # fmt: skip
@@ -383,6 +384,7 @@ def _encode_node(nv: NodeView) -> dict[str, Any]:
         "dseq": _pack(nv.dseq, nv.size),
         "wide": nv.wide,
         "strs": nv.strs[: nv.ends[nstrs]],
+        "sep": nv.sep,
         "ends": _pack(nv.ends, nstrs + 1),
         "starts": None if nv.starts is None else _pack(nv.starts, nv.size + 1),
         "mixed": f"{nv.mixed & ((1 << nv.size) - 1):x}",
@@ -430,6 +432,7 @@ def _decode_node(nd: dict[str, Any]) -> Node:
     node.dms, node.dseq = _unpack(nd["dms"]), _unpack(nd["dseq"])
     node.wide = bool(nd["wide"])
     node.strs = nd["strs"]
+    node.sep = nd["sep"]
     node.ends = _unpack(nd["ends"])
     node.starts = None if nd["starts"] is None else _unpack(nd["starts"])
     node.mixed = int(nd["mixed"], 16)
@@ -440,6 +443,7 @@ def _decode_node(nd: dict[str, Any]) -> Node:
     nstrs = n * len(names) if node.starts is None else node.starts[-1]
     if (
         not isinstance(node.strs, str)
+        or not (node.sep is None or (isinstance(node.sep, str) and len(node.sep) == 1))
         or len(node.dseq) != n
         or (node.starts is not None and len(node.starts) != n + 1)
         or len(node.ends) != nstrs + 1

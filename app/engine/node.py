@@ -15,13 +15,17 @@ Layout of one node (``n`` entries, ``nm`` master fields)::
                     seq - master.seq. Born as narrow as the deltas allow and widened when an
                     append does not fit; when a delta leaves int64 (IDs near 0 and 2**64 in
                     one node) both become array('Q') of deltas mod 2**64 (``wide``).
-    strs            str: every entry's strings back to back, in entry order
-                        SAMEFIELDS entry:  v1 v2 ... vnm
-                        other entry:       f1 v1 f2 v2 ... fk vk
+    strs            str: every entry's strings in entry order, each followed by ``sep``
+                        SAMEFIELDS entry:  v1 ; v2 ; ... vnm ;
+                        other entry:       f1 ; v1 ; f2 ; v2 ; ... fk ; vk ;
                     (a str, so a value comes back exactly as it went in: bytes that are
                     not UTF-8 stay lone surrogates, the engine's binary-safe form)
-    ends            array('H'|'I'|'Q'): ends[0] = 0, ends[s + 1] = where string s ends,
-                    so string s is strs[ends[s]:ends[s + 1]]
+    sep             a character that occurs in no string of the node (chosen again when
+                    an append brings it: the old separators are replaced), so one
+                    ``str.split`` cuts a whole run of strings; None when every Latin-1
+                    character occurs, and then the node is cut by ``ends`` alone
+    ends            array('H'|'I'|'Q'): ends[0] = 0, ends[s + 1] = where string s ends
+                    plus one (its separator), so string s is strs[ends[s]:ends[s + 1] - 1]
     starts          None while every entry is SAMEFIELDS (entry i's strings are
                     i*nm .. i*nm + nm - 1); else array('H'|'I'|'Q') of n + 1 string
                     indexes: entry i's strings are starts[i] .. starts[i + 1] - 1
@@ -38,8 +42,9 @@ depend on it (see ``listpack``).
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, compress
+from itertools import accumulate, compress, repeat
 from typing import Final
 
 from app.engine.ids import StreamID
@@ -52,6 +57,9 @@ MASK64: Final = (1 << 64) - 1
 _SAMEFIELDS: Final = 2  # STREAM_ITEM_FLAG_SAMEFIELDS; the flags element costs 2 bytes either way
 _SIGNED: Final = "bhiq"
 _UNSIGNED: Final = "HIQ"
+_SEPARATORS: Final = "\x1f" + "".join(chr(c) for c in range(256) if c != 0x1F)
+"""Separator candidates, the ASCII unit separator first: all Latin-1, so a separator never
+makes a node's string wider than its content."""
 _UMAX: Final = {"H": 0xFFFF, "I": 0xFFFF_FFFF, "Q": MASK64}
 
 
@@ -59,6 +67,10 @@ _UMAX: Final = {"H": 0xFFFF, "I": 0xFFFF_FFFF, "Q": MASK64}
 class Entry:
     id: StreamID
     fields: Fields
+
+
+def _len_and_sep(s: str) -> int:
+    return len(s) + 1
 
 
 def _unsigned(values: list[int]) -> array[int]:
@@ -82,6 +94,7 @@ class Node:
         "mixed",
         "ndeleted",
         "ordered",
+        "sep",
         "starts",
         "strs",
         "wide",
@@ -96,6 +109,7 @@ class Node:
         self.dseq: array[int] = array("b")
         self.wide = False
         self.strs = ""
+        self.sep: str | None = _SEPARATORS[0]
         self.ends: array[int] = array("H", (0,))
         self.starts: array[int] | None = None
         self.mixed = 0
@@ -166,7 +180,10 @@ class Node:
                 self.starts = _unsigned(list(range(0, nm * i + 1, nm)))
             self.mixed |= 1 << i
         ends = self.ends
-        new = list(accumulate(map(len, strs), initial=ends[-1]))
+        joined = "".join(strs)
+        if self.sep is not None and self.sep in joined:
+            self._new_separator(joined)
+        new = list(accumulate(map(_len_and_sep, strs), initial=ends[-1]))
         del new[0]
         if new and new[-1] > _UMAX[ends.typecode]:
             ends = self.ends = _unsigned([*ends, *new])
@@ -178,9 +195,19 @@ class Node:
                 self.starts = _unsigned([*self.starts, top])
             else:
                 self.starts.append(top)
-        self.strs += "".join(strs)
+        sep = self.sep or _SEPARATORS[0]
+        self.strs += sep.join(strs) + sep
         if self.deleted is not None and not i & 7:
             self.deleted.append(0)
+
+    def _new_separator(self, joined: str) -> None:
+        """Pick a separator absent from the node and from ``joined`` (the strings coming)."""
+        used = set(self.strs.replace(self.sep, "") if self.sep else self.strs)
+        used.update(joined)
+        sep = next((c for c in _SEPARATORS if c not in used), None)
+        if sep is not None and self.sep is not None:
+            self.strs = self.strs.replace(self.sep, sep)
+        self.sep = sep
 
     def _widen_ids(self, dms: int, dseq: int) -> None:
         """Make room for deltas that do not fit the arrays' current element type."""
@@ -216,15 +243,18 @@ class Node:
             return StreamID((m.ms + self.dms[i]) & MASK64, (m.seq + self.dseq[i]) & MASK64)
         return StreamID(m.ms + self.dms[i], m.seq + self.dseq[i])
 
-    def ids(self) -> list[StreamID]:
-        """Every entry's ID, deleted ones included, in node order."""
+    def ids(self, i: int = 0) -> list[StreamID]:
+        """The IDs of entries ``i`` to the last, deleted ones included, in node order."""
         m = self.master
         if self.wide:
             return [
                 StreamID((m.ms + a) & MASK64, (m.seq + b) & MASK64)
-                for a, b in zip(self.dms, self.dseq, strict=True)
+                for a, b in zip(self.dms[i:], self.dseq[i:], strict=True)
             ]
-        return list(map(StreamID, map(m.ms.__add__, self.dms), map(m.seq.__add__, self.dseq)))
+        dms, dseq = (self.dms[i:], self.dseq[i:]) if i else (self.dms, self.dseq)
+        # tuple.__new__ builds each StreamID in C (the namedtuple's own __new__ is Python).
+        pairs = zip(map(m.ms.__add__, dms), map(m.seq.__add__, dseq), strict=True)
+        return list(map(tuple.__new__, repeat(StreamID), pairs))
 
     def live_ids(self) -> list[StreamID]:
         ids = self.ids()
@@ -236,13 +266,121 @@ class Node:
         """Entry ``i``'s field/value pairs, as they were given."""
         s, e, starts = self.strs, self.ends, self.starts
         if starts is not None and self.mixed >> i & 1:
-            return tuple([s[e[k] : e[k + 1]] for k in range(starts[i], starts[i + 1])])
+            return tuple([s[e[k] : e[k + 1] - 1] for k in range(starts[i], starts[i + 1])])
         names = self.master_fields
         a = i * len(names) if starts is None else starts[i]
         out = [*names, *names]
         out[0::2] = names
-        out[1::2] = [s[e[k] : e[k + 1]] for k in range(a, a + len(names))]
+        out[1::2] = [s[e[k] : e[k + 1] - 1] for k in range(a, a + len(names))]
         return tuple(out)
+
+    def _strings(self, a: int, b: int) -> list[str]:
+        """Strings ``a`` to ``b - 1`` of the node, sliced in one pass."""
+        if a >= b:
+            return []
+        s, e = self.strs, self.ends
+        if self.sep is not None:
+            return s[e[a] : e[b] - 1].split(self.sep)
+        return [s[e[k] : e[k + 1] - 1] for k in range(a, b)]
+
+    def _uniform(self, i: int, ids: list[StreamID], room: int) -> list[Entry]:
+        """The live entries among positions ``i`` .. ``i + len(ids) - 1`` of a node whose
+        entries all have the master's fields, at most ``room`` (< 0: all): strings sliced,
+        paired with the names and grouped into tuples by C loops, not one step per entry."""
+        deleted = self.deleted
+        positions: list[int] = []
+        if deleted is not None:
+            keep = [not deleted[j >> 3] >> (j & 7) & 1 for j in range(i, i + len(ids))]
+            ids = list(compress(ids, keep))
+            positions = list(compress(range(i, i + len(keep)), keep))
+        if 0 <= room < len(ids):
+            ids = ids[:room]
+        if not ids:
+            return []
+        names = self.master_fields
+        nm = len(names)
+        if deleted is None:
+            strs = self._strings(i * nm, (i + len(ids)) * nm)
+        else:
+            base = positions[0]
+            every = self._strings(base * nm, (positions[len(ids) - 1] + 1) * nm)
+            strs = [every[(p - base) * nm + f] for p in positions[: len(ids)] for f in range(nm)]
+        flat = strs * 2
+        flat[0::2] = names * len(ids)
+        flat[1::2] = strs
+        return list(map(Entry, ids, zip(*[iter(flat)] * (2 * nm), strict=True)))
+
+    def read(self, i: int, start: StreamID, end: StreamID, room: int, out: list[Entry]) -> bool:
+        """Append live entries from position ``i`` on with ``start <= ID <= end`` to ``out``,
+        at most ``room`` of them (< 0: no limit). True when the scan is over: an ID past
+        ``end`` was met or ``out`` got full. Decodes the node's IDs and strings in bulk: this
+        is every range read's inner loop."""
+        n = len(self.dms)
+        if i >= n:
+            return False
+        ids = self.ids(i)
+        if self.ordered and self.starts is None:
+            cut = bisect_right(ids, end)
+            got = self._uniform(i, ids[:cut] if cut < len(ids) else ids, room - len(out))
+            out += got
+            return cut < len(ids) or len(out) == room
+        deleted = self.deleted
+        names = self.master_fields
+        nm = len(names)
+        starts = self.starts
+        if starts is None:
+            strs = self._strings(i * nm, n * nm)
+            base = i * nm
+        else:
+            strs = self._strings(starts[i], starts[n])
+            base = starts[i]
+        pairs = [*names, *names]
+        pairs[0::2] = names
+        mixed = self.mixed
+        for j in range(i, n):
+            if deleted is not None and deleted[j >> 3] >> (j & 7) & 1:
+                continue  # Redis skips tombstones before comparing with the end
+            sid = ids[j - i]
+            if sid < start:
+                continue
+            if sid > end:
+                return True
+            if starts is None:
+                a = j * nm - base
+                pairs[1::2] = strs[a : a + nm]
+                fields = tuple(pairs)
+            elif mixed >> j & 1:
+                fields = tuple(strs[starts[j] - base : starts[j + 1] - base])
+            else:
+                a = starts[j] - base
+                pairs[1::2] = strs[a : a + nm]
+                fields = tuple(pairs)
+            out.append(Entry(sid, fields))
+            if len(out) == room:
+                return True
+        return False
+
+    def read_rev(self, j: int, start: StreamID, end: StreamID, room: int, out: list[Entry]) -> bool:
+        """``read`` backwards from position ``j`` down: True once an ID below ``start`` was
+        met or ``out`` got full."""
+        if self.ordered and self.starts is None and j >= 0:
+            ids = self.ids()[: j + 1]
+            cut = bisect_left(ids, start)
+            got = self._uniform(cut, ids[cut:], -1)
+            got.reverse()
+            out += got[: room - len(out)] if room >= 0 else got
+            return cut > 0 or len(out) == room
+        while j >= 0:
+            if not self.is_deleted(j):
+                sid = self.id_at(j)
+                if sid < start:
+                    return True
+                if sid <= end:
+                    out.append(Entry(sid, self.fields_at(j)))
+                    if len(out) == room:
+                        return True
+            j -= 1
+        return False
 
     def index(self, sid: StreamID) -> int:
         """Where a forward scan from ``sid`` starts (bisect when ordered, else 0)."""

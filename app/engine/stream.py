@@ -10,7 +10,6 @@ redis-server. The node is also the unit snapshots store.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -180,65 +179,48 @@ class Stream:
     ) -> list[Entry]:
         """Live entries with start <= ID <= end, at most ``count`` (0: all)."""
         out: list[Entry] = []
-        if start > end:
+        if start > end or not self.nodes:
             return out
-        it = self._iter_rev(start, end) if rev else self._iter(start, end)
-        for entry in it:
-            out.append(entry)
-            if count and len(out) >= count:
+        room = count if count > 0 else -1
+        nodes = self.nodes
+        if rev:
+            k = bisect_right(self.firsts, end) - 1
+            if k < 0:
+                return out
+            if nodes[k].read_rev(nodes[k].rindex(end), start, end, room, out):
+                return out
+            for prev in range(k - 1, -1, -1):
+                if nodes[prev].read_rev(len(nodes[prev]) - 1, start, end, room, out):
+                    break
+            return out
+        k = max(bisect_right(self.firsts, start) - 1, 0)
+        if nodes[k].read(nodes[k].index(start), start, end, room, out):
+            return out
+        for nxt in range(k + 1, len(nodes)):
+            if nodes[nxt].read(0, start, end, room, out):
                 break
         return out
-
-    def _iter(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
-        nodes = self.nodes
-        k = max(bisect_right(self.firsts, start) - 1, 0)
-        i = nodes[k].index(start) if k < len(nodes) else 0
-        while k < len(nodes):
-            node = nodes[k]
-            for j in range(i, len(node)):
-                if node.is_deleted(j):
-                    continue  # Redis skips tombstones before comparing with the end
-                sid = node.id_at(j)
-                if sid < start:
-                    continue
-                if sid > end:
-                    return
-                yield Entry(sid, node.fields_at(j))
-            k += 1
-            i = 0
-
-    def _iter_rev(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
-        nodes = self.nodes
-        k = bisect_right(self.firsts, end) - 1
-        if k < 0:
-            return
-        j = nodes[k].rindex(end)
-        while k >= 0:
-            node = nodes[k]
-            while j >= 0:
-                if not node.is_deleted(j):
-                    sid = node.id_at(j)
-                    if sid < start:
-                        return
-                    if sid <= end:
-                        yield Entry(sid, node.fields_at(j))
-                j -= 1
-            k -= 1
-            if k >= 0:
-                j = len(nodes[k]) - 1
 
     @property
     def first_id(self) -> StreamID:
         """The first live entry's ID, 0-0 when empty (Redis's ``first_id``)."""
-        for entry in self._iter(MIN_ID, MAX_ID):
-            return entry.id
-        return MIN_ID
+        if not self.nodes:
+            return MIN_ID
+        node = self.nodes[0]  # a node with no live entry is gone, so this one has one
+        i = 0
+        while node.is_deleted(i):
+            i += 1
+        return node.id_at(i)
 
     def last_valid_id(self) -> StreamID:
         """The last live entry's ID (``streamLastValidID``), 0-0 when empty."""
-        for entry in self._iter_rev(MIN_ID, MAX_ID):
-            return entry.id
-        return MIN_ID
+        if not self.nodes:
+            return MIN_ID
+        node = self.nodes[-1]
+        i = len(node) - 1
+        while node.is_deleted(i):
+            i -= 1
+        return node.id_at(i)
 
     # -- Redis 7 read counters (lag) -----------------------------------------------------
 

@@ -191,3 +191,18 @@ def test_xack_of_a_batch_counts_each_pending_id_once() -> None:
         StreamID(4, 0),
     ]
     assert len(stream(store).groups["g"].consumers["c"].pel) == 2
+
+
+def test_values_holding_the_separator_or_every_latin1_character_come_back() -> None:
+    """Strings are cut by a separator absent from the node; values that bring it make the
+    node choose another, and a node holding every Latin-1 character is cut by offsets."""
+    store = Store(clock=ManualClock(T0))
+    every = "".join(chr(c) for c in range(256))
+    cases = [("f", "plain"), ("f", "a\x1fb"), ("f", "\x1e\x1f"), ("f", every), ("f", "x;y")]
+    for i, fields in enumerate(cases):
+        run(store, "XADD", "k", f"{i + 1}-0", *fields)
+        expected = [(f"{j + 1}-0", f) for j, f in enumerate(cases[: i + 1])]
+        assert entries(store) == expected
+        assert [e.fields for e in run(store, "XREVRANGE", "k", "+", "-")] == cases[i::-1]
+        assert entries(reload(store)) == expected
+    assert stream(store).nodes[0].sep is None
