@@ -375,6 +375,19 @@ def _unpack(packed: list[str]) -> array[int]:
 _ARRAY_CODES = frozenset("bhiqHIQ")
 
 
+_SEP = "\x1f"  # the separator nodes use unless their strings hold it
+_SEP_STORED = "\xff"
+
+
+def _strs(strs: str, sep: str | None) -> dict[str, Any]:
+    """A node's strings for the snapshot. JSON spells the control character that nodes use
+    as separator in 6 bytes (\\u001f): when the node holds no U+00FF, that character (2 bytes
+    of UTF-8) stands in for it in the snapshot, and loading swaps it back."""
+    if sep == _SEP and _SEP_STORED not in strs:
+        return {"strs": strs.replace(_SEP, _SEP_STORED), "sep": sep, "swapped": True}
+    return {"strs": strs, "sep": sep, "swapped": False}
+
+
 def _encode_node(nv: NodeView) -> dict[str, Any]:
     nstrs = nv.size * len(nv.master_fields) if nv.starts is None else nv.starts[nv.size]
     return {
@@ -383,8 +396,7 @@ def _encode_node(nv: NodeView) -> dict[str, Any]:
         "dms": _pack(nv.dms, nv.size),
         "dseq": _pack(nv.dseq, nv.size),
         "wide": nv.wide,
-        "strs": nv.strs[: nv.ends[nstrs]],
-        "sep": nv.sep,
+        **_strs(nv.strs[: nv.ends[nstrs]], nv.sep),
         "ends": _pack(nv.ends, nstrs + 1),
         "starts": None if nv.starts is None else _pack(nv.starts, nv.size + 1),
         "mixed": f"{nv.mixed & ((1 << nv.size) - 1):x}",
@@ -433,6 +445,8 @@ def _decode_node(nd: dict[str, Any]) -> Node:
     node.wide = bool(nd["wide"])
     node.strs = nd["strs"]
     node.sep = nd["sep"]
+    if nd["swapped"] and isinstance(node.strs, str):
+        node.strs = node.strs.replace(_SEP_STORED, _SEP)
     node.ends = _unpack(nd["ends"])
     node.starts = None if nd["starts"] is None else _unpack(nd["starts"])
     node.mixed = int(nd["mixed"], 16)

@@ -75,6 +75,7 @@ def test_values_fields_and_bytes_come_back_exactly() -> None:
         ("only", "one"),
         ("a", "3", "b", "4"),
         ("a", "-12", "b", "00"),
+        ("a", "\xff", "b", "\x1e"),  # U+00FF: the character snapshots write separators as
     ]
     for i, fields in enumerate(cases):
         run(store, "XADD", "k", f"{i + 1}-0", *fields)
