@@ -44,7 +44,8 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
+from itertools import accumulate, compress, count, repeat
+from operator import add
 from typing import Final
 
 from app.engine.ids import StreamID
@@ -67,10 +68,6 @@ _UMAX: Final = {"H": 0xFFFF, "I": 0xFFFF_FFFF, "Q": MASK64}
 class Entry:
     id: StreamID
     fields: Fields
-
-
-def _len_and_sep(s: str) -> int:
-    return len(s) + 1
 
 
 def _unsigned(values: list[int]) -> array[int]:
@@ -150,8 +147,10 @@ class Node:
         else:
             size += int_size(nfields) + sum(map(str_size, fields)) + int_size(2 * nfields + 4)
         self.lp_bytes += size
-        if n and sid < self.id_at(n - 1):
-            self.ordered = False
+        if n and self.ordered:
+            last = ((master.ms + self.dms[-1]) & MASK64, (master.seq + self.dseq[-1]) & MASK64)
+            if sid < last:  # a plain tuple: StreamID's own constructor is Python code
+                self.ordered = False
         self.put(sid, fields, same)
         self.live += 1
 
@@ -183,8 +182,8 @@ class Node:
         joined = "".join(strs)
         if self.sep is not None and self.sep in joined:
             self._new_separator(joined)
-        new = list(accumulate(map(_len_and_sep, strs), initial=ends[-1]))
-        del new[0]
+        # String k ends at base + (its length and those before it) + k + 1 separators.
+        new = list(map(add, accumulate(map(len, strs)), count(ends[-1] + 1)))
         if new and new[-1] > _UMAX[ends.typecode]:
             ends = self.ends = _unsigned([*ends, *new])
         else:
