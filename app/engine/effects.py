@@ -221,7 +221,7 @@ def pending_set(key: str, g: ConsumerGroup, sid: StreamID, p: PendingEntry) -> P
         key=key,
         group=g.name,
         id=sid,
-        consumer=p.consumer.name if p.consumer is not None else None,
+        consumer=p.consumer,
         delivered_at_ms=p.delivered_at_ms,
         delivery_count=p.delivery_count,
     )

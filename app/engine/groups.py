@@ -1,33 +1,27 @@
 """Consumer groups: the pending entries list (PEL), consumers, and delivery (XREADGROUP).
 
-A pending entry is shared by the group PEL and its owner's PEL, as in Redis where both rax
-trees point at one ``streamNACK``; moving ownership moves it between consumer PELs only.
+The group PEL (``pel.Pel``) holds every pending entry with its owner's name; a consumer's
+PEL is the set of its pending IDs, a view of the group PEL, as in Redis where both rax trees
+point at one ``streamNACK``. Moving ownership moves an ID between consumer sets only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from sortedcontainers import SortedDict
-
-from app.engine.ids import MAX_ID, StreamID
+from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.pel import Pel, PendingEntry, key_of, sid_of
 from app.engine.stream import Entry, Fields, Stream
 
-
-@dataclass(slots=True)
-class PendingEntry:
-    """An entry delivered and not yet acknowledged (Redis's ``streamNACK``)."""
-
-    consumer: Consumer | None
-    delivered_at_ms: int
-    delivery_count: int
+__all__ = ["Consumer", "ConsumerGroup", "PendingEntry"]
 
 
 @dataclass(slots=True)
 class Consumer:
     name: str
     seen_time_ms: int
-    pel: SortedDict = field(default_factory=SortedDict)  # StreamID -> PendingEntry
+    pel: set[int] = field(default_factory=set)  # packed IDs (pel.key_of) of its pending entries
 
 
 @dataclass(slots=True)
@@ -36,7 +30,7 @@ class ConsumerGroup:
     last_id: StreamID
     # The logical read counter of last_id; None when Redis says it is unknown.
     entries_read: int | None
-    pel: SortedDict = field(default_factory=SortedDict)  # StreamID -> PendingEntry
+    pel: Pel = field(default_factory=Pel)
     consumers: dict[str, Consumer] = field(default_factory=dict)
 
     def consumer(self, name: str, now_ms: int, *, refresh: bool = True) -> Consumer:
@@ -59,6 +53,75 @@ class ConsumerGroup:
             return None
         return stream.entries_added - read
 
+    # -- the PEL ---------------------------------------------------------------------------
+
+    def pending(self, sid: StreamID) -> PendingEntry | None:
+        return self.pel.get(sid)
+
+    def set_pending(
+        self, sid: StreamID, consumer: Consumer | None, delivered_at_ms: int, delivery_count: int
+    ) -> PendingEntry:
+        """Create or update a pending entry, moving it to ``consumer``'s PEL (None: no owner
+        yet, as XCLAIM FORCE creates one before it is assigned)."""
+        key = key_of(sid)
+        owner = consumer.name if consumer is not None else None
+        pending = PendingEntry(owner, delivered_at_ms, delivery_count)
+        old = self.pel.put(key, pending)
+        if old is not None and old.consumer is not None and old.consumer != owner:
+            previous = self.consumers.get(old.consumer)
+            if previous is not None:
+                previous.pel.discard(key)
+        if consumer is not None:
+            consumer.pel.add(key)
+        return pending
+
+    def _forget(self, key: int) -> bool:
+        pending = self.pel.pop(key)
+        if pending is None:
+            return False
+        if pending.consumer is not None:
+            owner = self.consumers.get(pending.consumer)
+            if owner is not None:
+                owner.pel.discard(key)
+        return True
+
+    def ack(self, sid: StreamID) -> bool:
+        return self._forget(key_of(sid))
+
+    def ack_many(self, ids: Iterable[StreamID]) -> list[StreamID]:
+        """XACK of a batch in one pass: the IDs that were pending (and no longer are)."""
+        forget = self._forget
+        return [sid for sid in ids if forget(sid.ms << 64 | sid.seq)]
+
+    def drop_pending(self, sid: StreamID) -> None:
+        """Forget a pending entry whose stream entry is gone (XCLAIM / XAUTOCLAIM cleanup)."""
+        self._forget(key_of(sid))
+
+    def remove_consumer(self, name: str) -> int | None:
+        """Delete a consumer and its pending entries; how many it had (None: no consumer)."""
+        gone = self.consumers.pop(name, None)
+        if gone is None:
+            return None
+        for key in gone.pel:
+            self.pel.pop(key)
+        return len(gone.pel)
+
+    def consumer_pending(
+        self, consumer: Consumer, start: StreamID = MIN_ID, end: StreamID = MAX_ID
+    ) -> Iterator[StreamID]:
+        """A consumer's pending IDs from ``start`` to ``end`` in order: its own set sorted
+        when it is the smaller part of the group PEL, else the group's ordered keys filtered
+        by owner — so the walk costs about min(k log k, group PEL), never both."""
+        mine = consumer.pel
+        if not mine:
+            return iter(())
+        lo, hi = key_of(start), key_of(end)
+        if len(mine) * 4 <= len(self.pel):
+            return map(sid_of, sorted(k for k in mine if lo <= k <= hi))
+        return map(sid_of, filter(mine.__contains__, self.pel.keys(start, end)))
+
+    # -- delivery ----------------------------------------------------------------------------
+
     def read_new(
         self, stream: Stream, consumer: Consumer, count: int, noack: bool, now_ms: int
     ) -> list[Entry]:
@@ -67,6 +130,7 @@ class ConsumerGroup:
         if start is None:
             return []
         entries = stream.range(start, MAX_ID, count)
+        fresh: list[int] = []
         for entry in entries:
             sid = entry.id
             if sid > self.last_id:
@@ -77,18 +141,16 @@ class ConsumerGroup:
                 self.last_id = sid
             if noack:
                 continue
-            pending = self.pel.get(sid)
-            if pending is None:
-                pending = PendingEntry(consumer, now_ms, 1)
-                self.pel[sid] = pending
+            key = sid.ms << 64 | sid.seq
+            if self.pel.lookup(key) is None:
+                fresh.append(key)
             else:
                 # Possible after XGROUP SETID moved last_id back: the entry changes owner.
-                if pending.consumer is not None:
-                    pending.consumer.pel.pop(sid, None)
-                pending.consumer = consumer
-                pending.delivered_at_ms = now_ms
-                pending.delivery_count = 1
-            consumer.pel[sid] = pending
+                self.set_pending(sid, consumer, now_ms, 1)
+        if fresh:
+            # One value for the whole delivery: owner, time and count are the same.
+            self.pel.put_new(fresh, PendingEntry(consumer.name, now_ms, 1))
+            consumer.pel.update(fresh)
         return entries
 
     def read_history(
@@ -99,33 +161,14 @@ class ConsumerGroup:
         out: list[tuple[StreamID, Fields | None]] = []
         if start is None:
             return out
-        for sid in consumer.pel.irange(minimum=start):
+        for sid in self.consumer_pending(consumer, start):
             if count and len(out) >= count:
                 break
             fields = stream.get(sid)
             if fields is not None:
-                pending: PendingEntry = consumer.pel[sid]
-                pending.delivered_at_ms = now_ms
-                pending.delivery_count += 1
+                key = key_of(sid)
+                pending = self.pel.entry(key)
+                count_now = pending.delivery_count + 1
+                self.pel.put(key, PendingEntry(pending.consumer, now_ms, count_now))
             out.append((sid, fields))
         return out
-
-    def ack(self, sid: StreamID) -> bool:
-        pending = self.pel.pop(sid, None)
-        if pending is None:
-            return False
-        if pending.consumer is not None:
-            pending.consumer.pel.pop(sid, None)
-        return True
-
-    def drop_pending(self, sid: StreamID) -> None:
-        """Forget a pending entry whose stream entry is gone (XCLAIM / XAUTOCLAIM cleanup)."""
-        self.ack(sid)
-
-    def assign(self, sid: StreamID, pending: PendingEntry, consumer: Consumer) -> None:
-        """Give a pending entry to ``consumer``, moving it out of its old owner's PEL."""
-        if pending.consumer is not consumer:
-            if pending.consumer is not None:
-                pending.consumer.pel.pop(sid, None)
-            consumer.pel[sid] = pending
-            pending.consumer = consumer

@@ -3,11 +3,14 @@
 Strings such as ``"1-2"``, ``"-"``, ``"+"``, ``"5"`` or ``"(5"`` exist only here and in
 serializers. The parser reproduces ``streamGenericParseIDOrReply`` and ``string2ull``
 byte for byte, including their quirks (``strtoull`` accepts leading blanks, a ``+`` sign and
-leading zeros; the text stops at a NUL; more than 127 bytes is invalid).
+leading zeros; the text stops at a NUL; more than 127 bytes is invalid). The grammars are
+compiled regular expressions and ``int()``: parsing runs for every ID of every command, so
+no character is looked at by a Python loop.
 """
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from app.engine.errors import CommandError, invalid_id
@@ -47,51 +50,37 @@ MIN_ID = StreamID(0, 0)
 MAX_ID = StreamID(UINT64_MAX, UINT64_MAX)
 
 
+_LL = re.compile(r"-?[1-9][0-9]{0,19}|0")
+"""``string2ll``'s grammar: optional '-', digits, no leading zero or blank (range apart)."""
+_ULL = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
+"""C ``strtoull``'s grammar as Redis calls it: leading blanks, a sign, digits (zeros too)."""
+_DIGITS_ID = re.compile(r"([0-9]{1,127})-([0-9]{1,127})")
+"""The common ``ms-seq`` form, all digits: parsed without the general path."""
+
+
 def string2ll(s: str) -> int | None:
     """Redis's strict signed 64-bit parse: optional '-', digits, no leading zeros or blanks."""
-    n = len(s)
-    if n == 0 or n > 20:
+    if _LL.fullmatch(s) is None:
         return None
-    if s == "0":
-        return 0
-    i = 1 if s[0] == "-" else 0
-    if i >= n or not ("1" <= s[i] <= "9"):
-        return None
-    for ch in s[i:]:
-        if not ("0" <= ch <= "9"):
-            return None
     v = int(s)
     if v < INT64_MIN or v > INT64_MAX:
         return None
     return v
 
 
-_C_SPACE = " \t\n\v\f\r"
-
-
 def string2ull(s: str) -> int | None:
     """Redis's ``string2ull``: ``string2ll`` first, then C ``strtoull`` with its leniency."""
-    ll = string2ll(s)
-    if ll is not None:
-        return None if ll < 0 else ll
-    i, n = 0, len(s)
-    if n == 0:
+    if _LL.fullmatch(s) is not None:
+        ll = int(s)
+        if INT64_MIN <= ll <= INT64_MAX:
+            return None if ll < 0 else ll
+    m = _ULL.fullmatch(s)
+    if m is None:
         return None
-    while i < n and s[i] in _C_SPACE:
-        i += 1
-    negative = False
-    if i < n and s[i] in "+-":
-        negative = s[i] == "-"
-        i += 1
-    start = i
-    while i < n and "0" <= s[i] <= "9":
-        i += 1
-    if i == start or i != n:
-        return None
-    v = int(s[start:i])
+    v = int(m[2])
     if v > UINT64_MAX:
         return None
-    return (-v) % (1 << 64) if negative else v
+    return (-v) % (1 << 64) if m[1] == "-" else v
 
 
 def parse_int(s: str) -> int | None:
@@ -111,7 +100,14 @@ def parse_id(
 
     Returns the ID and whether the sequence was given (False only for ``ms-*``).
     """
-    if len(text.encode("utf-8", "surrogateescape")) > 127:
+    fast = _DIGITS_ID.fullmatch(text) if len(text) <= 127 else None
+    if fast is not None:  # strtoull on digits: their value, if it fits in 64 bits
+        ms_digits, seq_digits = int(fast[1]), int(fast[2])
+        if ms_digits > UINT64_MAX or seq_digits > UINT64_MAX:
+            raise invalid_id()
+        return StreamID(ms_digits, seq_digits), True
+    # A UTF-8 character takes at most 4 bytes: only longer texts need encoding to measure.
+    if len(text) > 31 and len(text.encode("utf-8", "surrogateescape")) > 127:
         raise invalid_id()
     buf = _c_string(text)
     if strict and buf in ("-", "+"):

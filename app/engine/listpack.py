@@ -68,3 +68,11 @@ def str_size(s: str) -> int:
     else:
         enc = 5 + n
     return enc + _backlen(enc)
+
+
+def fields_bytes(fields: tuple[str, ...] | list[str]) -> int:
+    """The bytes of all of an entry's fields and values (what XADD and node sizing add up)."""
+    n = sum(map(len, fields))
+    if all(map(str.isascii, fields)):
+        return n
+    return sum(map(byte_len, fields))

@@ -37,7 +37,7 @@ from app.engine.effects import (
     StreamCreated,
     Trimmed,
 )
-from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
+from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.keyspace import Keyspace
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Stream, id_follows
@@ -104,16 +104,16 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
         case PendingSet():
             g = _group(ks, effect.key, effect.group)
             sid = effect.id
-            p = g.pel.get(sid)
-            if p is None:
-                p = g.pel[sid] = PendingEntry(None, effect.delivered_at_ms, effect.delivery_count)
-            else:
-                p.delivered_at_ms, p.delivery_count = effect.delivered_at_ms, effect.delivery_count
-            if effect.consumer is not None:
-                c = g.consumers.get(effect.consumer)
+            owner = effect.consumer
+            if owner is None:  # the entry keeps the owner it has, if any
+                p = g.pending(sid)
+                owner = p.consumer if p is not None else None
+            c = None
+            if owner is not None:
+                c = g.consumers.get(owner)
                 if c is None:
-                    raise ReplayError(f"pending entry for missing consumer {effect.consumer!r}")
-                g.assign(sid, p, c)
+                    raise ReplayError(f"pending entry for missing consumer {owner!r}")
+            g.set_pending(sid, c, effect.delivered_at_ms, effect.delivery_count)
         case Acked(key=key, group=group, ids=ids):
             g = _group(ks, key, group)
             for sid in ids:
@@ -172,10 +172,7 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                 raise ReplayError(f"destruction of missing group {group!r} of {key!r}")
         case ConsumerDeleted(key=key, group=group, consumer=name):
             g = _group(ks, key, group)
-            gone = g.consumers.pop(name, None)
-            if gone is None:
+            if g.remove_consumer(name) is None:
                 raise ReplayError(f"deletion of missing consumer {name!r} in group {group!r}")
-            for sid in gone.pel:
-                g.pel.pop(sid, None)
         case _:  # every kind has its arm: mypy proves it here
             assert_never(effect)

@@ -1,37 +1,30 @@
 """A stream's entries, kept in nodes the way Redis keeps them in listpack macro nodes.
 
-Each node holds up to ``node_max_entries`` entries (live and deleted) and closes early when
-its modelled listpack size reaches ``node_max_bytes``. Deleting an entry only flags it, and a
-node goes away when its last live entry does — so ``~`` trimming, which drops whole nodes,
-gives the same result as redis-server. The node is also the unit a future compact encoding
-(and snapshots) works on.
+Each node (``node.Node``, packed as a listpack is) holds up to ``node_max_entries`` entries
+(live and deleted) and closes early when its modelled listpack size reaches
+``node_max_bytes``. Deleting an entry only flags it, and a node goes away when its last live
+entry does — so ``~`` trimming, which drops whole nodes, gives the same result as
+redis-server. The node is also the unit snapshots store.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, byte_len, int_size, str_size
+from app.engine.listpack import fields_bytes
+from app.engine.node import Entry, Fields, Node
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
 
+__all__ = ["Entry", "Fields", "Node", "Stream", "TrimSpec", "TrimStrategy", "id_follows"]
+
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
-_SAMEFIELDS = 2  # STREAM_ITEM_FLAG_SAMEFIELDS; the flags element costs 2 bytes either way
-
-Fields = tuple[str, ...]
-"""Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    id: StreamID
-    fields: Fields
 
 
 class TrimStrategy(StrEnum):
@@ -48,90 +41,6 @@ class TrimSpec:
     minid: StreamID = MIN_ID
     approx: bool = False
     limit: int = 0
-
-
-class Node:
-    """One macro node: entries in ID order, deletion flags, and the modelled listpack size."""
-
-    __slots__ = (
-        "deleted",
-        "fields",
-        "ids",
-        "live",
-        "lp_bytes",
-        "master_fields",
-        "ndeleted",
-        "ordered",
-    )
-
-    def __init__(self, first: StreamID, fields: Fields) -> None:
-        names = fields[0::2]
-        self.master_fields: Fields = names
-        self.ids: list[StreamID] = []
-        self.fields: list[Fields] = []
-        self.deleted = bytearray()
-        self.live = 0
-        self.ndeleted = 0
-        # False once an entry lands after a deleted one with a greater ID (possible when
-        # XSETID moved the last ID back below a tombstone): then the node is scanned, not
-        # bisected, exactly as Redis scans a listpack.
-        self.ordered = True
-        self.lp_bytes = (
-            LP_EMPTY_BYTES
-            + int_size(1)
-            + int_size(0)
-            + int_size(len(names))
-            + sum(str_size(f) for f in names)
-            + int_size(0)
-        )
-
-    @property
-    def master_id(self) -> StreamID:
-        return self.ids[0]
-
-    def append(self, sid: StreamID, fields: Fields) -> None:
-        if self.ids:
-            self.lp_bytes += int_size(self.live + 1) - int_size(self.live)
-            master = self.ids[0]
-        else:
-            master = sid
-        names = fields[0::2]
-        nfields = len(names)
-        same = names == self.master_fields
-        size = int_size(_SAMEFIELDS) + int_size(sid.ms - master.ms) + int_size(sid.seq - master.seq)
-        if same:
-            size += sum(str_size(v) for v in fields[1::2]) + int_size(nfields + 3)
-        else:
-            size += int_size(nfields) + sum(str_size(x) for x in fields)
-            size += int_size(2 * nfields + 4)
-        self.lp_bytes += size
-        if self.ids and sid < self.ids[-1]:
-            self.ordered = False
-        self.ids.append(sid)
-        self.fields.append(fields)
-        self.deleted.append(0)
-        self.live += 1
-
-    def mark_deleted(self, i: int) -> None:
-        self.deleted[i] = 1
-        self.lp_bytes += int_size(self.live - 1) - int_size(self.live)
-        self.lp_bytes += int_size(self.ndeleted + 1) - int_size(self.ndeleted)
-        self.live -= 1
-        self.ndeleted += 1
-
-
-def _first_at_or_after(node: Node, sid: StreamID) -> int:
-    """Where a forward scan of ``node`` from ``sid`` starts."""
-    if node.ordered:
-        return bisect_left(node.ids, sid)
-    return 0  # scan it all; the live entries are in order, tombstones are skipped
-
-
-def _last_at_or_before(node: Node, sid: StreamID) -> int:
-    """Where a backward scan of ``node`` down from ``sid`` starts."""
-    if node.ordered:
-        return bisect_right(node.ids, sid) - 1
-    return len(node.ids) - 1
 
 
 def id_follows(last: StreamID, sid: StreamID) -> bool:
@@ -190,16 +99,14 @@ class Stream:
         node = nodes[-1] if nodes else None
         max_bytes, max_entries = self.node_max_bytes, self.node_max_entries
         for sid, fields in zip(ids, rows, strict=True):
-            if node is not None:
-                total = sum(map(len, fields))
-                if not all(map(str.isascii, fields)):
-                    total = sum(map(byte_len, fields))
-                if node.lp_bytes + total >= max_bytes or (
-                    max_entries and node.live + node.ndeleted >= max_entries
-                ):
-                    node = None
             if node is None:
                 node = Node(sid, fields)
+                nodes.append(node)
+                self.firsts.append(sid)
+            elif node.lp_bytes + fields_bytes(fields) >= max_bytes or (
+                max_entries and node.live + node.ndeleted >= max_entries
+            ):
+                node = Node(sid, fields, node.master_fields)
                 nodes.append(node)
                 self.firsts.append(sid)
             node.append(sid, fields)
@@ -236,7 +143,7 @@ class Stream:
             if spec.strategy is TrimStrategy.MAXLEN:
                 remove_node = self.length - entries >= maxlen
             else:
-                remove_node = node.ids[-1] < spec.minid
+                remove_node = node.id_at(len(node) - 1) < spec.minid
             if remove_node:
                 drop += 1
                 self.length -= entries
@@ -244,13 +151,13 @@ class Stream:
                 continue
             if spec.approx:
                 break
-            for i, sid in enumerate(node.ids):
+            for i, sid in enumerate(node.ids()):
                 if spec.strategy is TrimStrategy.MAXLEN:
                     if self.length <= maxlen:
                         break
                 elif sid >= spec.minid:
                     break
-                if not node.deleted[i]:
+                if not node.is_deleted(i):
                     node.mark_deleted(i)
                     self.length -= 1
                     deleted += 1
@@ -266,23 +173,15 @@ class Stream:
         k = bisect_right(self.firsts, sid) - 1
         if k < 0:
             return None
-        node = self.nodes[k]
-        if not node.ordered:
-            for i, other in enumerate(node.ids):
-                if other == sid and not node.deleted[i]:
-                    return k, i
-            return None
-        i = bisect_left(node.ids, sid)
-        if i < len(node.ids) and node.ids[i] == sid and not node.deleted[i]:
-            return k, i
-        return None
+        i = self.nodes[k].find(sid)
+        return None if i < 0 else (k, i)
 
     def get(self, sid: StreamID) -> Fields | None:
         found = self._locate(sid)
         if found is None:
             return None
         k, i = found
-        return self.nodes[k].fields[i]
+        return self.nodes[k].fields_at(i)
 
     def exists(self, sid: StreamID) -> bool:
         return self._locate(sid) is not None
@@ -292,65 +191,48 @@ class Stream:
     ) -> list[Entry]:
         """Live entries with start <= ID <= end, at most ``count`` (0: all)."""
         out: list[Entry] = []
-        if start > end:
+        if start > end or not self.nodes:
             return out
-        it = self._iter_rev(start, end) if rev else self._iter(start, end)
-        for entry in it:
-            out.append(entry)
-            if count and len(out) >= count:
+        room = count if count > 0 else -1
+        nodes = self.nodes
+        if rev:
+            k = bisect_right(self.firsts, end) - 1
+            if k < 0:
+                return out
+            if nodes[k].read_rev(nodes[k].rindex(end), start, end, room, out):
+                return out
+            for prev in range(k - 1, -1, -1):
+                if nodes[prev].read_rev(len(nodes[prev]) - 1, start, end, room, out):
+                    break
+            return out
+        k = max(bisect_right(self.firsts, start) - 1, 0)
+        if nodes[k].read(nodes[k].index(start), start, end, room, out):
+            return out
+        for nxt in range(k + 1, len(nodes)):
+            if nodes[nxt].read(0, start, end, room, out):
                 break
         return out
-
-    def _iter(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
-        nodes = self.nodes
-        k = max(bisect_right(self.firsts, start) - 1, 0)
-        i = _first_at_or_after(nodes[k], start) if k < len(nodes) else 0
-        while k < len(nodes):
-            node = nodes[k]
-            ids, deleted, fields = node.ids, node.deleted, node.fields
-            for j in range(i, len(ids)):
-                sid = ids[j]
-                if deleted[j] or sid < start:
-                    continue  # Redis skips tombstones before comparing with the end
-                if sid > end:
-                    return
-                yield Entry(sid, fields[j])
-            k += 1
-            i = 0
-
-    def _iter_rev(self, start: StreamID, end: StreamID) -> Iterator[Entry]:
-        nodes = self.nodes
-        k = bisect_right(self.firsts, end) - 1
-        if k < 0:
-            return
-        j = _last_at_or_before(nodes[k], end)
-        while k >= 0:
-            node = nodes[k]
-            ids, deleted, fields = node.ids, node.deleted, node.fields
-            while j >= 0:
-                sid = ids[j]
-                if not deleted[j]:
-                    if sid < start:
-                        return
-                    if sid <= end:
-                        yield Entry(sid, fields[j])
-                j -= 1
-            k -= 1
-            if k >= 0:
-                j = len(nodes[k].ids) - 1
 
     @property
     def first_id(self) -> StreamID:
         """The first live entry's ID, 0-0 when empty (Redis's ``first_id``)."""
-        for entry in self._iter(MIN_ID, MAX_ID):
-            return entry.id
-        return MIN_ID
+        if not self.nodes:
+            return MIN_ID
+        node = self.nodes[0]  # a node with no live entry is gone, so this one has one
+        i = 0
+        while node.is_deleted(i):
+            i += 1
+        return node.id_at(i)
 
     def last_valid_id(self) -> StreamID:
         """The last live entry's ID (``streamLastValidID``), 0-0 when empty."""
-        for entry in self._iter_rev(MIN_ID, MAX_ID):
-            return entry.id
-        return MIN_ID
+        if not self.nodes:
+            return MIN_ID
+        node = self.nodes[-1]
+        i = len(node) - 1
+        while node.is_deleted(i):
+            i -= 1
+        return node.id_at(i)
 
     # -- Redis 7 read counters (lag) -----------------------------------------------------
 

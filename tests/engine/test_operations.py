@@ -79,8 +79,8 @@ def test_config_set_reaches_existing_and_new_streams() -> None:
     for i in range(2, 6):
         store.execute(["XADD", "old", f"{i}-1", "f", "v"])
         store.execute(["XADD", "new", f"{i}-1", "f", "v"])
-    assert [len(n.ids) for n in store.keyspace.streams["old"].nodes] == [2, 2, 1]
-    assert [len(n.ids) for n in store.keyspace.streams["new"].nodes] == [2, 2]
+    assert [len(n) for n in store.keyspace.streams["old"].nodes] == [2, 2, 1]
+    assert [len(n) for n in store.keyspace.streams["new"].nodes] == [2, 2]
     assert store.execute(["CONFIG", "GET", "*max-e*"]) == ["stream-node-max-entries", "2"]
     with pytest.raises(CommandError, match="argument must be a memory value"):
         store.execute(["CONFIG", "SET", "stream-node-max-bytes", "lots"])

@@ -33,6 +33,7 @@ from app.engine.errors import CommandError
 from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import StreamConfig
 from app.engine.listpack import byte_len
+from app.engine.pel import key_of, sid_of
 from app.engine.replies import GroupInfo, StreamInfo
 from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
@@ -93,7 +94,7 @@ class EngineMachine(RuleBasedStateMachine):
     def pending_ids(self, key: str, group: str) -> list[StreamID]:
         s = self.stream(key)
         g = s.groups.get(group) if s is not None else None
-        return [] if g is None else list(g.pel)
+        return [] if g is None else [sid for sid, _ in g.pel.items()]
 
     def some_id(self, data: st.DataObject, key: str, group: str | None = None) -> str:
         """An ID near the stream's: one of its entries, one pending, or one around them."""
@@ -357,22 +358,25 @@ class EngineMachine(RuleBasedStateMachine):
     def _check_nodes(self, s: Stream) -> None:
         """Node sizes within node-max-entries / node-max-bytes, as Redis builds listpacks."""
         max_entries, max_bytes = self.config.node_max_entries, self.config.node_max_bytes
-        assert [n.ids[0] for n in s.nodes] == s.firsts
+        assert [n.id_at(0) for n in s.nodes] == s.firsts
         for node in s.nodes:
-            n = len(node.ids)
-            flags = bytes(node.deleted)
+            n = len(node)
+            ids = node.ids()
+            rows = [node.fields_at(i) for i in range(n)]
+            deleted = [node.is_deleted(i) for i in range(n)]
             assert node.live >= 1, "an empty node was kept"
-            assert node.live == flags.count(0) and node.ndeleted == flags.count(1)
+            assert node.live == deleted.count(False) and node.ndeleted == deleted.count(True)
             assert node.live + node.ndeleted == n
+            assert node.live_ids() == [sid for sid, d in zip(ids, deleted, strict=True) if not d]
             if max_entries:
                 assert n <= max_entries, (n, max_entries)
             if n > 1:
                 # Rebuilt without its last entry, the node had room for that entry's bytes
                 # (with fewer than 128 entries, deletions leave the modelled size as it is).
-                before = Node(node.ids[0], node.fields[0])
-                for sid, fields in zip(node.ids[:-1], node.fields[:-1], strict=True):
+                before = Node(ids[0], rows[0])
+                for sid, fields in zip(ids[:-1], rows[:-1], strict=True):
                     before.append(sid, fields)
-                added = sum(byte_len(x) for x in node.fields[-1])
+                added = sum(byte_len(x) for x in rows[-1])
                 assert before.lp_bytes + added < max_bytes, (before.lp_bytes, added, max_bytes)
 
     @invariant()
@@ -385,14 +389,18 @@ class EngineMachine(RuleBasedStateMachine):
             for row in rows:
                 assert isinstance(row, GroupInfo)
                 g = s.groups[row.name]
-                owned: dict[StreamID, str] = {}
+                owned: dict[int, str] = {}
                 for c in g.consumers.values():
-                    for sid, p in c.pel.items():
-                        assert sid not in owned, f"{sid} owned by {owned[sid]} and {c.name}"
-                        owned[sid] = c.name
-                        assert g.pel.get(sid) is p and p.consumer is c
-                assert set(owned) == set(g.pel), "group PEL != union of consumer PELs"
-                assert all(p.consumer is not None for p in g.pel.values())
+                    for pk in c.pel:
+                        assert pk not in owned, f"{sid_of(pk)} owned by {owned[pk]} and {c.name}"
+                        owned[pk] = c.name
+                        p = g.pel.lookup(pk)
+                        assert p is not None and p.consumer == c.name
+                pel = g.pel.items()
+                assert set(owned) == {key_of(sid) for sid, _ in pel}, (
+                    "group PEL != union of consumer PELs"
+                )
+                assert all(p.consumer is not None for _, p in pel)
                 assert row.pending == len(g.pel) and row.consumers == len(g.consumers)
                 assert row.lag == redis_lag(info, row, self.live_ids(key)), (info, row)
 

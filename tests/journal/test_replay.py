@@ -207,4 +207,4 @@ def test_config_set_and_rename_replay_into_the_same_nodes() -> None:
         store.execute(["XADD", "b", "20-0", "f", "v"])
         store.execute(["XADD", "b", "21-0", "f", "v"])
     assert encode_snapshot(loaded.snapshot_view()) == encode_snapshot(original.snapshot_view())
-    assert [len(n.ids) for n in loaded.keyspace.streams["b"].nodes] == [7, 2, 2, 2, 2]
+    assert [len(n) for n in loaded.keyspace.streams["b"].nodes] == [7, 2, 2, 2, 2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import islice
 
@@ -24,7 +25,7 @@ from app.engine.effects import (
     pending_set,
 )
 from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
-from app.engine.groups import ConsumerGroup, PendingEntry
+from app.engine.groups import ConsumerGroup
 from app.engine.ids import (
     MIN_ID,
     StreamID,
@@ -34,6 +35,7 @@ from app.engine.ids import (
     parse_strict_id,
 )
 from app.engine.keyspace import Keyspace
+from app.engine.pel import key_of, sid_of
 from app.engine.replies import OK, AutoClaim, Help, PendingRow, PendingSummary, Status
 from app.engine.stream import Entry, Stream
 
@@ -180,13 +182,11 @@ def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
     """Delete a consumer and its pending entries (XGROUP DELCONSUMER); returns how many
     pending entries it had."""
     _, group = _group_or_nogroup(ks, key, name)
-    gone = group.consumers.pop(consumer, None)
-    if gone is None:
+    pending = group.remove_consumer(consumer)
+    if pending is None:
         return 0
-    for sid in gone.pel:
-        group.pel.pop(sid, None)
     ks.record(ConsumerDeleted(key=key, group=name, consumer=consumer))
-    return len(gone.pel)
+    return pending
 
 
 @command("xgroup|delconsumer", 5, W, keys=key_at(2))
@@ -223,9 +223,9 @@ def xack(ks: Keyspace, key: str, group_name: str, ids: list[StreamID]) -> int:
     group = stream.groups.get(group_name) if stream is not None else None
     if group is None:
         return 0
-    acked = tuple(sid for sid in ids if group.ack(sid))
+    acked = group.ack_many(ids)
     if acked:
-        ks.record(Acked(key=key, group=group_name, ids=acked))
+        ks.record(Acked(key=key, group=group_name, ids=tuple(acked)))
         # Wakes readers waiting for a consumer's pending count to drop (SSE max_unacked);
         # Redis's own blocked readers only look at new entries, so they keep waiting.
         ks.blocked.signal(key)
@@ -256,29 +256,31 @@ def xpending_summary(ks: Keyspace, key: str, group_name: str) -> PendingSummary:
     if not group.pel:
         return PendingSummary(0, None, None, [])
     consumers = [(c.name, len(c.pel)) for _, c in sorted(group.consumers.items()) if c.pel]
-    return PendingSummary(len(group.pel), group.pel.keys()[0], group.pel.keys()[-1], consumers)
+    return PendingSummary(len(group.pel), group.pel.first(), group.pel.last(), consumers)
 
 
 def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
     _, group = find_group(ks, a.key, a.group)
-    pel = group.pel
+    ids: Iterator[StreamID]
     if a.consumer is not None:
         consumer = group.consumers.get(a.consumer)
         if consumer is None:
             return []
-        pel = consumer.pel
+        ids = group.consumer_pending(consumer, a.start, a.end)
+    else:
+        ids = map(sid_of, group.pel.keys(a.start, a.end))
     now = ks.clock.now_ms()
     out: list[PendingRow] = []
     count = a.count
     if count <= 0 or a.start > a.end:
         return out
-    for sid in pel.irange(a.start, a.end):
-        pending: PendingEntry = pel[sid]
+    for sid in ids:
+        pending = group.pel.entry(key_of(sid))
         idle = now - pending.delivered_at_ms
         if a.min_idle_ms and idle < a.min_idle_ms:
             continue
         assert pending.consumer is not None
-        out.append(PendingRow(sid, pending.consumer.name, max(idle, 0), pending.delivery_count))
+        out.append(PendingRow(sid, pending.consumer, max(idle, 0), pending.delivery_count))
         if len(out) >= count:
             break
     return out
@@ -388,7 +390,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     out: list[Entry | StreamID] = []
     consumer = None
     for sid in a.ids:
-        pending = group.pel.get(sid)
+        pending = group.pending(sid)
         fields = stream.get(sid)
         if fields is None:
             if pending is not None:
@@ -396,8 +398,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
                 ks.record(Acked(key=a.key, group=a.group, ids=(sid,)))
             continue
         if a.force and pending is None:
-            pending = PendingEntry(None, now, 1)  # streamCreateNACK starts at 1
-            group.pel[sid] = pending
+            pending = group.set_pending(sid, None, now, 1)  # streamCreateNACK starts at 1
         if pending is None:
             continue
         idle = now - pending.delivered_at_ms
@@ -406,12 +407,12 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
             ks.record(consumer_seen(a.key, group, consumer))
-        pending.delivered_at_ms = delivered_at
+        delivery_count = pending.delivery_count
         if a.retry_count is not None and a.retry_count >= 0:
-            pending.delivery_count = a.retry_count
+            delivery_count = a.retry_count
         elif not a.justid:
-            pending.delivery_count += 1
-        group.assign(sid, pending, consumer)
+            delivery_count += 1
+        pending = group.set_pending(sid, consumer, delivered_at, delivery_count)
         ks.record(pending_set(a.key, group, sid, pending))
         out.append(sid if a.justid else Entry(sid, fields))
     return out
@@ -468,14 +469,14 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     attempts = a.count * ATTEMPTS_FACTOR
     count = a.count
     # The keys this call can visit: at most `attempts`, plus one to report the cursor.
-    keys = list(islice(group.pel.irange(minimum=a.start), min(attempts, len(group.pel)) + 1))
+    keys = list(islice(group.pel.keys(a.start), min(attempts, len(group.pel)) + 1))
     pos = 0
     claimed: list[Entry | StreamID] = []
     deleted: list[StreamID] = []
     consumer = None
     while attempts > 0 and count > 0 and pos < len(keys):
         attempts -= 1
-        sid = keys[pos]
+        sid = sid_of(keys[pos])
         pos += 1
         fields = stream.get(sid)
         if fields is None:
@@ -484,20 +485,18 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
             deleted.append(sid)
             count -= 1
             continue
-        pending: PendingEntry = group.pel[sid]
+        pending = group.pel.entry(keys[pos - 1])
         if a.min_idle_ms and now - pending.delivered_at_ms < a.min_idle_ms:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
             ks.record(consumer_seen(a.key, group, consumer))
-        pending.delivered_at_ms = now
-        if not a.justid:
-            pending.delivery_count += 1
-        group.assign(sid, pending, consumer)
+        delivery_count = pending.delivery_count + (0 if a.justid else 1)
+        pending = group.set_pending(sid, consumer, now, delivery_count)
         ks.record(pending_set(a.key, group, sid, pending))
         claimed.append(sid if a.justid else Entry(sid, fields))
         count -= 1
-    next_id = keys[pos] if pos < len(keys) else MIN_ID
+    next_id = sid_of(keys[pos]) if pos < len(keys) else MIN_ID
     return AutoClaim(next_id, claimed, deleted)
 
 
@@ -509,6 +508,6 @@ def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
         # Refused before claiming anything when the reply could pass the limit: a COUNT
         # above it with more entries than that pending from the cursor on.
         _, group = find_group(ks, a.key, a.group)
-        if len(group.pel) - group.pel.bisect_left(a.start) > limit:
+        if group.pel.count_from(a.start) > limit:
             raise ks.limits.too_large(argv[0])
     return xautoclaim(ks, a)

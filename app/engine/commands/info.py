@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
+
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
 from app.engine.errors import CommandError, NoGroup
 from app.engine.groups import ConsumerGroup, PendingEntry
+from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.pel import key_of
 from app.engine.replies import (
     ConsumerFull,
     ConsumerInfo,
@@ -68,11 +73,11 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
     )
 
 
-def _deliveries(items: list[tuple[object, PendingEntry]], count: int) -> list[PendingDelivery]:
+def _deliveries(items: Iterable[tuple[StreamID, PendingEntry]]) -> list[PendingDelivery]:
     out = []
-    for sid, p in items[: count or None]:
+    for sid, p in items:
         assert p.consumer is not None
-        out.append(PendingDelivery(sid, p.consumer.name, p.delivered_at_ms, p.delivery_count))  # type: ignore[arg-type]
+        out.append(PendingDelivery(sid, p.consumer, p.delivered_at_ms, p.delivery_count))
     return out
 
 
@@ -90,7 +95,10 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
                     c.name,
                     c.seen_time_ms,
                     len(c.pel),
-                    _deliveries(c.pel.items()[: count or None], count),
+                    _deliveries(
+                        (sid, g.pel.entry(key_of(sid)))
+                        for sid in islice(g.consumer_pending(c), count or None)
+                    ),
                 )
             )
         groups.append(
@@ -100,7 +108,7 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
                 entries_read=g.entries_read,
                 lag=g.lag(s),
                 pel_count=len(g.pel),
-                pending=_deliveries(list(g.pel.items()[: count or None]), count),
+                pending=_deliveries(g.pel.items(count)),
                 consumers=consumers,
             )
         )

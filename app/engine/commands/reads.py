@@ -13,6 +13,7 @@ from app.engine.errors import CommandError, NoGroup, SyntaxError_
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import Keyspace
+from app.engine.pel import key_of
 from app.engine.replies import MissingEntry, StreamRead
 from app.engine.stream import Entry
 
@@ -130,7 +131,7 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                 history = group.read_history(stream, consumer, gt, a.count, now)
                 for sid, fields in history:
                     if fields is not None:
-                        ks.record(pending_set(key, group, sid, consumer.pel[sid]))
+                        ks.record(pending_set(key, group, sid, group.pel.entry(key_of(sid))))
                 out.append(
                     StreamRead(
                         key,
@@ -169,7 +170,7 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
                 consumer = group.consumers.get(a.consumer or "")
                 start = gt.incr()
                 if consumer is not None and start is not None:
-                    for _ in consumer.pel.irange(minimum=start):
+                    for _ in group.consumer_pending(consumer, start):
                         total += 1
                         left -= 1
                         if not left:
@@ -195,7 +196,7 @@ def deliver_new(
         ks.record(group_updated(key, group))
         if not noack:
             for e in entries:
-                ks.record(pending_set(key, group, e.id, group.pel[e.id]))
+                ks.record(pending_set(key, group, e.id, group.pel.entry(key_of(e.id))))
     return list(entries)
 
 

@@ -24,7 +24,7 @@ from app.engine.ids import (
     parse_strict_id,
 )
 from app.engine.keyspace import Keyspace
-from app.engine.listpack import byte_len
+from app.engine.listpack import fields_bytes
 from app.engine.replies import OK, Status
 from app.engine.stream import (
     STREAM_LISTPACK_MAX_SIZE,
@@ -186,7 +186,7 @@ def too_large(fields: Fields) -> bool:
     huge entry is measured in bytes."""
     if sum(map(len, fields)) * 4 <= STREAM_LISTPACK_MAX_SIZE:
         return False
-    return sum(map(byte_len, fields)) > STREAM_LISTPACK_MAX_SIZE
+    return fields_bytes(fields) > STREAM_LISTPACK_MAX_SIZE
 
 
 def next_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID:

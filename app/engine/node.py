@@ -1,0 +1,421 @@
+"""A packed stream node: Redis's listpack macro node, kept as a few flat buffers.
+
+A node holds up to ``node-max-entries`` entries of one stream. As in ``t_stream.c`` the
+entries are not objects: IDs are deltas from the node's master ID, field names are stored
+once when an entry has the master entry's fields (SAMEFIELDS), values sit back to back in one
+string, deletion flags are bits. An ``Entry`` object is made only when a reply asks for it.
+
+Layout of one node (``n`` entries, ``nm`` master fields)::
+
+    master          StreamID: the ID of the first entry added to the node (also the
+                    stream's index key for the node, ``Stream.firsts``)
+    master_fields   (f1, ..., fnm): the first entry's field names; nodes of one stream
+                    share the tuple while it stays the same
+    dms, dseq       array('b'|'h'|'i'|'q'), one element per entry: ms - master.ms and
+                    seq - master.seq. Born as narrow as the deltas allow and widened when an
+                    append does not fit; when a delta leaves int64 (IDs near 0 and 2**64 in
+                    one node) both become array('Q') of deltas mod 2**64 (``wide``).
+    strs            str: every entry's strings in entry order, each followed by ``sep``
+                        SAMEFIELDS entry:  v1 ; v2 ; ... vnm ;
+                        other entry:       f1 ; v1 ; f2 ; v2 ; ... fk ; vk ;
+                    (a str, so a value comes back exactly as it went in: bytes that are
+                    not UTF-8 stay lone surrogates, the engine's binary-safe form)
+    sep             a character that occurs in no string of the node (chosen again when
+                    an append brings it: the old separators are replaced), so one
+                    ``str.split`` cuts a whole run of strings; None when every Latin-1
+                    character occurs, and then the node is cut by ``ends`` alone
+    ends            array('H'|'I'|'Q'): ends[0] = 0, ends[s + 1] = where string s ends
+                    plus one (its separator), so string s is strs[ends[s]:ends[s + 1] - 1]
+    starts          None while every entry is SAMEFIELDS (entry i's strings are
+                    i*nm .. i*nm + nm - 1); else array('H'|'I'|'Q') of n + 1 string
+                    indexes: entry i's strings are starts[i] .. starts[i + 1] - 1
+    mixed           int bitmap: bit i set when entry i is not SAMEFIELDS
+    deleted         None until the first deletion; then bytearray, bit i (byte i >> 3,
+                    bit i & 7) set when entry i is deleted
+
+For 3 small fields that is about 10 bytes of IDs and offsets per entry plus the values, and
+a few hundred bytes per node (Redis: 22 bytes per entry). ``lp_bytes`` models the size the
+same entries take in Redis's listpack, because node boundaries — and so ``~`` trimming —
+depend on it (see ``listpack``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from itertools import accumulate, compress, count, repeat
+from operator import add
+from typing import Final
+
+from app.engine.ids import StreamID
+from app.engine.listpack import LP_EMPTY_BYTES, int_size, str_size
+
+Fields = tuple[str, ...]
+"""Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
+
+MASK64: Final = (1 << 64) - 1
+_SAMEFIELDS: Final = 2  # STREAM_ITEM_FLAG_SAMEFIELDS; the flags element costs 2 bytes either way
+_SIGNED: Final = "bhiq"
+_UNSIGNED: Final = "HIQ"
+_SEPARATORS: Final = "\x1f" + "".join(chr(c) for c in range(256) if c != 0x1F)
+"""Separator candidates, the ASCII unit separator first: all Latin-1, so a separator never
+makes a node's string wider than its content."""
+_UMAX: Final = {"H": 0xFFFF, "I": 0xFFFF_FFFF, "Q": MASK64}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    id: StreamID
+    fields: Fields
+
+
+def _unsigned(values: list[int]) -> array[int]:
+    """The narrowest unsigned array that holds ``values`` (all >= 0)."""
+    top = max(values, default=0)
+    return array(next(t for t in _UNSIGNED if top <= _UMAX[t]), values)
+
+
+class Node:
+    """One macro node: packed entries, deletion bits and the modelled listpack size."""
+
+    __slots__ = (
+        "deleted",
+        "dms",
+        "dseq",
+        "ends",
+        "live",
+        "lp_bytes",
+        "master",
+        "master_fields",
+        "mixed",
+        "ndeleted",
+        "ordered",
+        "sep",
+        "starts",
+        "strs",
+        "wide",
+    )
+
+    def __init__(self, first: StreamID, fields: Fields, shared: Fields | None = None) -> None:
+        names = fields[0::2]
+        # A stream's nodes nearly always have the same fields: keep one tuple of them.
+        self.master_fields: Fields = shared if shared is not None and shared == names else names
+        self.master = first
+        self.dms: array[int] = array("b")
+        self.dseq: array[int] = array("b")
+        self.wide = False
+        self.strs = ""
+        self.sep: str | None = _SEPARATORS[0]
+        self.ends: array[int] = array("H", (0,))
+        self.starts: array[int] | None = None
+        self.mixed = 0
+        self.deleted: bytearray | None = None
+        self.live = 0
+        self.ndeleted = 0
+        # False once an entry lands after a deleted one with a greater ID (possible when
+        # XSETID moved the last ID back below a tombstone): then the node is scanned, not
+        # bisected, exactly as Redis scans a listpack.
+        self.ordered = True
+        self.lp_bytes = (
+            LP_EMPTY_BYTES
+            + int_size(1)
+            + int_size(0)
+            + int_size(len(names))
+            + sum(str_size(f) for f in names)
+            + int_size(0)
+        )
+
+    def __len__(self) -> int:
+        """Entries in the node, live and deleted."""
+        return len(self.dms)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def append(self, sid: StreamID, fields: Fields) -> None:
+        """Add an entry (greater than the stream's last ID) and account its listpack size."""
+        n = len(self.dms)
+        if n:
+            self.lp_bytes += int_size(self.live + 1) - int_size(self.live)
+        master = self.master
+        names = fields[0::2]
+        nfields = len(names)
+        same = names == self.master_fields
+        size = int_size(_SAMEFIELDS) + int_size(sid.ms - master.ms) + int_size(sid.seq - master.seq)
+        if same:
+            size += sum(map(str_size, fields[1::2])) + int_size(nfields + 3)
+        else:
+            size += int_size(nfields) + sum(map(str_size, fields)) + int_size(2 * nfields + 4)
+        self.lp_bytes += size
+        if n and self.ordered:
+            last = ((master.ms + self.dms[-1]) & MASK64, (master.seq + self.dseq[-1]) & MASK64)
+            if sid < last:  # a plain tuple: StreamID's own constructor is Python code
+                self.ordered = False
+        self.put(sid, fields, same)
+        self.live += 1
+
+    def put(self, sid: StreamID, fields: Fields, same: bool) -> None:
+        """Pack one entry's ID and strings (no size accounting: ``append`` and loading)."""
+        i = len(self.dms)
+        dms = sid.ms - self.master.ms
+        dseq = sid.seq - self.master.seq
+        if self.wide:
+            dms &= MASK64
+            dseq &= MASK64
+        try:
+            self.dms.append(dms)
+        except OverflowError:
+            self._widen_ids(dms, dseq)
+        else:
+            try:
+                self.dseq.append(dseq)
+            except OverflowError:
+                self.dms.pop()
+                self._widen_ids(dms, dseq)
+        strs = fields[1::2] if same else fields
+        if not same:
+            if self.starts is None:
+                nm = len(self.master_fields)
+                self.starts = _unsigned(list(range(0, nm * i + 1, nm)))
+            self.mixed |= 1 << i
+        ends = self.ends
+        joined = "".join(strs)
+        if self.sep is not None and self.sep in joined:
+            self._new_separator(joined)
+        # String k ends at base + (its length and those before it) + k + 1 separators.
+        new = list(map(add, accumulate(map(len, strs)), count(ends[-1] + 1)))
+        if new and new[-1] > _UMAX[ends.typecode]:
+            ends = self.ends = _unsigned([*ends, *new])
+        else:
+            ends.extend(new)
+        if self.starts is not None:
+            top = len(ends) - 1
+            if top > _UMAX[self.starts.typecode]:
+                self.starts = _unsigned([*self.starts, top])
+            else:
+                self.starts.append(top)
+        sep = self.sep or _SEPARATORS[0]
+        self.strs += sep.join(strs) + sep
+        if self.deleted is not None and not i & 7:
+            self.deleted.append(0)
+
+    def _new_separator(self, joined: str) -> None:
+        """Pick a separator absent from the node and from ``joined`` (the strings coming)."""
+        used = set(self.strs.replace(self.sep, "") if self.sep else self.strs)
+        used.update(joined)
+        sep = next((c for c in _SEPARATORS if c not in used), None)
+        if sep is not None and self.sep is not None:
+            self.strs = self.strs.replace(self.sep, sep)
+        self.sep = sep
+
+    def _widen_ids(self, dms: int, dseq: int) -> None:
+        """Make room for deltas that do not fit the arrays' current element type."""
+        values = [*self.dms, dms], [*self.dseq, dseq]
+        for code in _SIGNED:
+            half = 1 << (array(code).itemsize * 8 - 1)
+            if all(-half <= v < half for vs in values for v in vs):
+                self.dms, self.dseq = array(code, values[0]), array(code, values[1])
+                return
+        # Beyond int64 (IDs near 0 and 2**64 in one node): deltas modulo 2**64.
+        self.wide = True
+        self.dms = array("Q", [v & MASK64 for v in values[0]])
+        self.dseq = array("Q", [v & MASK64 for v in values[1]])
+
+    def mark_deleted(self, i: int) -> None:
+        if self.deleted is None:
+            self.deleted = bytearray((len(self.dms) + 7) >> 3)
+        self.deleted[i >> 3] |= 1 << (i & 7)
+        self.lp_bytes += int_size(self.live - 1) - int_size(self.live)
+        self.lp_bytes += int_size(self.ndeleted + 1) - int_size(self.ndeleted)
+        self.live -= 1
+        self.ndeleted += 1
+
+    # -- reading -------------------------------------------------------------------------
+
+    def is_deleted(self, i: int) -> bool:
+        d = self.deleted
+        return d is not None and bool(d[i >> 3] >> (i & 7) & 1)
+
+    def id_at(self, i: int) -> StreamID:
+        m = self.master
+        if self.wide:
+            return StreamID((m.ms + self.dms[i]) & MASK64, (m.seq + self.dseq[i]) & MASK64)
+        return StreamID(m.ms + self.dms[i], m.seq + self.dseq[i])
+
+    def ids(self, i: int = 0) -> list[StreamID]:
+        """The IDs of entries ``i`` to the last, deleted ones included, in node order."""
+        m = self.master
+        if self.wide:
+            return [
+                StreamID((m.ms + a) & MASK64, (m.seq + b) & MASK64)
+                for a, b in zip(self.dms[i:], self.dseq[i:], strict=True)
+            ]
+        dms, dseq = (self.dms[i:], self.dseq[i:]) if i else (self.dms, self.dseq)
+        # tuple.__new__ builds each StreamID in C (the namedtuple's own __new__ is Python).
+        pairs = zip(map(m.ms.__add__, dms), map(m.seq.__add__, dseq), strict=True)
+        return list(map(tuple.__new__, repeat(StreamID), pairs))
+
+    def live_ids(self) -> list[StreamID]:
+        ids = self.ids()
+        if self.deleted is None:
+            return ids
+        return list(compress(ids, (not self.is_deleted(i) for i in range(len(ids)))))
+
+    def fields_at(self, i: int) -> Fields:
+        """Entry ``i``'s field/value pairs, as they were given."""
+        s, e, starts = self.strs, self.ends, self.starts
+        if starts is not None and self.mixed >> i & 1:
+            return tuple([s[e[k] : e[k + 1] - 1] for k in range(starts[i], starts[i + 1])])
+        names = self.master_fields
+        a = i * len(names) if starts is None else starts[i]
+        out = [*names, *names]
+        out[0::2] = names
+        out[1::2] = [s[e[k] : e[k + 1] - 1] for k in range(a, a + len(names))]
+        return tuple(out)
+
+    def _strings(self, a: int, b: int) -> list[str]:
+        """Strings ``a`` to ``b - 1`` of the node, sliced in one pass."""
+        if a >= b:
+            return []
+        s, e = self.strs, self.ends
+        if self.sep is not None:
+            return s[e[a] : e[b] - 1].split(self.sep)
+        return [s[e[k] : e[k + 1] - 1] for k in range(a, b)]
+
+    def _uniform(self, i: int, ids: list[StreamID], room: int) -> list[Entry]:
+        """The live entries among positions ``i`` .. ``i + len(ids) - 1`` of a node whose
+        entries all have the master's fields, at most ``room`` (< 0: all): strings sliced,
+        paired with the names and grouped into tuples by C loops, not one step per entry."""
+        deleted = self.deleted
+        positions: list[int] = []
+        if deleted is not None:
+            keep = [not deleted[j >> 3] >> (j & 7) & 1 for j in range(i, i + len(ids))]
+            ids = list(compress(ids, keep))
+            positions = list(compress(range(i, i + len(keep)), keep))
+        if 0 <= room < len(ids):
+            ids = ids[:room]
+        if not ids:
+            return []
+        names = self.master_fields
+        nm = len(names)
+        if deleted is None:
+            strs = self._strings(i * nm, (i + len(ids)) * nm)
+        else:
+            base = positions[0]
+            every = self._strings(base * nm, (positions[len(ids) - 1] + 1) * nm)
+            strs = [every[(p - base) * nm + f] for p in positions[: len(ids)] for f in range(nm)]
+        flat = strs * 2
+        flat[0::2] = names * len(ids)
+        flat[1::2] = strs
+        return list(map(Entry, ids, zip(*[iter(flat)] * (2 * nm), strict=True)))
+
+    def read(self, i: int, start: StreamID, end: StreamID, room: int, out: list[Entry]) -> bool:
+        """Append live entries from position ``i`` on with ``start <= ID <= end`` to ``out``,
+        at most ``room`` of them (< 0: no limit). True when the scan is over: an ID past
+        ``end`` was met or ``out`` got full. Decodes the node's IDs and strings in bulk: this
+        is every range read's inner loop."""
+        n = len(self.dms)
+        if i >= n:
+            return False
+        ids = self.ids(i)
+        if self.ordered and self.starts is None:
+            cut = bisect_right(ids, end)
+            got = self._uniform(i, ids[:cut] if cut < len(ids) else ids, room - len(out))
+            out += got
+            return cut < len(ids) or len(out) == room
+        deleted = self.deleted
+        names = self.master_fields
+        nm = len(names)
+        starts = self.starts
+        if starts is None:
+            strs = self._strings(i * nm, n * nm)
+            base = i * nm
+        else:
+            strs = self._strings(starts[i], starts[n])
+            base = starts[i]
+        pairs = [*names, *names]
+        pairs[0::2] = names
+        mixed = self.mixed
+        for j in range(i, n):
+            if deleted is not None and deleted[j >> 3] >> (j & 7) & 1:
+                continue  # Redis skips tombstones before comparing with the end
+            sid = ids[j - i]
+            if sid < start:
+                continue
+            if sid > end:
+                return True
+            if starts is None:
+                a = j * nm - base
+                pairs[1::2] = strs[a : a + nm]
+                fields = tuple(pairs)
+            elif mixed >> j & 1:
+                fields = tuple(strs[starts[j] - base : starts[j + 1] - base])
+            else:
+                a = starts[j] - base
+                pairs[1::2] = strs[a : a + nm]
+                fields = tuple(pairs)
+            out.append(Entry(sid, fields))
+            if len(out) == room:
+                return True
+        return False
+
+    def read_rev(self, j: int, start: StreamID, end: StreamID, room: int, out: list[Entry]) -> bool:
+        """``read`` backwards from position ``j`` down: True once an ID below ``start`` was
+        met or ``out`` got full."""
+        if self.ordered and self.starts is None and j >= 0:
+            ids = self.ids()[: j + 1]
+            cut = bisect_left(ids, start)
+            got = self._uniform(cut, ids[cut:], -1)
+            got.reverse()
+            out += got[: room - len(out)] if room >= 0 else got
+            return cut > 0 or len(out) == room
+        while j >= 0:
+            if not self.is_deleted(j):
+                sid = self.id_at(j)
+                if sid < start:
+                    return True
+                if sid <= end:
+                    out.append(Entry(sid, self.fields_at(j)))
+                    if len(out) == room:
+                        return True
+            j -= 1
+        return False
+
+    def index(self, sid: StreamID) -> int:
+        """Where a forward scan from ``sid`` starts (bisect when ordered, else 0)."""
+        if not self.ordered:
+            return 0  # scan it all; the live entries are in order, tombstones are skipped
+        lo, hi = 0, len(self.dms)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.id_at(mid) < sid:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def rindex(self, sid: StreamID) -> int:
+        """Where a backward scan down from ``sid`` starts (bisect when ordered, else the end)."""
+        if not self.ordered:
+            return len(self.dms) - 1
+        lo, hi = 0, len(self.dms)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if sid < self.id_at(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo - 1
+
+    def find(self, sid: StreamID) -> int:
+        """The position of the live entry ``sid``, or -1."""
+        n = len(self.dms)
+        if self.ordered:
+            i = self.index(sid)
+            if i < n and self.id_at(i) == sid and not self.is_deleted(i):
+                return i
+            return -1
+        for i in range(n):
+            if self.id_at(i) == sid and not self.is_deleted(i):
+                return i
+        return -1

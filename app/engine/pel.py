@@ -1,0 +1,117 @@
+"""A consumer group's pending entries list (PEL), kept compact.
+
+Redis keeps two rax trees per group (the group PEL and each consumer's PEL) pointing at one
+``streamNACK``. Here a pending entry is one slot in a dict and one in a sorted list, keyed by
+the ID packed into a single int (``ms << 64 | seq``, which sorts as IDs do), and its value is
+an immutable ``PendingEntry`` tuple holding the owner's *name*: no per-entry object the cyclic
+GC has to visit, and one tuple shared by every entry a read delivered at once. A consumer's
+own pending set is a plain set of the same ints; ordered walks of it go through the group's
+sorted keys or sort the set, whichever is smaller (``ConsumerGroup.consumer_pending``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from sortedcontainers import SortedList
+
+from app.engine.ids import StreamID
+
+MASK64 = (1 << 64) - 1
+
+
+class PendingEntry(NamedTuple):
+    """An entry delivered and not yet acknowledged (Redis's ``streamNACK``)."""
+
+    consumer: str | None  # the owner's name; None only while XCLAIM FORCE creates it
+    delivered_at_ms: int
+    delivery_count: int
+
+
+def key_of(sid: StreamID) -> int:
+    """An ID as one int that orders as IDs do."""
+    return sid.ms << 64 | sid.seq
+
+
+def sid_of(key: int) -> StreamID:
+    return StreamID(key >> 64, key & MASK64)
+
+
+class Pel:
+    """Pending entries by packed ID: a dict for lookups, a sorted list for ranges."""
+
+    __slots__ = ("_entries", "_keys")
+
+    def __init__(self) -> None:
+        self._entries: dict[int, PendingEntry] = {}
+        self._keys: SortedList = SortedList()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def __contains__(self, sid: StreamID) -> bool:
+        return key_of(sid) in self._entries
+
+    def get(self, sid: StreamID) -> PendingEntry | None:
+        return self._entries.get(key_of(sid))
+
+    def entry(self, key: int) -> PendingEntry:
+        return self._entries[key]
+
+    def lookup(self, key: int) -> PendingEntry | None:
+        return self._entries.get(key)
+
+    def put(self, key: int, pending: PendingEntry) -> PendingEntry | None:
+        """Set the entry at ``key``; returns what was there."""
+        entries = self._entries
+        old = entries.get(key)
+        entries[key] = pending
+        if old is None:
+            self._keys.add(key)
+        return old
+
+    def put_new(self, keys: Iterable[int], pending: PendingEntry) -> None:
+        """Add entries known to be absent, all with one shared ``pending`` value."""
+        entries, add = self._entries, self._keys.add
+        for key in keys:
+            entries[key] = pending
+            add(key)
+
+    def load(self, entries: dict[int, PendingEntry]) -> None:
+        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each."""
+        self._entries = entries
+        self._keys = SortedList(entries)
+
+    def pop(self, key: int) -> PendingEntry | None:
+        pending = self._entries.pop(key, None)
+        if pending is not None:
+            self._keys.remove(key)
+        return pending
+
+    def first(self) -> StreamID:
+        return sid_of(self._keys[0])
+
+    def last(self) -> StreamID:
+        return sid_of(self._keys[-1])
+
+    def keys(self, start: StreamID | None = None, end: StreamID | None = None) -> Iterator[int]:
+        """Packed IDs in order, from ``start`` to ``end`` (inclusive; None: unbounded)."""
+        lo = None if start is None else key_of(start)
+        hi = None if end is None else key_of(end)
+        it: Iterator[int] = self._keys.irange(lo, hi)
+        return it
+
+    def count_from(self, start: StreamID) -> int:
+        """How many pending entries have an ID >= ``start``."""
+        before: int = self._keys.bisect_left(key_of(start))
+        return len(self._keys) - before
+
+    def items(self, count: int = 0) -> list[tuple[StreamID, PendingEntry]]:
+        """The first ``count`` entries in ID order (0: all)."""
+        keys = self._keys[:count] if count else self._keys
+        entries = self._entries
+        return [(sid_of(k), entries[k]) for k in keys]
