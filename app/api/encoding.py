@@ -22,13 +22,12 @@ from typing import Any
 
 from app.api.binary import encode_json
 from app.api.schemas.entries import FieldsForm
-from app.engine.ids import StreamID
+from app.engine.ids import format_id
 from app.engine.replies import MissingEntry
 from app.engine.stream import Entry, Fields
 
 __all__ = [
     "encode_json",
-    "entry_id",
     "fields_value",
     "resp_entries",
     "rest_entries",
@@ -36,10 +35,6 @@ __all__ = [
     "rest_maybe_entry",
     "sse_entry_data",
 ]
-
-
-def entry_id(sid: StreamID) -> str:
-    return f"{sid.ms}-{sid.seq}"
 
 
 def resp_entries(entries: Iterable[Entry]) -> list[Any]:
@@ -76,7 +71,7 @@ def rest_entries(entries: Iterable[Entry], form: FieldsForm) -> list[dict[str, A
 def rest_maybe_entry(e: Entry | MissingEntry, form: FieldsForm) -> dict[str, Any]:
     """``schemas.entries.MaybeEntry`` as plain values."""
     if isinstance(e, MissingEntry):
-        return {"id": entry_id(e.id), "fields": None}
+        return {"id": format_id(e.id), "fields": None}
     return rest_entry(e, form)
 
 

@@ -60,7 +60,7 @@ from app.engine.effects import (
     StreamCreated,
     Trimmed,
 )
-from app.engine.ids import StreamID
+from app.engine.ids import StreamID, format_id
 from app.engine.stream import Fields, TrimSpec, TrimStrategy
 
 E = TypeVar("E", bound=Effect)
@@ -116,8 +116,7 @@ def decode_json(data: bytes) -> Any:
 # -- field forms ----------------------------------------------------------------------------
 
 
-def sid_text(sid: StreamID) -> str:
-    return f"{sid.ms}-{sid.seq}"
+sid_text = format_id  # the stored form of an ID is its text
 
 
 def sid_from_text(text: Any) -> StreamID:
