@@ -18,13 +18,12 @@ from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, errors, openapi
 from app.api.access_gate import AccessGate
 from app.api.binary import RawPaths
+from app.api.commands import routes as commands
 from app.api.errors import json_response
 from app.api.loading import LoadingGate
-from app.api.routes import (
-    commands,
+from app.api.rest import (
     consumers,
     entries,
-    events,
     fallback,
     groups,
     metrics,
@@ -33,6 +32,7 @@ from app.api.routes import (
     streams,
     whoami,
 )
+from app.api.sse import routes as events
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.limits import Limits

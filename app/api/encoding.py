@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from app.api.binary import encode_json
-from app.api.schemas.entries import FieldsForm
+from app.api.rest.schemas.entries import FieldsForm
 from app.engine.ids import format_id
 from app.engine.replies import MissingEntry
 from app.engine.stream import Entry, Fields

@@ -296,7 +296,7 @@ async def test_a_pipeline_refuses_only_the_commands_not_granted() -> None:
 
 
 def test_every_operation_is_in_the_matrix() -> None:
-    from app.api.routes.models import CALLER, MODELS
+    from app.api.rest.models import CALLER, MODELS
 
     # Operations about the caller (whoami) need no verb: tests/access/test_whoami.py.
     on_streams = {op for op, name in MODELS.items() if name not in CALLER}

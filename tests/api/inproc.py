@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from app.api.resp import Shaper
+from app.api.commands.resp import Shaper
 from app.engine.blocking import Block
 from app.engine.codec import decode_json, encode_json
 from app.engine.errors import CommandError

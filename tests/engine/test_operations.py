@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.api.resp import info_text
+from app.api.commands.resp import info_text
 from app.engine.clock import ManualClock
 from app.engine.errors import CommandError
 from app.engine.replies import Info

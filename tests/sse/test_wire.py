@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.schemas.entries import FieldsForm
-from app.api.sse_wire import EncodedEntry, gap_event, parse_positions
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.sse.wire import EncodedEntry, gap_event, parse_positions
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.stream import Entry

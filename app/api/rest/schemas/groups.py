@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from app.api.schemas.body import KEEP_BYTES, Body
+from app.api.rest.schemas.body import KEEP_BYTES, Body
 from app.engine import replies
 from app.engine.ids import INT64_MAX, format_id
 

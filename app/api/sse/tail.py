@@ -20,10 +20,10 @@ import asyncio
 import logging
 
 from app.api.binary import quote_name
-from app.api.schemas.entries import FieldsForm
-from app.api.sse_commit import committed
-from app.api.sse_outbox import CloseReason, Outbox
-from app.api.sse_wire import EncodedEntry, gap_event
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.sse.commit import committed
+from app.api.sse.outbox import CloseReason, Outbox
+from app.api.sse.wire import EncodedEntry, gap_event
 from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands.reads import ReadArgs, xread

@@ -11,7 +11,7 @@ from app.api.deps import StoreDep
 from app.api.encoding import rest_entries, rest_entry
 from app.api.errors import NotFound, no_such_stream
 from app.api.ops import apply, read, stream_of
-from app.api.routes.common import (
+from app.api.rest.common import (
     Encoded,
     FieldsParam,
     StreamName,
@@ -21,9 +21,9 @@ from app.api.routes.common import (
     router,
     stream_url,
 )
-from app.api.schemas.entries import Entry as EntrySchema
-from app.api.schemas.entries import EntryList, FieldsForm, flatten
-from app.api.schemas.writes import Append, Appended, Deleted
+from app.api.rest.schemas.entries import Entry as EntrySchema
+from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten
+from app.api.rest.schemas.writes import Append, Appended, Deleted
 from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.streams import (
     RangeArgs,

@@ -36,10 +36,10 @@ from starlette.types import Receive, Scope, Send
 from app.access import Principal
 from app.api.access_gate import principal_of
 from app.api.errors import problem
-from app.api.sse_flush import Flusher, direct_writer
-from app.api.sse_outbox import CloseReason, Outbox
-from app.api.sse_socket import PeerProgress, peer_progress
-from app.api.sse_wire import HEARTBEAT, error_event, retry_hint
+from app.api.sse.flush import Flusher, direct_writer
+from app.api.sse.outbox import CloseReason, Outbox
+from app.api.sse.socket import PeerProgress, peer_progress
+from app.api.sse.wire import HEARTBEAT, error_event, retry_hint
 from app.engine.errors import CommandError
 
 __all__ = ["SEND_TIMEOUT_S", "EventStream", "Source", "SseRegistry"]

@@ -7,7 +7,7 @@ from fastapi import Request, Response
 from app.api.deps import StoreDep
 from app.api.encoding import rest_maybe_entry
 from app.api.ops import apply, group_of, read, require_consumer
-from app.api.routes.common import (
+from app.api.rest.common import (
     ConsumerName,
     Encoded,
     FieldsParam,
@@ -18,8 +18,8 @@ from app.api.routes.common import (
     segment,
     stream_url,
 )
-from app.api.schemas.entries import FieldsForm, MaybeEntryList
-from app.api.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read, consumer
+from app.api.rest.schemas.entries import FieldsForm, MaybeEntryList
+from app.api.rest.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read, consumer
 from app.engine.commands import groups as ops
 from app.engine.commands.info import consumers_info
 from app.engine.store import Store

@@ -9,9 +9,9 @@ from fastapi import Query
 from app.api.deps import StoreDep
 from app.api.encoding import rest_entries
 from app.api.ops import apply, group_of
-from app.api.routes.common import Encoded, FieldsParam, GroupName, StreamName, errors, router
-from app.api.schemas.entries import FieldsForm
-from app.api.schemas.pel import (
+from app.api.rest.common import Encoded, FieldsParam, GroupName, StreamName, errors, router
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.rest.schemas.pel import (
     Ack,
     Acked,
     AutoClaim,

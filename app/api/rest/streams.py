@@ -11,9 +11,9 @@ from app.api.access_gate import principal_of
 from app.api.deps import StoreDep
 from app.api.errors import no_such_stream
 from app.api.ops import apply, stream_of
-from app.api.routes.common import FieldsParam, StreamName, errors, page_count, router
-from app.api.schemas.entries import FieldsForm
-from app.api.schemas.streams import (
+from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.rest.schemas.streams import (
     StreamFullInfo,
     StreamInfo,
     StreamPage,
@@ -21,7 +21,7 @@ from app.api.schemas.streams import (
     stream_info,
     stream_summary,
 )
-from app.api.schemas.writes import LastId, Trim, Trimmed
+from app.api.rest.schemas.writes import LastId, Trim, Trimmed
 from app.engine.commands import info
 from app.engine.commands.streams import parse_trim_options, parse_xsetid, xsetid, xtrim
 from app.engine.errors import CommandError

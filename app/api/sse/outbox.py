@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from enum import StrEnum
 
-from app.api.sse_flush import DirectWrite, Flusher
+from app.api.sse.flush import DirectWrite, Flusher
 
 __all__ = ["CloseReason", "Outbox"]
 

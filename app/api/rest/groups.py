@@ -6,8 +6,8 @@ from fastapi import Response
 
 from app.api.deps import StoreDep
 from app.api.ops import apply, group_of, stream_of
-from app.api.routes.common import GroupName, StreamName, errors, router, segment, stream_url
-from app.api.schemas.groups import Group, GroupList, GroupUpdate, NewGroup, group
+from app.api.rest.common import GroupName, StreamName, errors, router, segment, stream_url
+from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup, group
 from app.engine.commands import groups as ops
 from app.engine.commands.info import group_info, groups_info
 from app.engine.store import Store

@@ -9,8 +9,8 @@ from fastapi import Query, Request
 
 from app.api.access_gate import principal_of
 from app.api.deps import StoreDep
-from app.api.routes.common import errors, router
-from app.api.schemas.access import Whoami, whoami
+from app.api.rest.common import errors, router
+from app.api.rest.schemas.access import Whoami, whoami
 
 api = router("/v1/whoami", "access")
 

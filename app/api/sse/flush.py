@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from app.api.sse_outbox import Outbox
+    from app.api.sse.outbox import Outbox
 
 __all__ = ["DUTY_FACTOR", "DirectWrite", "Flusher", "direct_writer"]
 

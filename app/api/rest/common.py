@@ -28,9 +28,9 @@ from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, loads, query_pairs, quote_name
 from app.api.deps import get_durability, read_body
-from app.api.routes.models import MODELS, model_of
-from app.api.schemas.entries import FieldsForm
-from app.api.schemas.problem import Problem
+from app.api.rest.models import MODELS, model_of
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.rest.schemas.problem import Problem
 from app.engine.errors import CommandError
 from app.engine.waiting import ClientGone
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.schemas.body import Body
-from app.api.schemas.entries import FieldsIn
+from app.api.rest.schemas.body import Body
+from app.api.rest.schemas.entries import FieldsIn
 from app.engine.ids import INT64_MAX, INT64_MIN
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.api.schemas.entries import FieldsForm
-from app.api.sse_commit import committed
-from app.api.sse_outbox import Outbox
-from app.api.sse_wire import EncodedEntry, deleted_event
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.sse.commit import committed
+from app.api.sse.outbox import Outbox
+from app.api.sse.wire import EncodedEntry, deleted_event
 from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands.groups import find_group

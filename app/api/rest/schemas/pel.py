@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.body import Body
-from app.api.schemas.entries import ENTRY_EXAMPLE, Entry
+from app.api.rest.schemas.body import Body
+from app.api.rest.schemas.entries import ENTRY_EXAMPLE, Entry
 from app.engine.commands.groups import ATTEMPTS_FACTOR, LONG_MAX
 from app.engine.ids import INT64_MAX
 

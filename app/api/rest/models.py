@@ -57,5 +57,5 @@ def model_of(operation_id: str) -> Command:
         return CALLER[name] if name in CALLER else named(name)
     except KeyError:
         raise LookupError(
-            f"REST operation {operation_id!r} names no Redis command in app/api/routes/models.py"
+            f"REST operation {operation_id!r} names no Redis command in app/api/rest/models.py"
         ) from None

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from app.api.encoding import rest_entry
-from app.api.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm
+from app.api.rest.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm
 from app.engine import replies
 from app.engine.ids import format_id
 from app.engine.stream import Entry as EngineEntry

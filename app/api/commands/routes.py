@@ -25,10 +25,10 @@ from starlette.routing import Route
 
 from app.access import Grant, NoPerm, check_command, readable
 from app.api.access_gate import principal_of
+from app.api.commands.resp import Shaper
+from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
-from app.api.resp import Shaper
-from app.api.upstash import command_args, command_list, path_args
 from app.durability import Durability, StorageUnavailable
 from app.engine.blocking import Block
 from app.engine.commands import Command, Reply

@@ -9,8 +9,8 @@ from fastapi import Query, Request
 from app.api.deps import StoreDep
 from app.api.encoding import rest_entries
 from app.api.ops import read
-from app.api.routes.common import Encoded, FieldsParam, errors, page_count, router
-from app.api.schemas.entries import FieldsForm, StreamsRead
+from app.api.rest.common import Encoded, FieldsParam, errors, page_count, router
+from app.api.rest.schemas.entries import FieldsForm, StreamsRead
 from app.engine.ids import INT64_MAX
 from app.engine.stream import Entry
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from app.api.binary import encode_json, unquote_name
 from app.api.encoding import sse_entry_data
-from app.api.schemas.entries import FieldsForm
+from app.api.rest.schemas.entries import FieldsForm
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
 from app.engine.stream import Entry

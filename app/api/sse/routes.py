@@ -15,14 +15,14 @@ from starlette.responses import Response
 
 from app.api.deps import StoreDep
 from app.api.ops import group_of
-from app.api.routes.common import RestRoute, errors
-from app.api.schemas.entries import FieldsForm
-from app.api.schemas.problem import Problem
-from app.api.sse_group import GroupDelivery, deliver
-from app.api.sse_outbox import Outbox
-from app.api.sse_response import EventStream, SseRegistry
-from app.api.sse_tail import Subscriber, Tails, follow
-from app.api.sse_wire import parse_positions
+from app.api.rest.common import RestRoute, errors
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.rest.schemas.problem import Problem
+from app.api.sse.group import GroupDelivery, deliver
+from app.api.sse.outbox import Outbox
+from app.api.sse.response import EventStream, SseRegistry
+from app.api.sse.tail import Subscriber, Tails, follow
+from app.api.sse.wire import parse_positions
 from app.engine.commands.reads import parse_read
 from app.engine.ids import StreamID, parse_strict_id
 from app.engine.store import Store

@@ -1,0 +1,1 @@
+"""The command endpoint: Upstash's Redis-over-HTTP protocol (`/`, `/pipeline`, `/multi-exec`)."""

@@ -1,0 +1,1 @@
+"""REST resources under /v1: streams, entries, groups, consumers, pending entries."""

@@ -1,0 +1,1 @@
+"""Server-Sent Events: stream tails and group delivery under the REST resources."""
