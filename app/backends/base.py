@@ -1,0 +1,114 @@
+"""The one boundary every surface calls: typed operations in, typed replies out.
+
+REST, SSE and the command endpoint hand requests to a ``Backend`` and never touch a keyspace,
+a store or a Redis connection themselves. Two implementations stand behind it:
+
+- ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL. A
+  write returns once it is durable as the journal's fsync mode says.
+- ``RedisBackend`` (app/backends/redis.py): redis-server or Redis Cluster through redis-py's
+  asyncio clients. Redis decides the semantics; a write returns once Redis replied (and, with
+  ``wait_replicas``, once enough replicas confirmed).
+
+Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadArgs``,
+``PendingArgs``, ``ClaimArgs``, ``AutoClaimArgs``, ``XSetIdArgs``, ``TrimSpec``) and replies the
+engine's reply types (app/engine/replies.py): both are plain data with no engine state, so a
+Redis reply parses into the very objects the engine returns and every surface shapes them once.
+
+Errors are ``CommandError`` subclasses carrying Redis's exact text (app/backends/errors.py
+classifies them: not found, conflict, wrong argument ...); surfaces map the class to a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.reads import ReadArgs
+from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.errors import CommandError
+from app.engine.ids import StreamID
+from app.engine.replies import (
+    AutoClaim,
+    ConsumerInfo,
+    GroupInfo,
+    PendingRow,
+    PendingSummary,
+    ScanPage,
+    StreamFullInfo,
+    StreamInfo,
+    StreamRead,
+)
+from app.engine.stream import Entry, TrimSpec
+
+# What the command endpoint gets back for one command: the reply already in the Upstash JSON
+# shape (str | int | None | list | the error), so a pass-through backend need not model it.
+JsonReply = object
+
+# Returns when the caller (an HTTP client) has gone away: a blocking read stops at once.
+Gone = Callable[[], Awaitable[None]]
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Stream operations with Redis 7.0 semantics. Every method may raise ``CommandError``."""
+
+    name: str  # "embedded" | "redis" | "redis-cluster": for /readyz, INFO and logs
+    stateless: bool  # True when several front-end processes may share it (--workers N)
+
+    async def start(self) -> None: ...
+    async def close(self) -> None: ...
+
+    # --- command endpoint -------------------------------------------------------------
+    async def command(self, argv: Sequence[str]) -> JsonReply:
+        """One Redis command as the Upstash protocol answers it (``{"result": ...}``'s value);
+        an error reply raises ``CommandError``. BLOCK waits on the server."""
+        ...
+
+    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+        """``/pipeline``: each command's reply or error, in order, not atomic."""
+        ...
+
+    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+        """``/multi-exec``: all commands atomically (one slot in a cluster)."""
+        ...
+
+    # --- streams ----------------------------------------------------------------------
+    async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage: ...
+    async def stream_info(self, key: str) -> StreamInfo: ...  # NotFound if missing
+    async def stream_full_info(self, key: str, count: int) -> StreamFullInfo: ...
+    async def delete_stream(self, key: str) -> bool: ...
+    async def trim(self, key: str, spec: TrimSpec) -> int: ...
+    async def set_id(self, args: XSetIdArgs) -> None: ...
+
+    # --- entries ----------------------------------------------------------------------
+    async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
+        """XADD each, atomically when several (all or none); None where NOMKSTREAM found no
+        stream."""
+        ...
+
+    async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]: ...
+    async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int: ...
+    async def read(self, args: ReadArgs, gone: Gone | None = None) -> list[StreamRead]:
+        """XREAD / XREADGROUP; with ``block_ms`` waits (``gone`` stops it); [] at timeout."""
+        ...
+
+    # --- groups and consumers ---------------------------------------------------------
+    async def groups(self, key: str) -> list[GroupInfo]: ...
+    async def create_group(
+        self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
+    ) -> None: ...
+    async def set_group_id(
+        self, key: str, name: str, id_text: str, entries_read: int | None
+    ) -> None: ...
+    async def destroy_group(self, key: str, name: str) -> bool: ...
+    async def consumers(self, key: str, group: str) -> list[ConsumerInfo]: ...
+    async def create_consumer(self, key: str, group: str, consumer: str) -> bool: ...
+    async def delete_consumer(self, key: str, group: str, consumer: str) -> int: ...
+
+    # --- pending entries --------------------------------------------------------------
+    async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int: ...
+    async def pending_summary(self, key: str, group: str) -> PendingSummary: ...
+    async def pending(self, args: PendingArgs) -> list[PendingRow]: ...
+    async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]: ...
+    async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim: ...
