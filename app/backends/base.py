@@ -3,13 +3,14 @@
 REST, SSE and the command endpoint hand requests to a ``Backend`` and never touch a keyspace,
 a store or a Redis connection themselves. Two implementations stand behind it:
 
-- ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL. A
-  write returns once it is durable as the journal's fsync mode says.
+- ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL.
+  Its replies are made to wait for durability by the surface (``Durability.wait_visible``,
+  which also covers error replies), as the journal's fsync mode says.
 - ``RedisBackend`` (app/backends/redis.py): redis-server or Redis Cluster through redis-py's
   asyncio clients. Redis decides the semantics; a write returns once Redis replied (and, with
   ``wait_replicas``, once enough replicas confirmed).
 
-Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadArgs``,
+Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadRequest``,
 ``PendingArgs``, ``ClaimArgs``, ``AutoClaimArgs``, ``XSetIdArgs``, ``TrimSpec``) and replies the
 engine's reply types (app/engine/replies.py): both are plain data with no engine state, so a
 Redis reply parses into the very objects the engine returns and every surface shapes them once.
@@ -23,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from app.engine.commands import Reply
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
-from app.engine.commands.reads import ReadArgs
+from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
@@ -41,9 +43,10 @@ from app.engine.replies import (
 )
 from app.engine.stream import Entry, TrimSpec
 
-# What the command endpoint gets back for one command: the reply already in the Upstash JSON
-# shape (str | int | None | list | the error), so a pass-through backend need not model it.
-JsonReply = object
+# What the command endpoint gets back for one command: the engine's reply objects, or a RESP
+# tree (``str`` for bulk strings, ``Status`` for simple strings, ``int``, ``None``, ``list``)
+# from a pass-through backend. The endpoint's shaper writes either in Upstash's JSON.
+JsonReply = Reply
 
 # Returns when the caller (an HTTP client) has gone away: a blocking read stops at once.
 Gone = Callable[[], Awaitable[None]]
@@ -89,7 +92,7 @@ class Backend(Protocol):
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]: ...
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int: ...
-    async def read(self, args: ReadArgs, gone: Gone | None = None) -> list[StreamRead]:
+    async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         """XREAD / XREADGROUP; with ``block_ms`` waits (``gone`` stops it); [] at timeout."""
         ...
 

@@ -32,7 +32,31 @@ class ReadArgs:
     noack: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """XREAD / XREADGROUP as a caller states it, before the keyspace is consulted: IDs as
+    text (``$``, ``>``, ``ms-seq``). Surfaces and backends pass this; ``resolve_read`` is the
+    one place that turns it into ``ReadArgs`` (Redis's checks, in Redis's order)."""
+
+    keys: list[str]
+    ids: list[str]
+    count: int = 0  # 0: no limit
+    block_ms: int | None = None  # None: don't block; 0: forever
+    group: str | None = None
+    consumer: str | None = None
+    noack: bool = False
+
+    @property
+    def command(self) -> str:
+        return "XREAD" if self.group is None else "XREADGROUP"
+
+
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
+    return resolve_read(ks, parse_read_request(ks, argv))
+
+
+def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
+    """The options of XREAD / XREADGROUP, checked as ``xreadCommand`` checks them."""
     xreadgroup = len(argv[0]) == 10
     block: int | None = None
     count = 0
@@ -81,14 +105,22 @@ def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
         raise SyntaxError_()
     if xreadgroup and group is None:
         raise CommandError.err("Missing GROUP option for XREADGROUP")
-    ks.limits.check_read_keys(argv[0], nstreams)
     keys = argv[streams_arg : streams_arg + nstreams]
+    texts = argv[streams_arg + nstreams :]
+    return ReadRequest(keys, texts, count, block, group, consumer, noack)
+
+
+def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
+    """The IDs against the keyspace: ``$`` is the stream's last ID now, ``>`` is NEW; the
+    group must exist on every key."""
+    xreadgroup = r.group is not None
+    ks.limits.check_read_keys(r.command, len(r.keys))
     ids: list[StreamID] = []
-    for key, text in zip(keys, argv[streams_arg + nstreams :], strict=True):
+    for key, text in zip(r.keys, r.ids, strict=True):
         stream = ks.get(key)
-        if group is not None and (stream is None or group not in stream.groups):
+        if xreadgroup and (stream is None or r.group not in stream.groups):
             raise NoGroup(
-                f"NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP "
+                f"NOGROUP No such key '{key}' or consumer group '{r.group}' in XREADGROUP "
                 "with GROUP option"
             )
         if text == "$":
@@ -108,7 +140,7 @@ def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
             ids.append(NEW)
         else:
             ids.append(parse_strict_id(text))
-    return ReadArgs(keys, ids, count, block, group, consumer, noack)
+    return ReadArgs(r.keys, ids, r.count, r.block_ms, r.group, r.consumer, r.noack)
 
 
 def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRead] | Block | None:
