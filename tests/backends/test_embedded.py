@@ -23,7 +23,7 @@ def test_it_is_a_backend() -> None:
 def test_typed_operations_and_the_command_path_agree() -> None:
     async def scenario() -> None:
         b = EmbeddedBackend(Store())
-        ids = await b.append([XAddArgs("s", ["a", "1"], StreamID(5, 0))])
+        ids = await b.append([XAddArgs("s", ("a", "1"), StreamID(5, 0))])
         assert ids == [StreamID(5, 0)]
         assert await b.command(["XADD", "s", "6-0", "b", "2"]) == StreamID(6, 0)
         found = await b.range(RangeArgs("s", MIN_ID, MAX_ID))
@@ -31,7 +31,7 @@ def test_typed_operations_and_the_command_path_agree() -> None:
         assert await b.range(RangeArgs("s", MIN_ID, MAX_ID, 1), rev=True) == found[1:]
         await b.create_group("s", "g", "0", False, None)
         (read,) = await b.read(ReadRequest(["s"], [">"], count=1, group="g", consumer="c"))
-        assert [e.id for e in read.entries] == [StreamID(5, 0)]  # type: ignore[union-attr]
+        assert [e.id for e in read.entries] == [StreamID(5, 0)]
         assert (await b.pending_summary("s", "g")).count == 1
         assert await b.ack("s", "g", [StreamID(5, 0)]) == 1
         with pytest.raises(NoGroup):
@@ -45,11 +45,11 @@ def test_typed_operations_and_the_command_path_agree() -> None:
 def test_a_blocked_read_is_served_by_a_later_append() -> None:
     async def scenario() -> None:
         b = EmbeddedBackend(Store())
-        await b.append([XAddArgs("s", ["a", "1"], StreamID(1, 0))])
+        await b.append([XAddArgs("s", ("a", "1"), StreamID(1, 0))])
         reader = asyncio.create_task(b.read(ReadRequest(["s"], ["$"], block_ms=0)))
         await asyncio.sleep(0)
-        await b.append([XAddArgs("s", ["a", "2"], StreamID(2, 0))])
+        await b.append([XAddArgs("s", ("a", "2"), StreamID(2, 0))])
         (read,) = await asyncio.wait_for(reader, 1)
-        assert [e.id for e in read.entries] == [StreamID(2, 0)]  # type: ignore[union-attr]
+        assert [e.id for e in read.entries] == [StreamID(2, 0)]
 
     asyncio.run(scenario())
