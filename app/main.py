@@ -32,7 +32,9 @@ from app.api.rest import (
     streams,
     whoami,
 )
+from app.api.services import Services
 from app.api.sse import routes as events
+from app.backends.embedded import EmbeddedBackend
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.limits import Limits
@@ -118,6 +120,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys
     app.state.keys_refresh = None
     app.state.metrics = _metrics(settings, store, storage)
+    app.state.services = Services(
+        settings=settings,
+        backend=EmbeddedBackend(store),
+        durability=app.state.durability,
+        readiness=app.state.readiness,
+        metrics=app.state.metrics,
+    )
     errors.install(app)
 
     @app.get("/healthz", include_in_schema=False)
