@@ -392,19 +392,22 @@ class RedisBackend:
 
     async def _sequence(self, node: ClusterNode | None, commands: list[list[Arg]]) -> list[Raw]:
         """Several commands on one connection, back to back (MULTI ... EXEC, a write then
-        WAIT): every reply in order, an error reply as its ``ResponseError``."""
+        WAIT): every reply in order, an error reply as its ``ResponseError``. A connection
+        left with replies unread (a timeout, a cancelled caller) is closed, never reused."""
+        # WAIT may take its whole timeout: reads allow that much more than redis-py's 5 s.
+        timeout = 5.0 + self.wait_timeout_ms / 1000
         try:
             if node is None:
                 assert isinstance(self._client, Redis)
                 pool = self._client.connection_pool
                 conn = await pool.get_connection()  # type: ignore[no-untyped-call]
                 try:
-                    return await _exchange(conn, commands)
+                    return await _exchange(conn, commands, timeout)
                 finally:
                     await pool.release(conn)
             conn = node.acquire_connection()
             try:
-                return await _exchange(conn, commands)
+                return await _exchange(conn, commands, timeout)
             finally:
                 node.release(conn)
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
@@ -993,14 +996,20 @@ def _decide_ids(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> list[
     return xadd_batch(ks, list(batch))
 
 
-async def _exchange(conn: AbstractConnection, commands: list[list[Arg]]) -> list[Raw]:
-    await conn.send_packed_command(conn.pack_commands(commands))
+async def _exchange(
+    conn: AbstractConnection, commands: list[list[Arg]], timeout: float
+) -> list[Raw]:
     out: list[Raw] = []
-    for _ in commands:
-        try:
-            out.append(await conn.read_response())
-        except ResponseError as e:
-            out.append(e)
+    try:
+        await conn.send_packed_command(conn.pack_commands(commands))
+        for _ in commands:
+            try:
+                out.append(await conn.read_response(timeout=timeout))
+            except ResponseError as e:
+                out.append(e)
+    except BaseException:
+        await conn.disconnect()  # replies may still be on their way: never reuse it
+        raise
     return out
 
 

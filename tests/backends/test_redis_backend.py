@@ -775,3 +775,18 @@ async def test_cluster_multi_exec_is_one_slot(cluster: RedisBackend) -> None:
     with pytest.raises(CommandError) as e:
         await cluster.command(["RENAME", a, b])
     assert e.value.code == "CROSSSLOT"
+
+
+async def test_a_blocking_read_outlasts_the_socket_timeout() -> None:
+    """redis-py reads time out after 5 s by default; BLOCK alone decides how long to wait."""
+    b = RedisBackend.from_url(_standalone_url())
+    await b.start()
+    try:
+        task = asyncio.ensure_future(b.read(ReadArgs(["slow"], [MIN_ID], block_ms=0)))
+        await asyncio.sleep(5.5)
+        assert not task.done()
+        await b.append([add("slow", 1)])
+        got = await asyncio.wait_for(task, 5)
+        assert got == [StreamRead("slow", [st.Entry(sid(1), ("f", "1"))])]
+    finally:
+        await b.close()
