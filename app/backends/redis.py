@@ -48,8 +48,8 @@ from urllib.parse import unquote, urlsplit
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection, SSLConnection
+from redis.exceptions import AskError, MovedError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.backends.base import Gone, JsonReply
@@ -390,10 +390,24 @@ class RedisBackend:
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
             raise RedisUnavailable(str(e)) from None
 
-    async def _sequence(self, node: ClusterNode | None, commands: list[list[Arg]]) -> list[Raw]:
+    async def _sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
         """Several commands on one connection, back to back (MULTI ... EXEC, a write then
-        WAIT): every reply in order, an error reply as its ``ResponseError``. A connection
-        left with replies unread (a timeout, a cancelled caller) is closed, never reused."""
+        WAIT) on the node serving ``key``: every reply in order, an error reply as its
+        ``ResponseError``. In a cluster, a MOVED / ASK reply (the slot moved: nothing ran)
+        refreshes the slot map and the sequence is sent once more to the new owner."""
+        for attempt in range(2):
+            replies = await self._on_connection(self._node(key), commands)
+            moved = any(isinstance(r, MovedError | AskError) for r in _flat(replies))
+            if not (self._cluster and moved) or attempt:
+                return replies
+            await self._c.nodes_manager.initialize()
+        raise AssertionError("unreachable")
+
+    async def _on_connection(
+        self, node: ClusterNode | None, commands: list[list[Arg]]
+    ) -> list[Raw]:
+        """``commands`` on one connection; one left with replies unread (a timeout, a
+        cancelled caller) is closed, never reused."""
         # WAIT may take its whole timeout: reads allow that much more than redis-py's 5 s.
         timeout = 5.0 + self.wait_timeout_ms / 1000
         try:
@@ -417,8 +431,7 @@ class RedisBackend:
         """A write; with ``wait_replicas``, followed by WAIT on the same connection."""
         if not self.wait_replicas:
             return await self._call(key, *args)
-        node = self._node(key)
-        reply, acked = await self._sequence(node, [list(args), self._wait_args()])
+        reply, acked = await self._sequence(key, [list(args), self._wait_args()])
         if isinstance(reply, ResponseError):
             raise _error(reply)
         self._check_acked(acked)
@@ -451,10 +464,21 @@ class RedisBackend:
             pool = self._block_pools[name] = self._new_block_pool(node)
         return pool
 
-    async def _blocking_call(self, node: ClusterNode | None, args: list[Arg]) -> Raw:
-        """One blocking command on a connection of its own (the caller reserved it). Unless
-        Redis answered, the connection is closed before it goes back: a late reply must never
-        reach the next command sent on it."""
+    async def _blocking_call(self, key: str, args: list[Arg]) -> Raw:
+        """One blocking command on a connection of its own (the caller reserved it), on the
+        node serving ``key`` (once more after a MOVED / ASK: nothing ran)."""
+        for attempt in range(2):
+            try:
+                return await self._block_on(self._node(key), args)
+            except (MovedError, AskError) as e:
+                if attempt or not self._cluster:
+                    raise _error(e) from None
+                await self._c.nodes_manager.initialize()
+        raise AssertionError("unreachable")
+
+    async def _block_on(self, node: ClusterNode | None, args: list[Arg]) -> Raw:
+        """Unless Redis answered, the connection is closed before it goes back to its pool:
+        a late reply must never reach the next command sent on it."""
         pool = self._block_pool(node)
         try:
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
@@ -466,6 +490,9 @@ class RedisBackend:
             try:
                 # BLOCK decides how long: no socket timeout (redis-py's default is 5 s).
                 reply = await conn.read_response(timeout=math.inf)
+            except (MovedError, AskError):
+                answered = True
+                raise
             except ResponseError as e:
                 answered = True
                 raise _error(e) from None
@@ -532,9 +559,7 @@ class RedisBackend:
                 return merged
         self._reserve(len(groups))
         try:
-            calls = [
-                self._blocking_call(self._node(keys[idx[0]]), argv(idx, head)) for idx in groups
-            ]
+            calls = [self._blocking_call(keys[idx[0]], argv(idx, head)) for idx in groups]
             return await self._until_gone(_first_answer(keys, calls), gone)
         finally:
             self._blocking -= len(groups)
@@ -616,13 +641,49 @@ class RedisBackend:
         return await self._xread(head, keys, ids, block, group, None)
 
     async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
-        out: list[JsonReply | CommandError] = []
-        for argv in commands:
+        """Not atomic. On redis-server, sent on one connection in one round trip (unless one
+        of them may block: those wait their turn one by one, as the embedded endpoint's do);
+        in a cluster, one by one, each routed to its slot. Too few replicas for
+        ``wait_replicas`` fails the whole request (``ReplicasUnavailable``) after every
+        command ran, as do Redis being unreachable and no connection for a blocking read."""
+        parsed = [list(c) for c in commands]
+        if self._cluster or any(_may_block(a) for a in parsed):
+            out: list[JsonReply | CommandError] = []
+            for argv in parsed:
+                try:
+                    out.append(await self.command(argv))
+                except (RedisUnavailable, BlockPoolExhausted):
+                    raise  # the service's trouble, not one command's: the request fails
+                except CommandError as e:
+                    out.append(e)
+            for r in out:  # as on one connection: every write ran, then the request fails
+                if isinstance(r, ReplicasUnavailable):
+                    raise r
+            return out
+        answers: list[JsonReply | CommandError] = [None] * len(parsed)
+        sent: list[int] = []
+        lines: list[list[Arg]] = []
+        writes = False
+        for i, args in enumerate(parsed):
             try:
-                out.append(await self.command(argv))
+                cmd = _known(args)
             except CommandError as e:
-                out.append(e)
-        return out
+                answers[i] = e
+                continue
+            if cmd.name == "flushall":
+                args = ["FLUSHDB", *args[1:]]
+            writes = writes or cmd.writes
+            sent.append(i)
+            lines.append(_argv(args))
+        wait = bool(self.wait_replicas and writes)
+        if wait:
+            lines.append(self._wait_args())
+        replies = await self._sequence(None, lines) if lines else []
+        for i, r in zip(sent, replies, strict=False):
+            answers[i] = _error(r) if isinstance(r, ResponseError) else _json(r)
+        if wait:
+            self._check_acked(replies[-1])
+        return answers
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
         parsed = [list(c) for c in commands]
@@ -634,17 +695,15 @@ class RedisBackend:
                 raise CommandError(
                     "EXECABORT Transaction discarded because of previous errors."
                 ) from e
-        node = None
+        first: str | None = None
         if self._cluster:
             slots: set[int] = set()
-            first: str | None = None
             for cmd, args in zip(cmds, parsed, strict=True):
                 for key in cmd.keys(args) or []:
                     slots.add(self._slot(key))
                     first = first or key
             if len(slots) > 1:
                 raise CommandError(CROSSSLOT)
-            node = self._node(first)
         lines: list[list[Arg]] = [["MULTI"]]
         for cmd, args in zip(cmds, parsed, strict=True):
             if cmd.name == "flushall":
@@ -654,7 +713,7 @@ class RedisBackend:
         writes = self.wait_replicas and any(c.writes for c in cmds)
         if writes:
             lines.append(self._wait_args())
-        replies = await self._sequence(node, lines)
+        replies = await self._sequence(first, lines)
         result = replies[len(parsed) + 1]
         if isinstance(result, ResponseError):
             raise _error(result)
@@ -1010,6 +1069,23 @@ async def _exchange(
     except BaseException:
         await conn.disconnect()  # replies may still be on their way: never reuse it
         raise
+    return out
+
+
+def _may_block(args: list[str]) -> bool:
+    return (
+        bool(args)
+        and args[0].lower() in ("xread", "xreadgroup")
+        and any(a.lower() == "block" for a in args[1:])
+    )
+
+
+def _flat(replies: list[Raw]) -> list[Raw]:
+    """Replies and the replies inside them one level down (EXEC's array)."""
+    out = list(replies)
+    for r in replies:
+        if isinstance(r, list):
+            out += r
     return out
 
 

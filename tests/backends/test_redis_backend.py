@@ -23,6 +23,7 @@ from app.backends.base import Backend
 from app.backends.errors import BlockPoolExhausted, ReplicasUnavailable
 from app.backends.redis import RedisBackend
 from app.engine.blocking import Block
+from app.engine.codec import decode_json, encode_json
 from app.engine.commands import groups as g
 from app.engine.commands import info, reads
 from app.engine.commands import streams as st
@@ -565,7 +566,12 @@ async def test_wait_replicas_without_replicas(backend_url: str) -> None:
             await b.command(["XADD", "{w}r", "9-0", "a", "b"])
         with pytest.raises(ReplicasUnavailable):
             await b.multi_exec([["XADD", "{w}r", "10-0", "a", "b"], ["XLEN", "{w}r"]])
+        with pytest.raises(ReplicasUnavailable):
+            await b.pipeline([["XADD", "{w}r", "11-0", "a", "b"], ["XLEN", "{w}r"]])
+        with pytest.raises(ReplicasUnavailable):
+            await b.delete_entries("{w}r", [sid(11)])
         assert await b.command(["XLEN", "{w}r"]) == 5
+        assert await b.pipeline([["XLEN", "{w}r"]]) == [5]  # no write, no WAIT
     finally:
         await b.close()
 
@@ -658,12 +664,24 @@ async def test_pipeline_and_multi_exec(backend: RedisBackend) -> None:
             ["XADD", "{m}a", "1-0", "f", "v"],
             ["XLEN", "{m}a"],
             ["XRANGE", "{m}b", "-", "+"],
+            ["XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{m}a", ">"],
+            ["XGROUP", "CREATE", "{m}a", "g", "0"],
+            ["XADD", "{m}a", "2-0", "f", "\udcff"],
+            ["XREADGROUP", "GROUP", "g", "c", "BLOCK", "10", "STREAMS", "{m}a", ">"],
+            ["XREAD", "BLOCK", "10", "STREAMS", "{m}a", "$"],
         ]
-        for path, run in (("/pipeline", backend.pipeline), ("/multi-exec", backend.multi_exec)):
+        pipeline_only = [["NOSUCH", "x"], ["XLEN"], ["PING"]]
+        for path, run, sent in (
+            ("/pipeline", backend.pipeline, commands + pipeline_only),
+            ("/pipeline", backend.pipeline, [c for c in commands if "BLOCK" not in c]),
+            ("/multi-exec", backend.multi_exec, commands),
+        ):
             await backend.command(["DEL", "{m}a"])
             await asyncio.to_thread(embedded, "DEL", "{m}a")
-            want = (await asyncio.to_thread(embedded.client.post, path, json=commands)).json()
-            got = await run(commands)
+            body = encode_json(sent)  # \udcNN escapes: bytes that are not UTF-8
+            answer = await asyncio.to_thread(embedded.client.post, path, content=body)
+            want = decode_json(answer.content)
+            got = await run(sent)
             assert [
                 {"error": r.text} if isinstance(r, CommandError) else {"result": r} for r in got
             ] == want, path
