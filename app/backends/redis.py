@@ -310,19 +310,16 @@ class RedisBackend:
             )
         if scheme not in ("redis+cluster", "rediss+cluster"):
             raise ValueError(f"unsupported Redis URL scheme {parts.scheme!r}")
-        userinfo, _, hosts = parts.netloc.rpartition("@")
-        user, _, password = userinfo.partition(":")
-        auth: dict[str, Any] = {}
-        if user:
-            auth["username"] = unquote(user)
-        if password:
-            auth["password"] = unquote(password)
+        addresses, auth = cluster_address(url)
         tls = scheme == "rediss+cluster"
-        nodes = []
-        for hostport in hosts.split(","):
-            host, _, port = hostport.strip().rpartition(":")
-            nodes.append(ClusterNode(host.strip("[]") or "127.0.0.1", int(port or 6379)))
-        cluster = RedisCluster(startup_nodes=nodes, ssl=tls, protocol=2, **auth)
+        nodes = [ClusterNode(host, port) for host, port in addresses]
+        cluster = RedisCluster(
+            startup_nodes=nodes,
+            ssl=tls,
+            protocol=2,
+            username=auth.get("username"),
+            password=auth.get("password"),
+        )
 
         def per_node(node: ClusterNode | None) -> ConnectionPool:
             assert node is not None
@@ -1017,6 +1014,37 @@ class RedisBackend:
 
 
 # --- helpers ------------------------------------------------------------------------------
+def cluster_address(url: str) -> tuple[list[tuple[str, int]], dict[str, str]]:
+    """``redis+cluster://[user:pass@]host[:port],host[:port]``: the startup nodes (port
+    6379 when none is given; an IPv6 address in brackets) and the credentials, if any."""
+    netloc = urlsplit(url).netloc
+    userinfo, _, hosts = netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    auth: dict[str, str] = {}
+    if user:
+        auth["username"] = unquote(user)
+    if password:
+        auth["password"] = unquote(password)
+    nodes = []
+    for item in hosts.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("["):  # [::1]:7000
+            host, _, rest = item[1:].partition("]")
+            port = rest.removeprefix(":")
+        elif item.count(":") == 1:
+            host, _, port = item.partition(":")
+        else:
+            host, port = item, ""
+        if port and not port.isdigit():
+            raise ValueError(f"bad port in Redis Cluster address {item!r}")
+        nodes.append((host or "127.0.0.1", int(port) if port else 6379))
+    if not nodes:
+        raise ValueError("a Redis Cluster URL names at least one host:port")
+    return nodes, auth
+
+
 def _raw_replies(client: Redis | RedisCluster) -> None:
     """Drop redis-py's reply parsing for every command this backend sends, so replies come
     as Redis sent them. A cluster client keeps the callbacks it needs itself (CLUSTER SLOTS,
