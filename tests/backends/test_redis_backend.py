@@ -808,3 +808,23 @@ async def test_a_blocking_read_outlasts_the_socket_timeout() -> None:
         assert got == [StreamRead("slow", [st.Entry(sid(1), ("f", "1"))])]
     finally:
         await b.close()
+
+
+@pytest.mark.parametrize("how", ["destroy_group", "delete_stream"])
+async def test_a_blocked_group_read_ends_when_its_group_goes(pair: Pair, how: str) -> None:
+    results = []
+    for side in (pair.engine, pair.redis):
+        await side.create_group("gone", "g", "$", True, None)
+        task = asyncio.ensure_future(
+            side.read(ReadArgs(["gone"], [NEW], group="g", consumer="c", block_ms=5000))
+        )
+        await asyncio.sleep(0.2)
+        if how == "destroy_group":
+            await side.destroy_group("gone", "g")
+        else:
+            await side.delete_stream("gone")
+        try:
+            results.append(outcome(await asyncio.wait_for(task, 5)))
+        except CommandError as e:
+            results.append(outcome(e))
+    assert results[0] == results[1]
