@@ -828,3 +828,35 @@ async def test_a_blocked_group_read_ends_when_its_group_goes(pair: Pair, how: st
         except CommandError as e:
             results.append(outcome(e))
     assert results[0] == results[1]
+
+
+async def test_concurrent_batches_are_all_or_none(backend_url: str) -> None:
+    """Two front-ends append batches to one stream at once: each batch lands whole (its IDs
+    consecutive in the stream) or not at all, never interleaved or half-done."""
+    fronts = [RedisBackend.from_url(backend_url) for _ in range(2)]
+    for f in fronts:
+        await f.start()
+    try:
+        batches = [
+            [XAddArgs("race", ("batch", str(n), "i", str(i))) for i in range(5)] for n in range(20)
+        ]
+        ids = await asyncio.gather(
+            *(fronts[n % 2].append(batch) for n, batch in enumerate(batches))
+        )
+        entries = await fronts[0].range(RangeArgs("race", MIN_ID, MAX_ID))
+        assert len(entries) == 100
+        position = {e.id: k for k, e in enumerate(entries)}
+        for n, batch_ids in enumerate(ids):
+            where = [position[i] for i in batch_ids]  # type: ignore[index]
+            assert where == list(range(where[0], where[0] + 5))
+            assert [entries[k].fields[1] for k in where] == [str(n)] * 5
+        # explicit IDs that overlap: exactly one of the two batches lands
+        a = [add("dup", 10), add("dup", 11)]
+        b = [add("dup", 11), add("dup", 12)]
+        got = await asyncio.gather(fronts[0].append(a), fronts[1].append(b), return_exceptions=True)
+        assert sum(isinstance(g, BatchItemError) for g in got) == 1
+        kept = await fronts[0].range(RangeArgs("dup", MIN_ID, MAX_ID))
+        assert [e.id for e in kept] in ([sid(10), sid(11)], [sid(11), sid(12)])
+    finally:
+        for f in fronts:
+            await f.close()
