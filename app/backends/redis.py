@@ -55,12 +55,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from app.backends.base import Gone, JsonReply
 from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.engine.clock import ManualClock
-from app.engine.commands.bulk import BatchItemError, xadd_batch
+from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
-from app.engine.commands.reads import NEW, ReadArgs
+from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import (
-    XADD_ID_TOO_SMALL,
-    XADD_TOO_LARGE,
     RangeArgs,
     XAddArgs,
     XSetIdArgs,
@@ -813,13 +811,8 @@ class RedisBackend:
         if not batch:
             return []
         if len(batch) == 1:
-            a = batch[0]
-            try:
-                raw = await self._write(a.key, "XADD", _b(a.key), *_xadd_args(a))
-            except CommandError as e:
-                if e.text in ("ERR " + XADD_ID_TOO_SMALL, "ERR " + XADD_TOO_LARGE):
-                    raise BatchItemError(0, e) from None
-                raise
+            a = batch[0]  # one entry: XADD's own reply and error, as the embedded engine
+            raw = await self._write(a.key, "XADD", _b(a.key), *_xadd_args(a))
             return [_opt_sid(raw)]
         key = batch[0].key
         if any(a.key != key for a in batch):
@@ -855,7 +848,7 @@ class RedisBackend:
             return 0
         return int(await self._write(key, "XDEL", _b(key), *map(_id, ids)))
 
-    async def read(self, args: ReadArgs, gone: Gone | None = None) -> list[StreamRead]:
+    async def read(self, args: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         group = args.group is not None
         head: list[Arg] = ["XREADGROUP" if group else "XREAD"]
         if group:
@@ -867,7 +860,7 @@ class RedisBackend:
             head += ["BLOCK", args.block_ms]
         if args.noack:
             head.append("NOACK")
-        ids: list[Arg] = [b">" if group and sid == NEW else _id(sid) for sid in args.ids]
+        ids: list[Arg] = [_b(text) for text in args.ids]  # `$`, `>` or an ID: Redis resolves
         block = args.block_ms is not None
         if not self._cluster and not block:
             raw = await self._call(None, *head, "STREAMS", *map(_b, args.keys), *ids)
@@ -911,12 +904,7 @@ class RedisBackend:
         await self._group_admin(key, name, argv)
 
     async def destroy_group(self, key: str, name: str) -> bool:
-        try:
-            return bool(await self._write(key, "XGROUP", "DESTROY", _b(key), _b(name)))
-        except CommandError as e:
-            if _key_required(e):
-                return False  # no stream, so no such group (as the embedded operation)
-            raise
+        return bool(await self._write(key, "XGROUP", "DESTROY", _b(key), _b(name)))
 
     async def consumers(self, key: str, group: str) -> list[ConsumerInfo]:
         out = []
@@ -934,16 +922,8 @@ class RedisBackend:
         return int(await self._group_admin(key, group, argv))
 
     async def _group_admin(self, key: str, group: str, argv: list[Arg]) -> Raw:
-        """XGROUP SETID / CREATECONSUMER / DELCONSUMER: a missing stream is a missing group,
-        NOGROUP in the words Redis uses for a missing group (as the embedded operations)."""
-        try:
-            return await self._write(key, *argv)
-        except CommandError as e:
-            if _key_required(e):
-                raise NoGroup(
-                    f"NOGROUP No such consumer group '{group}' for key name '{key}'"
-                ) from None
-            raise
+        """XGROUP SETID / CREATECONSUMER / DELCONSUMER, with Redis's own errors."""
+        return await self._write(key, *argv)
 
     # --- pending entries ------------------------------------------------------------------
     async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:

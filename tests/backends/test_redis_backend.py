@@ -13,41 +13,37 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 import redis as redis_sync
 
 from app.backends.base import Backend
+from app.backends.embedded import EmbeddedBackend
 from app.backends.errors import BlockPoolExhausted, ReplicasUnavailable
 from app.backends.redis import RedisBackend
-from app.engine.blocking import Block
 from app.engine.codec import decode_json, encode_json
-from app.engine.commands import groups as g
-from app.engine.commands import info, reads
 from app.engine.commands import streams as st
-from app.engine.commands.bulk import BatchItemError, xadd_batch
+from app.engine.commands.bulk import BatchItemError
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
-from app.engine.commands.reads import NEW, ReadArgs
+from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
-from app.engine.errors import CommandError, NoGroup, WrongType
+from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.replies import (
-    AutoClaim,
     ConsumerFull,
     ConsumerInfo,
     GroupFull,
     PendingDelivery,
     PendingRow,
-    ScanPage,
     StreamFullInfo,
     StreamInfo,
     StreamRead,
 )
 from app.engine.store import Store
 from app.engine.stream import TrimSpec, TrimStrategy
-from app.engine.waiting import ClientGone, wait
+from app.engine.waiting import ClientGone
 from tests.api.inproc import InprocCommands
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES
 from tests.support.redis_cluster import cluster_or_skip
@@ -57,96 +53,9 @@ pytestmark = pytest.mark.redis
 DB = int(os.environ.get("XSTREAMS_TEST_REDIS_DB", str(REDIS_DB)))
 
 
-# --- the engine, called as the embedded backend calls it ----------------------------------
-class EngineRef:
-    """The typed engine operations behind the protocol, each one atomic step on a Store."""
-
-    def __init__(self) -> None:
-        self.store = Store()
-
-    def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self.store.run(fn, *args)
-
-    async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
-        return self.store.keyspace.scan(cursor, count or 10, match, None)
-
-    async def stream_info(self, key: str) -> StreamInfo:
-        return self._run(info.stream_info, key)  # type: ignore[no-any-return]
-
-    async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
-        return self._run(info.stream_full_info, key, count)  # type: ignore[no-any-return]
-
-    async def delete_stream(self, key: str) -> bool:
-        return self.store.run(lambda ks: ks.delete(key))
-
-    async def trim(self, key: str, spec: TrimSpec) -> int:
-        return self._run(st.xtrim, key, spec)  # type: ignore[no-any-return]
-
-    async def set_id(self, args: XSetIdArgs) -> None:
-        self._run(st.xsetid, args)
-
-    async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
-        return self._run(xadd_batch, list(batch))  # type: ignore[no-any-return]
-
-    async def range(self, args: RangeArgs, rev: bool = False) -> list[Any]:
-        return self._run(st.xrange, args, rev) or []
-
-    async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int:
-        return self._run(st.xdel, key, list(ids))  # type: ignore[no-any-return]
-
-    async def read(self, args: ReadArgs, gone: Any = None) -> list[StreamRead]:
-        # ``xread`` takes its arguments checked: the group's existence is parse_read's check.
-        for key in args.keys if args.group is not None else ():
-            stream = self.store.keyspace.get(key)
-            if stream is None or args.group not in stream.groups:
-                raise NoGroup(
-                    f"NOGROUP No such key '{key}' or consumer group '{args.group}' in "
-                    "XREADGROUP with GROUP option"
-                )
-        reply = self._run(reads.xread, args)
-        if isinstance(reply, Block):
-            reply = await wait(self.store, reply, gone)
-        return reply or []
-
-    async def groups(self, key: str) -> list[Any]:
-        return self._run(info.groups_info, key)  # type: ignore[no-any-return]
-
-    async def create_group(
-        self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
-    ) -> None:
-        self._run(g.xgroup_create, key, name, id_text, mkstream, entries_read)
-
-    async def set_group_id(
-        self, key: str, name: str, id_text: str, entries_read: int | None
-    ) -> None:
-        self._run(g.xgroup_setid, key, name, id_text, entries_read)
-
-    async def destroy_group(self, key: str, name: str) -> bool:
-        return bool(self._run(g.xgroup_destroy, key, name))
-
-    async def consumers(self, key: str, group: str) -> list[ConsumerInfo]:
-        return self._run(info.consumers_info, key, group)  # type: ignore[no-any-return]
-
-    async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
-        return bool(self._run(g.xgroup_createconsumer, key, group, consumer))
-
-    async def delete_consumer(self, key: str, group: str, consumer: str) -> int:
-        return self._run(g.xgroup_delconsumer, key, group, consumer)  # type: ignore[no-any-return]
-
-    async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:
-        return self._run(g.xack, key, group, list(ids))  # type: ignore[no-any-return]
-
-    async def pending_summary(self, key: str, group: str) -> Any:
-        return self._run(g.xpending_summary, key, group)
-
-    async def pending(self, args: PendingArgs) -> list[PendingRow]:
-        return self._run(g.xpending_range, args)  # type: ignore[no-any-return]
-
-    async def claim(self, args: ClaimArgs) -> list[Any]:
-        return self._run(g.xclaim, args)  # type: ignore[no-any-return]
-
-    async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
-        return self._run(g.xautoclaim, args)  # type: ignore[no-any-return]
+# --- the engine side is the embedded backend itself ---------------------------------------
+def EngineRef() -> EmbeddedBackend:
+    return EmbeddedBackend(Store())
 
 
 # --- normalising and comparing ------------------------------------------------------------
@@ -180,7 +89,7 @@ def outcome(result: Any) -> Any:
 class Pair:
     """The engine and a RedisBackend side by side."""
 
-    def __init__(self, engine: EngineRef, backend: RedisBackend) -> None:
+    def __init__(self, engine: EmbeddedBackend, backend: RedisBackend) -> None:
         self.engine = engine
         self.redis = backend
 
@@ -374,11 +283,11 @@ async def test_groups_consumers_and_acks(pair: Pair) -> None:
     await pair.both("create_consumer", "q", "g1", "alice")
     await pair.both("create_consumer", "q", "nogroup", "alice")
     await pair.both("create_consumer", "nothing", "g1", "alice")
-    read = ReadArgs(["q"], [NEW], count=2, group="g1", consumer="bob")
+    read = ReadRequest(["q"], [">"], count=2, group="g1", consumer="bob")
     await pair.both("read", read)
-    await pair.both("read", ReadArgs(["q"], [NEW], group="g1", consumer="carol"))
-    await pair.both("read", ReadArgs(["q"], [MIN_ID], group="g1", consumer="bob"))  # history
-    await pair.both("read", ReadArgs(["q"], [NEW], group="nogroup", consumer="bob"))
+    await pair.both("read", ReadRequest(["q"], [">"], group="g1", consumer="carol"))
+    await pair.both("read", ReadRequest(["q"], ["0-0"], group="g1", consumer="bob"))  # history
+    await pair.both("read", ReadRequest(["q"], [">"], group="nogroup", consumer="bob"))
     await pair.both("consumers", "q", "g1")
     await pair.both("consumers", "q", "nogroup")
     await pair.both("consumers", "nothing", "g1")
@@ -390,7 +299,7 @@ async def test_groups_consumers_and_acks(pair: Pair) -> None:
     await pair.both("ack", "q", "g1", [])
     # an entry deleted while pending: history gives it as missing
     await pair.both("delete_entries", "q", [sid(2)])
-    await pair.both("read", ReadArgs(["q"], [MIN_ID], group="g1", consumer="bob"))
+    await pair.both("read", ReadRequest(["q"], ["0-0"], group="g1", consumer="bob"))
     await pair.both("groups", "q")
     await pair.both("set_group_id", "q", "g2", "0", None)
     await pair.both("set_group_id", "q", "g2", "$", 3)
@@ -408,14 +317,14 @@ async def test_groups_consumers_and_acks(pair: Pair) -> None:
     await pair.both("groups", "q")
     # NOACK: delivered, never pending
     await pair.both("append", [add("q", 10)])
-    await pair.both("read", ReadArgs(["q"], [NEW], group="g2", consumer="x", noack=True))
+    await pair.both("read", ReadRequest(["q"], [">"], group="g2", consumer="x", noack=True))
     await pair.both("pending_summary", "q", "g2")
 
 
 async def test_pending_claim_and_autoclaim(pair: Pair) -> None:
     await pair.both("append", [add("p", ms) for ms in range(1, 9)])
     await pair.both("create_group", "p", "g", "0", False, None)
-    await pair.both("read", ReadArgs(["p"], [NEW], count=6, group="g", consumer="a"))
+    await pair.both("read", ReadRequest(["p"], [">"], count=6, group="g", consumer="a"))
     everything = PendingArgs("p", "g", MIN_ID, MAX_ID, 100)
     await pair.both("pending", everything)
     await pair.both("pending", PendingArgs("p", "g", sid(2), sid(4), 2))
@@ -453,10 +362,10 @@ async def test_pending_claim_and_autoclaim(pair: Pair) -> None:
 async def test_reads(pair: Pair) -> None:
     await pair.both("append", [add("r1", ms) for ms in range(1, 4)])
     await pair.both("append", [add("r2", ms) for ms in range(5, 7)])
-    await pair.both("read", ReadArgs(["r1", "r2", "missing"], [MIN_ID, MIN_ID, MIN_ID]))
-    await pair.both("read", ReadArgs(["r2", "r1"], [sid(5), MIN_ID], count=1))
-    await pair.both("read", ReadArgs(["r1"], [sid(3)]))
-    await pair.both("read", ReadArgs(["r1"], [sid(3)], block_ms=50))  # times out: []
+    await pair.both("read", ReadRequest(["r1", "r2", "missing"], ["0-0", "0-0", "0-0"]))
+    await pair.both("read", ReadRequest(["r2", "r1"], ["5-0", "0-0"], count=1))
+    await pair.both("read", ReadRequest(["r1"], ["3-0"]))
+    await pair.both("read", ReadRequest(["r1"], ["3-0"], block_ms=50))  # times out: []
 
 
 async def test_block_woken_by_a_write(pair: Pair) -> None:
@@ -465,7 +374,7 @@ async def test_block_woken_by_a_write(pair: Pair) -> None:
     results = []
     for side in (pair.engine, pair.redis):
         task = asyncio.ensure_future(
-            side.read(ReadArgs(["other", "w"], [MIN_ID, sid(1)], block_ms=5000))
+            side.read(ReadRequest(["other", "w"], ["0-0", "1-0"], block_ms=5000))
         )
         await asyncio.sleep(0.2)
         assert not task.done()
@@ -480,7 +389,7 @@ async def test_blocked_group_read_is_woken(pair: Pair) -> None:
     for side in (pair.engine, pair.redis):
         await side.create_group("gw", "g", "$", True, None)
         task = asyncio.ensure_future(
-            side.read(ReadArgs(["gw"], [NEW], group="g", consumer="c", block_ms=5000))
+            side.read(ReadRequest(["gw"], [">"], group="g", consumer="c", block_ms=5000))
         )
         await asyncio.sleep(0.2)
         await side.append([add("gw", 7)])
@@ -495,7 +404,7 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
     async def gone() -> None:
         await left.wait()
 
-    task = asyncio.ensure_future(backend.read(ReadArgs(["bye"], [MIN_ID], block_ms=0), gone))
+    task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["0-0"], block_ms=0), gone))
     await asyncio.sleep(0.1)
     assert backend._blocking == 1
     left.set()
@@ -504,10 +413,10 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
     assert backend._blocking == 0
     # the connection was closed, not reused: a later read on the pool sees only its reply
     await backend.append([add("bye", 1)])
-    got = await backend.read(ReadArgs(["bye"], [MIN_ID], block_ms=100))
+    got = await backend.read(ReadRequest(["bye"], ["0-0"], block_ms=100))
     assert got == [StreamRead("bye", [st.Entry(sid(1), ("f", "1"))])]
     # cancelling the caller releases the connection too
-    task = asyncio.ensure_future(backend.read(ReadArgs(["bye"], [sid(1)], block_ms=0)))
+    task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["1-0"], block_ms=0)))
     await asyncio.sleep(0.1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -517,12 +426,12 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
 
 async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
     reads_ = [
-        asyncio.ensure_future(backend.read(ReadArgs([f"{{b}}{i}"], [MIN_ID], block_ms=0)))
+        asyncio.ensure_future(backend.read(ReadRequest([f"{{b}}{i}"], ["0-0"], block_ms=0)))
         for i in range(4)
     ]
     await asyncio.sleep(0.2)
     with pytest.raises(BlockPoolExhausted) as e:
-        await backend.read(ReadArgs(["{b}x"], [MIN_ID], block_ms=0))
+        await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=0))
     assert e.value.code == "BUSY"
     with pytest.raises(BlockPoolExhausted):
         await backend.command(["XREAD", "BLOCK", "0", "STREAMS", "{b}x", "0"])
@@ -530,7 +439,7 @@ async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
         t.cancel()
     await asyncio.gather(*reads_, return_exceptions=True)
     assert backend._blocking == 0
-    assert await backend.read(ReadArgs(["{b}x"], [MIN_ID], block_ms=10)) == []
+    assert await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=10)) == []
 
 
 async def test_wrongtype_from_a_string_key(backend: RedisBackend) -> None:
@@ -541,7 +450,7 @@ async def test_wrongtype_from_a_string_key(backend: RedisBackend) -> None:
         lambda: backend.range(RangeArgs("str", MIN_ID, MAX_ID)),
         lambda: backend.stream_info("str"),
         lambda: backend.create_group("str", "g", "$", False, None),
-        lambda: backend.read(ReadArgs(["str"], [MIN_ID])),
+        lambda: backend.read(ReadRequest(["str"], ["0-0"])),
         lambda: backend.trim("str", TrimSpec(TrimStrategy.MAXLEN, maxlen=1)),
         lambda: backend.delete_stream("str"),
     ]
@@ -739,13 +648,13 @@ async def test_cluster_reads_across_slots(cluster: RedisBackend) -> None:
     for n, key in enumerate(keys):
         await cluster.append([add(key, n + 1, "k", key)])
     order = [keys[2], keys[0], keys[3], keys[1]]
-    got = await cluster.read(ReadArgs(order, [MIN_ID] * 4))
+    got = await cluster.read(ReadRequest(order, ["0-0"] * 4))
     assert [r.key for r in got] == order  # keys in the order given
     raw = await cluster.command(["XREAD", "STREAMS", *order, *(["0"] * 4)])
     assert [r[0] for r in raw] == order
     # blocking over several slots: the write to any of them wakes the read
-    tops = [sid(keys.index(k) + 1) for k in order]
-    task = asyncio.ensure_future(cluster.read(ReadArgs(order, tops, block_ms=5000)))
+    tops = [f"{keys.index(k) + 1}-0" for k in order]
+    task = asyncio.ensure_future(cluster.read(ReadRequest(order, tops, block_ms=5000)))
     await asyncio.sleep(0.2)
     await cluster.append([add(keys[3], 100, "late", "1")])
     got = await asyncio.wait_for(task, 5)
@@ -754,7 +663,7 @@ async def test_cluster_reads_across_slots(cluster: RedisBackend) -> None:
     # group reads over several slots
     for key in keys:
         await cluster.create_group(key, "g", "0", False, None)
-    got = await cluster.read(ReadArgs(keys, [NEW] * 4, group="g", consumer="c"))
+    got = await cluster.read(ReadRequest(keys, [">"] * 4, group="g", consumer="c"))
     assert [r.key for r in got] == keys
 
 
@@ -800,7 +709,7 @@ async def test_a_blocking_read_outlasts_the_socket_timeout() -> None:
     b = RedisBackend.from_url(_standalone_url())
     await b.start()
     try:
-        task = asyncio.ensure_future(b.read(ReadArgs(["slow"], [MIN_ID], block_ms=0)))
+        task = asyncio.ensure_future(b.read(ReadRequest(["slow"], ["0-0"], block_ms=0)))
         await asyncio.sleep(5.5)
         assert not task.done()
         await b.append([add("slow", 1)])
@@ -816,7 +725,7 @@ async def test_a_blocked_group_read_ends_when_its_group_goes(pair: Pair, how: st
     for side in (pair.engine, pair.redis):
         await side.create_group("gone", "g", "$", True, None)
         task = asyncio.ensure_future(
-            side.read(ReadArgs(["gone"], [NEW], group="g", consumer="c", block_ms=5000))
+            side.read(ReadRequest(["gone"], [">"], group="g", consumer="c", block_ms=5000))
         )
         await asyncio.sleep(0.2)
         if how == "destroy_group":
