@@ -8,6 +8,7 @@ earlier version hold exactly these lists, so the form must not change:
     ["del", key]                                   KeyDeleted
     ["flush"]                                      Flushed
     ["rename", key, new_key]                       KeyRenamed
+    ["restore", key, payload as base64]            StreamRestored
     ["config", parameter, value]                   ConfigSet
     ["add", key, id, [f1, v1, ...]]                EntryAdded
     ["adds", key, [id, ...], [[f1, v1, ...], ...]] EntriesAdded (a batch of XADDs)
@@ -29,6 +30,7 @@ stops recovery where it is instead of building a state that differs from the one
 
 from __future__ import annotations
 
+import binascii
 import json
 import math
 import re
@@ -58,6 +60,7 @@ from app.engine.effects import (
     Record,
     ReplayError,
     StreamCreated,
+    StreamRestored,
     Trimmed,
 )
 from app.engine.ids import StreamID, format_id
@@ -165,6 +168,15 @@ def _fields(values: Any) -> Fields:
     return tuple(values)
 
 
+def _payload(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise ReplayError(f"expected a base64 payload, got {value!r}")
+    try:
+        return binascii.a2b_base64(value, strict_mode=True)
+    except (binascii.Error, ValueError) as e:
+        raise ReplayError(f"malformed base64 payload: {e}") from e
+
+
 def _trim(w: list[Any]) -> TrimSpec:
     try:
         strategy = TrimStrategy(w[2])
@@ -219,6 +231,13 @@ KINDS: tuple[Kind[Any], ...] = (
         3,
         lambda e: ["rename", e.key, e.new_key],
         lambda w: KeyRenamed(key=_str(w[1]), new_key=_str(w[2])),
+    ),
+    _kind(
+        "restore",
+        StreamRestored,
+        3,
+        lambda e: ["restore", e.key, binascii.b2a_base64(e.payload, newline=False).decode()],
+        lambda w: StreamRestored(key=_str(w[1]), payload=_payload(w[2])),
     ),
     _kind(
         "config",

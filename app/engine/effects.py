@@ -49,6 +49,17 @@ class KeyRenamed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StreamRestored:
+    """A stream was restored from a DUMP payload (RESTORE) under a key that holds nothing
+    (an old key it replaced was deleted first, ``KeyDeleted``). The payload is kept as the
+    client sent it, footer checked: decoding it (``rdb.load_stream``) is deterministic and
+    rebuilds the same nodes, counters and groups."""
+
+    key: str
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConfigSet:
     """A node limit changed (CONFIG SET ``stream-node-max-entries`` / ``-bytes``): every
     stream's next append and every stream created later use it."""
@@ -178,6 +189,7 @@ Effect = (
     | KeyDeleted
     | Flushed
     | KeyRenamed
+    | StreamRestored
     | ConfigSet
     | EntryAdded
     | EntriesAdded

@@ -35,10 +35,13 @@ from app.engine.effects import (
     Record,
     ReplayError,
     StreamCreated,
+    StreamRestored,
     Trimmed,
 )
 from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.keyspace import Keyspace
+from app.engine.rdb import BadPayload, load_stream
+from app.engine.rdbio import PayloadVersionError
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Stream, id_follows
 
@@ -144,6 +147,14 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             if key not in ks.streams:
                 raise ReplayError(f"rename of missing stream {key!r}")
             ks.rename(key, new_key)
+        case StreamRestored(key=key, payload=payload):
+            if key in ks.streams:
+                raise ReplayError(f"stream {key!r} restored while it exists")
+            try:
+                stream = load_stream(payload, ks.config.node_max_entries, ks.config.node_max_bytes)
+            except (BadPayload, PayloadVersionError) as e:
+                raise ReplayError(f"restore of {key!r}: the payload does not load: {e}") from e
+            ks.streams[key] = stream
         case ConfigSet(parameter=parameter, value=value):
             configure(ks, parameter, value)
         case EntriesDeleted(key=key, ids=ids):

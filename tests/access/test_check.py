@@ -52,6 +52,8 @@ LINES: list[tuple[list[str], str]] = [
     (["SCAN", "0"], "list"),
     (["RENAME", "orders", "orders2"], "write"),
     (["RENAMENX", "orders", "orders2"], "write"),
+    (["DUMP", "orders"], "read"),
+    (["RESTORE", "orders", "0", "payload"], "write"),
     (["INFO"], "admin"),
     (["CONFIG", "GET", "*"], "admin"),
     (["CONFIG", "SET", "stream-node-max-entries", "10"], "admin"),

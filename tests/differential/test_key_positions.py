@@ -45,6 +45,8 @@ LINES = [
     ["TYPE", "s"],
     ["RENAME", "a", "b"],
     ["RENAMENX", "a", "b"],
+    ["DUMP", "s"],
+    ["RESTORE", "s", "0", "payload", "REPLACE"],
 ]
 
 NO_KEYS = [

@@ -345,3 +345,40 @@ def test_xread_on_the_source_keeps_waiting(ops: ExactPair) -> None:
     _wait_blocked(ops, 1)
     ops("RENAME", "src", "dst")
     assert join() == (None, None)
+
+
+@http_only
+def test_a_blocked_call_counts_in_info_stats_when_it_ends(ops: ExactPair) -> None:
+    """A blocked XREADGROUP that ends in NOGROUP (its group destroyed meanwhile) counts as a
+    failed call and an error reply, as Redis's stream-cgroups.tcl checks; one served counts
+    as a call."""
+    ops("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    assert ops("CONFIG", "RESETSTAT") == "OK"
+    join = _in_background(
+        ops, "XREADGROUP", "GROUP", "g", "alice", "BLOCK", "0", "STREAMS", "s", ">"
+    )
+    _wait_blocked(ops, 1)
+    ops("XGROUP", "DESTROY", "s", "g")
+    expected, actual = join()
+    assert isinstance(expected, ReplyError) and actual == expected
+    ops("XGROUP", "CREATE", "s", "g", "$")
+    join = _in_background(ops, "XREADGROUP", "GROUP", "g", "bob", "BLOCK", "0", "STREAMS", "s", ">")
+    _wait_blocked(ops, 1)
+    ops("XADD", "s", "5-0", "f", "v")
+    join()
+    expected, actual = ops.both("INFO", "errorstats")
+    assert info_fields(actual) == info_fields(expected) == {"errorstat_NOGROUP": "count=1"}
+    expected, actual = ops.both("INFO", "stats")
+    assert (
+        info_fields(actual)["total_error_replies"] == info_fields(expected)["total_error_replies"]
+    )
+    expected, actual = ops.both("INFO", "commandstats")
+    calls = [
+        {
+            k: v
+            for k, v in (kv.split("=") for kv in fields["cmdstat_xreadgroup"].split(","))
+            if "usec" not in k
+        }
+        for fields in (info_fields(expected), info_fields(actual))
+    ]
+    assert calls[1] == calls[0]

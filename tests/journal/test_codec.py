@@ -34,6 +34,7 @@ from app.engine.effects import (
     PendingSet,
     ReplayError,
     StreamCreated,
+    StreamRestored,
     Trimmed,
 )
 from app.engine.ids import StreamID
@@ -44,6 +45,7 @@ STORED: list[tuple[list[Any], Effect]] = [
     (["del", "s"], KeyDeleted(key="s")),
     (["flush"], Flushed()),
     (["rename", "s", "t"], KeyRenamed(key="s", new_key="t")),
+    (["restore", "s", "AP/AAQ=="], StreamRestored(key="s", payload=b"\x00\xff\xc0\x01")),
     (
         ["config", "stream-node-max-bytes", 4096],
         ConfigSet(parameter="stream-node-max-bytes", value=4096),
@@ -161,6 +163,9 @@ def test_every_kind_has_one_codec_entry_and_a_stored_example() -> None:
         ["gset", "s", "g", "1-0", "2"],
         ["pel", "s", "g", "1-0", "c", True, 1],
         ["ack", "s", "g", "1-0"],
+        ["restore", "s", 12],
+        ["restore", "s", "not base64!"],
+        ["restore", "s", "AP/AAQ"],
     ],
 )
 def test_a_malformed_effect_is_refused(wire: Any) -> None:

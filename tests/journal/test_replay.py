@@ -46,6 +46,14 @@ def _try(store: Store, argv: list[str]) -> Any:
         return None
 
 
+def _restore(store: Store, key: str, rnd: random.Random) -> list[str]:
+    """RESTORE of a DUMP of a stream, under its own name or the other one."""
+    payload = _try(store, ["DUMP", rnd.choice(["s", "t"])])
+    if payload is None:
+        return ["PING"]
+    return ["RESTORE", key, "0", payload, *(["REPLACE"] if rnd.random() < 0.8 else [])]
+
+
 def _random_command(store: Store, rnd: random.Random) -> list[str]:
     key = rnd.choice(["s", "t"])
     ids = [str(e.id) for e in _try(store, ["XRANGE", key, "-", "+"]) or []]
@@ -75,6 +83,7 @@ def _random_command(store: Store, rnd: random.Random) -> list[str]:
         ["DEL", key] if rnd.random() < 0.05 else ["XLEN", key],
         ["RENAME", key, rnd.choice(["s", "t", "u"])] if rnd.random() < 0.2 else ["PING"],
         ["RENAMENX", key, rnd.choice(["s", "t"])],
+        _restore(store, key, rnd) if rnd.random() < 0.2 else ["PING"],
         ["CONFIG", "SET", "stream-node-max-entries", rnd.choice(["2", "5", "0", "100"])]
         if rnd.random() < 0.2
         else ["PING"],

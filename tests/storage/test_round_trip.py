@@ -7,6 +7,8 @@ times, which move with the clock.
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Commands, ReplyError
+from tests.engine.payloads import LEGACY_RDB9
 from tests.storage.conftest import DurableServer
 
 IDLE_KEYS = {"idle", "inactive"}
@@ -88,6 +91,12 @@ def build_state(xs: Commands, url: str) -> None:
     assert xs("RENAME", "fresh", "renamed") == "OK"
     assert xs("RENAMENX", "renamed", "orders") == 0
     assert xs("RENAMENX", "small", "smaller") == 1
+    # RESTORE is journaled with its payload: Redis 5's legacy one, and a DUMP of orders
+    # replacing a stream.
+    restore(xs, "legacy", LEGACY_RDB9)
+    restore(xs, "copy", LEGACY_RDB9)
+    r = xs.client.post("/", json=["DUMP", "orders"], headers={"Upstash-Encoding": "base64"})
+    restore(xs, "copy", base64.b64decode(r.json()["result"]), "REPLACE")
     xs("XGROUP", "CREATE", "waiting", "g", "$", "MKSTREAM")
     # A blocked XREADGROUP served inside another client's XADD: its delivery is journaled too.
     got: list[Any] = []
@@ -103,6 +112,13 @@ def build_state(xs: Commands, url: str) -> None:
     xs("XADD", "waiting", "7-0", "served", "yes")
     reader.join()
     assert got and not isinstance(got[0], ReplyError), got
+
+
+def restore(xs: Commands, key: str, payload: bytes, *options: str) -> None:
+    """RESTORE with a binary payload: bytes that are not UTF-8 travel as ``\\udcNN``."""
+    argv = ["RESTORE", key, "0", payload.decode("utf-8", "surrogateescape"), *options]
+    r = xs.client.post("/", content=json.dumps(argv).encode())
+    assert r.json() == {"result": "OK"}, r.text
 
 
 def observe(xs: Commands) -> dict[str, Any]:

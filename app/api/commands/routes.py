@@ -91,7 +91,14 @@ async def _execute(store: Store, args: list[str], cmd: Command, request: Request
     finally:
         metrics.command(cmd.name, time.perf_counter() - started)
     if isinstance(reply, Block):
-        return await wait(store, reply, lambda: wait_for_disconnect(request))
+        # A blocked call counts in INFO's stats when it ends, as ``waiting.execute`` counts
+        # it (an error by its code: NOGROUP when the group went away meanwhile).
+        try:
+            reply = await wait(store, reply, lambda: wait_for_disconnect(request))
+        except CommandError as e:
+            store.finished(cmd, e)
+            raise
+        store.finished(cmd)
     return reply
 
 

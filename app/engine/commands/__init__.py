@@ -3,7 +3,7 @@
 Importing this package registers every command in ``COMMANDS``.
 """
 
-from app.engine.commands import groups, info, keys, reads, server, streams
+from app.engine.commands import dump, groups, info, keys, reads, server, streams
 from app.engine.commands.table import COMMANDS, Command, Flag, Reply, lookup
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "Command",
     "Flag",
     "Reply",
+    "dump",
     "groups",
     "info",
     "keys",

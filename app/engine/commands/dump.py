@@ -1,0 +1,111 @@
+"""DUMP and RESTORE: a stream in Redis's serialized form, to and from redis-server 7.0.
+
+RESTORE ``key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]``
+checks in ``restoreCommand``'s order and words: options (IDLETIME and FREQ exclude each
+other and are validated, then ignored: they only steer eviction, which xstreams does not do),
+BUSYKEY, the TTL, the payload's footer ("DUMP payload version or checksum are wrong"), its
+body ("Bad data format"). Only then is the old key replaced.
+
+TTL: xstreams has no key expiry. A TTL of 0 restores the stream for good, as in Redis. An
+ABSTTL time already past restores nothing, as in Redis (an old key is still replaced, so it
+is deleted) and answers OK. Any TTL that would leave a key to expire later is refused with
+an error saying so, rather than keeping a stream that redis-server would have dropped: a
+caller migrating keys with expiry must learn they would not expire here.
+
+A payload of another key type (a string, a hash...) is refused: every key here is a stream.
+The journal keeps the payload itself (``StreamRestored``): decoding it again rebuilds the
+same nodes, counters and groups without deciding anything.
+"""
+
+from __future__ import annotations
+
+from app.engine.commands.args import eq, int_arg
+from app.engine.commands.table import Flag, command, key_at
+from app.engine.effects import StreamRestored
+from app.engine.errors import CommandError, SyntaxError_
+from app.engine.keyspace import Keyspace
+from app.engine.listpack import utf8
+from app.engine.rdb import BadPayload, NotAStream, dump_stream, load_stream
+from app.engine.rdbio import PayloadVersionError
+from app.engine.replies import OK, Status
+from app.engine.stream import Stream
+
+W, R = Flag.WRITE, Flag.READONLY
+
+NO_EXPIRY = (
+    "ERR xstreams keeps no key expiry: RESTORE takes a TTL of 0 (or an ABSTTL time already"
+    " past), not one that would expire the key later"
+)
+
+
+@command("dump", 2, R, keys=key_at(1))
+def _dump(ks: Keyspace, argv: list[str]) -> str | None:
+    """DUMP: the stream as a payload redis-server 7.0 RESTOREs; nil for a missing key."""
+    s = ks.get(argv[1])
+    if s is None:
+        return None
+    return dump_stream(s).decode("utf-8", "surrogateescape")
+
+
+def decode_payload(ks: Keyspace, payload: bytes) -> Stream:
+    """The stream a payload holds, sized by the keyspace's node limits, or RESTORE's error."""
+    try:
+        return load_stream(payload, ks.config.node_max_entries, ks.config.node_max_bytes)
+    except PayloadVersionError:
+        raise CommandError.err("DUMP payload version or checksum are wrong") from None
+    except NotAStream as e:
+        raise CommandError.err(
+            f"Bad data format: the payload holds a {e.type_name}, and xstreams keeps streams only"
+        ) from None
+    except BadPayload:
+        raise CommandError.err("Bad data format") from None
+
+
+@command("restore", -4, W, keys=key_at(1))
+def _restore(ks: Keyspace, argv: list[str]) -> Status:
+    """RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]. See the
+    module docstring for TTL: 0, or an ABSTTL already past; a later expiry is refused."""
+    replace = absttl = False
+    idle = freq = -1
+    j = 4
+    while j < len(argv):
+        more = len(argv) - j - 1
+        if eq(argv[j], "replace"):
+            replace = True
+        elif eq(argv[j], "absttl"):
+            absttl = True
+        elif eq(argv[j], "idletime") and more >= 1 and freq == -1:
+            idle = int_arg(argv[j + 1])
+            if idle < 0:
+                raise CommandError.err("Invalid IDLETIME value, must be >= 0")
+            j += 1
+        elif eq(argv[j], "freq") and more >= 1 and idle == -1:
+            freq = int_arg(argv[j + 1])
+            if freq < 0 or freq > 255:
+                raise CommandError.err("Invalid FREQ value, must be >= 0 and <= 255")
+            j += 1
+        else:
+            raise SyntaxError_()
+        j += 1
+    key = argv[1]
+    if not replace and key in ks.streams:
+        raise CommandError("BUSYKEY Target key name already exists.")
+    ttl = int_arg(argv[2])
+    if ttl < 0:
+        raise CommandError.err("Invalid TTL value, must be >= 0")
+    try:
+        payload = utf8(argv[3])
+    except UnicodeEncodeError:  # not bytes a client could send: no payload either
+        raise CommandError.err("DUMP payload version or checksum are wrong") from None
+    stream = decode_payload(ks, payload)
+    expired = absttl and 0 < ttl <= ks.clock.now_ms()  # checkAlreadyExpired
+    if ttl and not expired:
+        raise CommandError(NO_EXPIRY)
+    if replace:
+        ks.delete(key)
+    if expired:
+        return OK
+    ks.streams[key] = stream
+    ks.record(StreamRestored(key=key, payload=payload))
+    ks.blocked.signal(key)
+    return OK
