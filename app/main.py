@@ -105,7 +105,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     # The engine enforces two of the limits itself, on every surface (keys per read, entries
     # per reply); a store passed in (tests) gets them too.
     store.keyspace.limits = Limits(
-        read_keys=settings.max_read_keys, reply_entries=settings.max_reply_entries
+        read_keys=settings.max_read_keys,
+        reply_entries=settings.max_reply_entries,
+        restore_bytes=settings.max_restore_bytes,
     )
     app.state.store = store
     # Storage and the API meet only here: the API sees a Durability (app.durability).

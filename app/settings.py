@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     # Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD / XREADGROUP:
     # past it the command is refused with an ERR asking for COUNT.
     max_reply_entries: PositiveInt = 10_000
+    # Bytes of one RESTORE payload (decoding holds the event loop, ~2 s per MB here).
+    max_restore_bytes: PositiveInt = 1_048_576
     # REST pages: the entries a range or read gives without `count`, and the largest `count`
     # accepted there and by XINFO STREAM FULL over REST.
     rest_default_count: PositiveInt = 100

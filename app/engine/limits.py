@@ -21,6 +21,20 @@ class Limits:
     # Entries one reply may hold: XRANGE, XREVRANGE, XREAD, XREADGROUP, XPENDING (extended),
     # XAUTOCLAIM and XINFO STREAM FULL (its entries and each PEL).
     reply_entries: int = 0
+    # Bytes of one RESTORE payload, and 16 times that of what its LZF strings expand to:
+    # decoding runs on the event loop (~2 s per MB here), and LZF expands up to ~100x.
+    restore_bytes: int = 0
+
+    def check_restore(self, size: int) -> None:
+        if self.restore_bytes and size > self.restore_bytes:
+            raise CommandError.err(
+                f"RESTORE payload of {size} bytes: at most {self.restore_bytes} are allowed "
+                "(max_restore_bytes)"
+            )
+
+    @property
+    def restore_expanded(self) -> int:
+        return 16 * self.restore_bytes
 
     def check_read_keys(self, command: str, n: int) -> None:
         if self.read_keys and n > self.read_keys:

@@ -192,10 +192,14 @@ def _group(r: Reader, s: Stream, v2: bool) -> ConsumerGroup:
     return g
 
 
-def load_stream(payload: bytes, node_max_entries: int, node_max_bytes: int) -> Stream:
+def load_stream(
+    payload: bytes, node_max_entries: int, node_max_bytes: int, expanded: int = 0
+) -> Stream:
     """The stream a DUMP payload holds (RESTORE). Raises ``rdbio.PayloadVersionError`` for a
-    footer RESTORE refuses, ``NotAStream`` for another key type, ``BadPayload`` otherwise."""
-    r = Reader(unseal(payload))
+    footer RESTORE refuses, ``NotAStream`` for another key type, ``BadPayload`` otherwise;
+    ``rdbio.TooLarge`` when its compressed strings expand past ``expanded`` bytes (0: no
+    bound)."""
+    r = Reader(unseal(payload), expanded)
     kind = r.byte()
     if kind not in (RDB_TYPE_STREAM_LISTPACKS, RDB_TYPE_STREAM_LISTPACKS_2):
         if kind in _OTHER_TYPES:

@@ -43,6 +43,10 @@ class BadPayload(Exception):
     """A payload whose body cannot be read as a value (RESTORE's "Bad data format")."""
 
 
+class TooLarge(Exception):
+    """A payload whose compressed strings expand past the reader's budget."""
+
+
 class PayloadVersionError(Exception):
     """A footer that is too short, of a newer RDB version, or whose CRC64 does not match."""
 
@@ -141,11 +145,12 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
 class Reader:
     """Reads RDB values from a payload body; BadPayload on a short read or bad encoding."""
 
-    __slots__ = ("data", "pos")
+    __slots__ = ("budget", "data", "pos")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, expanded: int = 0) -> None:
         self.data = data
         self.pos = 0
+        self.budget = expanded or -1  # bytes LZF strings may still expand to; -1: unbounded
 
     def raw(self, n: int) -> bytes:
         end = self.pos + n
@@ -193,6 +198,10 @@ class Reader:
             return b"%d" % struct.unpack("<i", self.raw(4))[0]
         if value == _ENC_LZF:
             compressed, size = self.length(), self.length()
+            if self.budget >= 0:
+                if size > self.budget:
+                    raise TooLarge
+                self.budget -= size
             return lzf_decompress(self.raw(compressed), size)
         raise BadPayload(f"unknown string encoding {value}")
 

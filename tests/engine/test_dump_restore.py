@@ -14,6 +14,7 @@ from app.engine.clock import ManualClock
 from app.engine.codec import decode_json, decode_record, encode_record
 from app.engine.effects import KeyDeleted, Record, StreamRestored
 from app.engine.errors import CommandError
+from app.engine.limits import Limits
 from app.engine.rdb import node_listpack
 from app.engine.rdbio import BadPayload, crc64, lzf_decompress, seal
 from app.engine.snapshot import encode_snapshot, snapshot_view
@@ -306,3 +307,25 @@ def test_resealed_damage_never_breaks_the_engine(store: Store) -> None:
         assert reply == "OK"
         run(store, "XINFO", "STREAM", "t", "FULL")
         run(store, "XRANGE", "t", "-", "+")
+
+
+def test_restore_is_bounded_by_max_restore_bytes(store: Store) -> None:
+    """Decoding holds the event loop: a payload over the limit, or one whose compressed
+    strings would expand past 16 times it, is refused before anything changes."""
+    build(store)
+    payload = run(store, "DUMP", "s")
+    size = len(payload.encode("utf-8", "surrogateescape"))
+    store.keyspace.limits = Limits(restore_bytes=size - 1)
+    assert error(store, "RESTORE", "t", "0", payload) == (
+        f"ERR RESTORE payload of {size} bytes: at most {size - 1} are allowed (max_restore_bytes)"
+    )
+    # One node whose listpack claims to expand to a million bytes from 4.
+    lzf = b"\xc3\x04\x80" + struct.pack(">I", 1_000_000) + b"\x00abc"
+    bomb = seal(b"\x0f\x01\x10" + b"\x00" * 16 + lzf).decode("utf-8", "surrogateescape")
+    store.keyspace.limits = Limits(restore_bytes=1000)
+    assert error(store, "RESTORE", "t", "0", bomb) == (
+        "ERR RESTORE payload expands past 16000 bytes (16 x max_restore_bytes)"
+    )
+    assert store.keyspace.get("t") is None
+    store.keyspace.limits = Limits(restore_bytes=size)
+    assert run(store, "RESTORE", "t", "0", payload) == "OK"

@@ -26,7 +26,7 @@ from app.engine.errors import CommandError, SyntaxError_
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import utf8
 from app.engine.rdb import BadPayload, NotAStream, dump_stream, load_stream
-from app.engine.rdbio import PayloadVersionError
+from app.engine.rdbio import PayloadVersionError, TooLarge
 from app.engine.replies import OK, Status
 from app.engine.stream import Stream
 
@@ -47,10 +47,17 @@ def _dump(ks: Keyspace, argv: list[str]) -> str | None:
     return dump_stream(s).decode("utf-8", "surrogateescape")
 
 
-def decode_payload(ks: Keyspace, payload: bytes) -> Stream:
-    """The stream a payload holds, sized by the keyspace's node limits, or RESTORE's error."""
+def decode_payload(ks: Keyspace, payload: bytes, expanded: int = 0) -> Stream:
+    """The stream a payload holds, sized by the keyspace's node limits, or RESTORE's error;
+    ``expanded`` bounds what its compressed strings may expand to (0: no bound, as replay
+    needs: a payload once accepted is replayed whatever the limits are now)."""
+    config = ks.config
     try:
-        return load_stream(payload, ks.config.node_max_entries, ks.config.node_max_bytes)
+        return load_stream(payload, config.node_max_entries, config.node_max_bytes, expanded)
+    except TooLarge:
+        raise CommandError.err(
+            f"RESTORE payload expands past {expanded} bytes (16 x max_restore_bytes)"
+        ) from None
     except PayloadVersionError:
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
     except NotAStream as e:
@@ -97,7 +104,8 @@ def _restore(ks: Keyspace, argv: list[str]) -> Status:
         payload = utf8(argv[3])
     except UnicodeEncodeError:  # not bytes a client could send: no payload either
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
-    stream = decode_payload(ks, payload)
+    ks.limits.check_restore(len(payload))
+    stream = decode_payload(ks, payload, ks.limits.restore_expanded)
     expired = absttl and 0 < ttl <= ks.clock.now_ms()  # checkAlreadyExpired
     if ttl and not expired:
         raise CommandError(NO_EXPIRY)
