@@ -41,19 +41,21 @@ HERE = Path(__file__).resolve().parent
 RANGE_ENTRIES = 10_000
 
 
-def _tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of ``pid`` and every live descendant (granian's worker is a child)."""
-    total = 0.0
+def _thread_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds of every thread of ``pid`` and its live descendants (granian's worker is
+    a child), by thread id."""
+    found: dict[int, float] = {}
     todo = [pid]
     while todo:
         p = todo.pop()
         try:
-            total += harness.proc_cpu_seconds(p)
             for task in Path(f"/proc/{p}/task").iterdir():
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                found[int(task.name)] = (int(fields[11]) + int(fields[12])) / harness.TICKS
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return total
+    return found
 
 
 def _pin_tree(pid: int, cpu: int) -> None:
@@ -67,14 +69,26 @@ def _pin_tree(pid: int, cpu: int) -> None:
 
 
 class TreeServer(Server):
-    """A ``Server`` whose CPU is its whole process tree's."""
+    """A ``Server`` whose CPU is its whole process tree's, and which remembers each thread's
+    between the last two readings (the harness reads it before and after a load run)."""
+
+    previous: dict[int, float]
+    latest: dict[int, float]
 
     def cpu_seconds(self) -> float:
-        return _tree_cpu_seconds(self.pid)
+        self.previous, self.latest = self.latest, _thread_cpu_seconds(self.pid)
+        return sum(self.latest.values())
+
+    def busiest_thread_seconds(self) -> float:
+        """The CPU seconds of the busiest thread during the last run: the Python thread that
+        runs the app, in both servers (granian's tokio thread does the HTTP I/O beside it)."""
+        return max(t - self.previous.get(tid, 0.0) for tid, t in self.latest.items())
 
 
 def _tree(server: Server) -> TreeServer:
-    return TreeServer(server.name, server.port, server.proc)
+    tree = TreeServer(server.name, server.port, server.proc)
+    tree.previous = tree.latest = {}
+    return tree
 
 
 def _ready(server: Server) -> Server:
@@ -116,17 +130,17 @@ class Pair:
     """One request shape, measured under both servers."""
 
     label: str
-    unit: str
-    run_uvicorn: Any
-    run_granian: Any
-    uvicorn: list[Sample] = field(default_factory=list)
-    granian: list[Sample] = field(default_factory=list)
+    path: str
+    script: Path
+    servers: dict[str, TreeServer]  # "uvicorn", "granian"
+    samples: dict[str, list[Sample]] = field(default_factory=lambda: {"uvicorn": [], "granian": []})
+    # CPU µs per request of the busiest thread (the app's Python thread), one per round
+    app_thread_us: dict[str, list[float]] = field(
+        default_factory=lambda: {"uvicorn": [], "granian": []}
+    )
 
 
-def _pairs(servers: dict[str, Server], scripts: Path, seconds: float) -> list[Pair]:
-    def cell(server: str, path: str, script: Path) -> Any:
-        return lambda: harness.wrk(servers[server], path, script, CLIENTS, seconds, 1)
-
+def _pairs(servers: dict[str, TreeServer], scripts: Path) -> list[Pair]:
     pairs_of_fields = dict(zip(FIELDS[::2], FIELDS[1::2], strict=True))
     get = harness.wrk_script(scripts, "get", "GET", None)
     xadd = harness.wrk_script(scripts, "xadd", "POST", orjson.dumps(["XADD", "w1", "*", *FIELDS]))
@@ -140,29 +154,35 @@ def _pairs(servers: dict[str, Server], scripts: Path, seconds: float) -> list[Pa
         ("xstreams XRANGE COUNT 100, REST GET", "xs", rng, get),
     ]
     return [
-        Pair(label, "req/s", cell(f"{kind}-uvicorn", path, s), cell(f"{kind}-granian", path, s))
+        Pair(label, path, s, {n: servers[f"{kind}-{n}"] for n in ("uvicorn", "granian")})
         for label, kind, path, s in shapes
     ]
 
 
-def measure(pairs: list[Pair], rounds: int) -> None:
+def measure(pairs: list[Pair], rounds: int, seconds: float) -> None:
     """Round r runs every pair, uvicorn first on even rounds and granian first on odd ones."""
     for r in range(rounds):
         for pair in pairs:
-            order = [("uvicorn", pair.run_uvicorn), ("granian", pair.run_granian)]
-            for name, run in order if r % 2 == 0 else order[::-1]:
-                sample: Sample = run()
-                getattr(pair, name).append(sample)
+            order = ["uvicorn", "granian"]
+            for name in order if r % 2 == 0 else order[::-1]:
+                server = pair.servers[name]
+                sample = harness.wrk(server, pair.path, pair.script, CLIENTS, seconds, 1)
+                pair.samples[name].append(sample)
+                app_us = server.busiest_thread_seconds() * 1e6 / max(sample.rate * seconds, 1)
+                pair.app_thread_us[name].append(app_us)
                 log_stderr(
                     f"  round {r + 1}/{rounds} {pair.label} [{name}]: {sample.rate:,.0f} req/s"
                     f" p99 {sample.p99_ms:.1f} ms, server {sample.server_cpu:.2f} cores"
-                    f", errors {sample.errors}"
+                    f", app thread {app_us:.0f} µs/req, errors {sample.errors}"
                 )
 
 
-def _summary(samples: list[Sample]) -> dict[str, Any]:
+def _summary(samples: list[Sample], app_thread_us: list[float]) -> dict[str, Any]:
     best = max(samples, key=lambda s: s.rate)
     return {
+        # What a spare core cannot help with: the app's own thread, per request.
+        "app_thread_us_median": statistics.median(app_thread_us),
+        "app_thread_us": app_thread_us,
         "best": best.rate,
         "median": statistics.median(s.rate for s in samples),
         "p50_ms_best_round": best.p50_ms,
@@ -188,8 +208,8 @@ def markdown(figures: dict[str, Any]) -> str:
         "",
         "| request | uvicorn req/s | granian req/s | granian/uvicorn (best, median) "
         "| p50 / p99 ms uvicorn | p50 / p99 ms granian | server cores u / g "
-        "| req per server CPU-s u / g (ratio) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| req per server CPU-s u / g (ratio) | app thread µs/req u / g (ratio) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in figures["rows"]:
         u, g = row["uvicorn"], row["granian"]
@@ -201,7 +221,9 @@ def markdown(figures: dict[str, Any]) -> str:
             f"| {g['p50_ms_best_round']:.1f} / {g['p99_ms_best_round']:.1f} "
             f"| {u['server_cores_median']:.2f} / {g['server_cores_median']:.2f} "
             f"| {u['per_core_median']:,.0f} / {g['per_core_median']:,.0f} "
-            f"({g['per_core_median'] / u['per_core_median']:.2f}) |"
+            f"({g['per_core_median'] / u['per_core_median']:.2f}) "
+            f"| {u['app_thread_us_median']:,.0f} / {g['app_thread_us_median']:,.0f} "
+            f"({u['app_thread_us_median'] / g['app_thread_us_median']:.2f}) |"
         )
     m = figures["machine"]
     lines += [
@@ -210,7 +232,10 @@ def markdown(figures: dict[str, Any]) -> str:
         f"at start, {m['load_average_at_end']} at end; uvicorn {m['uvicorn']}, granian "
         f"{m['granian']}, uvloop {m['uvloop']}, httptools {m['httptools']}, {m['wrk']}.",
         "Server cores and req per server CPU-s are medians over rounds; cores count the "
-        "server's process and its children (granian's worker, its Rust threads included).",
+        "server's process and its children (granian's worker, its Rust threads included). "
+        "App thread: CPU per request of the server's busiest thread, the Python one that runs "
+        "the app (median over rounds); its ratio (uvicorn / granian) bounds what granian gains "
+        "when a spare core can take its Rust thread.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -240,15 +265,16 @@ def run(rounds: int, seconds: float, pin: int | None = None) -> dict[str, Any]:
                 ["fill", "--port", str(s.port), "--stream", "r", "--entries", str(RANGE_ENTRIES)],
                 timeout=300,
             )
-        pairs = _pairs(servers, fleet.tmpdir("lua"), seconds)
-        measure(pairs, rounds)
+        pairs = _pairs(servers, fleet.tmpdir("lua"))
+        measure(pairs, rounds, seconds)
     machine["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return {
         "started": started,
         "config": {"rounds": rounds, "seconds": seconds, "clients": CLIENTS, "pin": pin},
         "machine": machine,
         "rows": [
-            {"label": p.label, "uvicorn": _summary(p.uvicorn), "granian": _summary(p.granian)}
+            {"label": p.label}
+            | {n: _summary(p.samples[n], p.app_thread_us[n]) for n in ("uvicorn", "granian")}
             for p in pairs
         ],
     }
