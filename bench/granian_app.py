@@ -9,11 +9,14 @@ one worker, uvloop, HTTP/1 only, no access log, the header read timeout.
 
 What ``serve`` adds around uvicorn and granian has no place for (the body deadline, the
 connection cap with 503, ending event streams *before* the graceful wait, ``on_fatal``) is
-*not* reproduced here beyond one thing: ``_EndStreamsOnShutdown`` ends the event streams when
-granian delivers ``lifespan.shutdown``, the only shutdown hook an ASGI app gets. See the
-"uvicorn vs granian" section of bench/REPORT.md for what each of those turned out to need.
+*not* reproduced by granian's CLI server beyond one thing: ``_EndStreamsOnShutdown`` ends the
+event streams when granian delivers ``lifespan.shutdown``, the only shutdown hook an ASGI app
+gets (too late, it turned out: granian sends it only once every request has finished).
+``--embed`` runs granian's (experimental) embedded server in this process instead, where
+SIGTERM reaches our own handler first: the shutdown order and ``on_fatal`` of ``serve``. See
+the "uvicorn vs granian" section of bench/REPORT.md for what each turned out to need.
 
-    .venv/bin/python -m bench.granian_app --port 8001 [--bare]   # env: XSTREAMS_DATA_DIR ...
+    .venv/bin/python -m bench.granian_app --port 8001 [--bare | --embed]   # env: XSTREAMS_*
 """
 
 from __future__ import annotations
@@ -64,6 +67,51 @@ def bare() -> Any:
     return app
 
 
+def _serve_embedded(args: argparse.Namespace) -> None:
+    """What ``serve`` would look like on granian: the server runs on this process's own loop,
+    so SIGTERM reaches our handler first (end the event streams, then stop the server, which
+    drains and sends ``lifespan.shutdown``), and a failed recovery can stop it (exit 1)."""
+    import asyncio
+    import signal
+
+    import uvloop
+    from granian.server.embed import Server as Embedded
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    settings = Settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    app = create_app(settings)
+    server = Embedded(
+        app,
+        address=args.host,
+        port=args.port,
+        interface=Interfaces.ASGI,
+        http=HTTPModes.http1,
+        websockets=False,
+        backpressure=args.backpressure,
+        http1_settings=HTTP1Settings(header_read_timeout=args.header_timeout_ms),
+        log_access=False,
+    )
+
+    def stop() -> None:
+        app.state.sse.close_all()  # as app/cli/server.py does before uvicorn's graceful wait
+        server.stop()
+
+    app.state.on_fatal = stop
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop)
+        await server.serve()
+
+    uvloop.run(run())
+    if app.state.readiness.error is not None:
+        raise SystemExit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -72,7 +120,16 @@ def main() -> None:
     parser.add_argument("--header-timeout-ms", type=int, default=10_000)
     parser.add_argument("--backpressure", type=int, default=None)
     parser.add_argument("--kill-timeout", type=int, default=30, help="seconds, then SIGKILL")
+    parser.add_argument(
+        "--embed",
+        action="store_true",
+        help="xstreams in granian's embedded server (experimental in granian), in this "
+        "process, with serve's shutdown order and on_fatal",
+    )
     args = parser.parse_args()
+    if args.embed:
+        _serve_embedded(args)
+        return
     Server(
         "bench.granian_app:bare" if args.bare else "bench.granian_app:xstreams",
         factory=True,

@@ -3,7 +3,8 @@ and under granian (issue 13, part 6).
 
 A faster server is only worth adopting if it keeps what users rely on. Each probe starts a
 fresh server (``xstreams serve``, or bench/granian_app.py with the same ``XSTREAMS_*``
-settings), does one thing over a raw socket and reports what it saw:
+settings, from granian's CLI server or ``--embed``ded), does one thing over a raw socket and
+reports what it saw:
 
 - an event stream gets a live entry, and ends (cleanly, or cut) when the server is told to stop;
 - a graceful stop (SIGTERM) keeps every acknowledged write (restart, count the entries), with
@@ -15,12 +16,13 @@ settings), does one thing over a raw socket and reports what it saw:
   ``max_connections``; granian has no connection cap, its nearest is ``--backpressure``, a cap
   on requests in flight).
 
-Small limits (1 s deadlines, a cap of 4) keep it short: ~2 minutes. Not a test: it prints what
-happened, for bench/REPORT.md, whatever it is.
+Small limits (1 s deadlines, a cap of 4) keep it short: ~4 minutes for the three servers. Not
+a test: it prints what happened, for bench/REPORT.md, whatever it is.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import shutil
@@ -50,7 +52,13 @@ ENV = {
     "XSTREAMS_MAX_BODY_BYTES": "4096",
     "XSTREAMS_SSE_HEARTBEAT_MS": "1000",
 }
-KINDS = ("uvicorn", "granian")
+# granian-embed: granian's embedded server in the launcher's own process, with serve's SIGTERM
+# order and on_fatal (what adopting granian in `serve` would look like).
+KINDS = {
+    "uvicorn": "uvicorn (`xstreams serve`)",
+    "granian": "granian (bench/granian_app.py)",
+    "granian-embed": "granian embedded (`bench.granian_app --embed`)",
+}
 
 
 class Running:
@@ -65,6 +73,8 @@ class Running:
                 str(VENV_BIN / "python"), "-m", "bench.granian_app", "--port", str(self.port),
                 "--header-timeout-ms", "1000", "--backpressure", "4", "--kill-timeout", "10",
             ]  # fmt: skip
+            if kind == "granian-embed":
+                argv.append("--embed")
         env = {**os.environ, **ENV, **(env or {}), "XSTREAMS_DATA_DIR": str(data)}
         self.log = data.parent / f"{data.name}-{kind}.log"
         with self.log.open("ab") as log:
@@ -329,6 +339,15 @@ def probe_cap(srv: Running, busy: bool) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.server_probes", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"servers to probe, of {', '.join(KINDS)}"
+    )
+    kinds = parser.parse_args().kinds.split(",")
+    if not set(kinds) <= set(KINDS):
+        parser.error(f"--kinds: choose among {', '.join(KINDS)}")
     root = Path(tempfile.mkdtemp(prefix="xstreams-probes-"))
     results: dict[str, dict[str, str]] = {}
 
@@ -341,7 +360,7 @@ def main() -> None:
         print(f"[{kind}] {name}: {out}", flush=True)
 
     try:
-        for kind in KINDS:
+        for kind in kinds:
             record(
                 "SIGTERM, no event stream open",
                 kind,
@@ -383,10 +402,10 @@ def main() -> None:
                     record(name, kind, fn)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print("\n| probe | uvicorn (`xstreams serve`) | granian (bench/granian_app.py) |")
-    print("|---|---|---|")
+    print("\n| probe | " + " | ".join(KINDS[k] for k in kinds) + " |")
+    print("|---|" + "---|" * len(kinds))
     for name, by_kind in results.items():
-        print(f"| {name} | {by_kind.get('uvicorn', '')} | {by_kind.get('granian', '')} |")
+        print(f"| {name} | " + " | ".join(by_kind.get(k, "") for k in kinds) + " |")
 
 
 if __name__ == "__main__":

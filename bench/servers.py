@@ -107,10 +107,13 @@ def _ready(server: Server) -> Server:
     raise RuntimeError(f"{server.name} never became ready")
 
 
-def granian(fleet: Fleet, name: str, bare: bool) -> Server:
-    """bench/granian_app.py on a free port: the bare app, or xstreams with ``--fsync off``."""
+def granian(fleet: Fleet, name: str, bare: bool, embed: bool = False) -> Server:
+    """bench/granian_app.py on a free port: the bare app, or xstreams with ``--fsync off``
+    (in granian's embedded server with ``embed``)."""
     port = harness.free_port()
     argv = [str(harness.VENV_BIN / "python"), "-m", "bench.granian_app", "--port", str(port)]
+    if embed:
+        argv.append("--embed")
     env = {"XSTREAMS_LOG_LEVEL": "warning"}
     if bare:
         argv.append("--bare")
@@ -204,6 +207,7 @@ def markdown(figures: dict[str, Any]) -> str:
         f"Run {figures['started']}: {cfg['rounds']} rounds of {cfg['seconds']:g} s per cell, "
         f"wrk -t1 -c{cfg['clients']}, uvicorn and granian back to back in alternating order"
         + (f", every server pinned to CPU {cfg['pin']}" if cfg.get("pin") is not None else "")
+        + (", xstreams in granian's embedded server" if cfg.get("embed") else "")
         + "; best round [median].",
         "",
         "| request | uvicorn req/s | granian req/s | granian/uvicorn (best, median) "
@@ -240,7 +244,7 @@ def markdown(figures: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(rounds: int, seconds: float, pin: int | None = None) -> dict[str, Any]:
+def run(rounds: int, seconds: float, pin: int | None = None, embed: bool = False) -> dict[str, Any]:
     started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     machine = facts(
         ("xstreams", "fastapi", "uvicorn", "granian", "uvloop", "httptools"),
@@ -253,7 +257,7 @@ def run(rounds: int, seconds: float, pin: int | None = None) -> dict[str, Any]:
             "bare-uvicorn": _tree(fleet.bare()),
             "bare-granian": _tree(granian(fleet, "bare-granian", bare=True)),
             "xs-uvicorn": _tree(fleet.xstreams("xs-uvicorn", "off")),
-            "xs-granian": _tree(granian(fleet, "xs-granian", bare=False)),
+            "xs-granian": _tree(granian(fleet, "xs-granian", bare=False, embed=embed)),
         }
         if pin is not None:  # after start: granian's worker and threads exist by now
             for s in servers.values():
@@ -270,7 +274,13 @@ def run(rounds: int, seconds: float, pin: int | None = None) -> dict[str, Any]:
     machine["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return {
         "started": started,
-        "config": {"rounds": rounds, "seconds": seconds, "clients": CLIENTS, "pin": pin},
+        "config": {
+            "rounds": rounds,
+            "seconds": seconds,
+            "clients": CLIENTS,
+            "pin": pin,
+            "embed": embed,
+        },
         "machine": machine,
         "rows": [
             {"label": p.label}
@@ -293,17 +303,22 @@ def main() -> None:
         metavar="CPU",
         help="run every server on this one CPU (the same core budget for both)",
     )
+    parser.add_argument(
+        "--embed", action="store_true",
+        help="xstreams in granian's embedded server (bench.granian_app --embed)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
     args = parser.parse_args()
     rounds = args.rounds or (4 if args.quick else 6)
     seconds = 2.0 if args.quick else 4.0
     try:
-        figures = run(rounds, seconds, args.pin)
+        figures = run(rounds, seconds, args.pin, args.embed)
     except KeyboardInterrupt:
         log_stderr("interrupted: servers stopped")
         raise SystemExit(130) from None
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = "servers" if args.pin is None else f"servers-pin{args.pin}"
+    stem = "servers" + ("" if args.pin is None else f"-pin{args.pin}")
+    stem += "-embed" if args.embed else ""
     (args.out / f"{stem}.json").write_text(json.dumps(figures, indent=2) + "\n")
     table = markdown(figures)
     (args.out / f"{stem}.md").write_text(table)
