@@ -27,12 +27,13 @@ from starlette.datastructures import QueryParams
 from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, loads, query_pairs, quote_name
-from app.api.deps import get_durability, read_body
+from app.api.deps import read_body
 from app.api.rest.models import MODELS, model_of
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
+from app.api.services import services_of
+from app.backends import ClientGone
 from app.engine.errors import CommandError
-from app.engine.waiting import ClientGone
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
 GroupName = Annotated[str, Path(description="The consumer group's name.", examples=["billing"])]
@@ -102,7 +103,7 @@ class RestRoute(APIRoute):
         model = self.model
 
         async def rest(request: Request) -> Response:
-            durability = get_durability(request)
+            durability = services_of(request).durability
             stream = request.path_params.get("stream")
             keys = None if stream is None else [stream]
             query: bytes = request.scope["query_string"]
@@ -183,11 +184,10 @@ def page_count(request: Request, count: int | None, *, zero_allowed: bool = True
     """A REST ``count``: the configured default page when absent, refused (400) above
     ``rest_max_count`` (and at 0 where 0 would mean "everything"), so one request reads a
     bounded page and pages on instead of holding the event loop."""
-    settings = request.app.state.settings
+    settings = services_of(request).settings
     if count is None:
-        default: int = settings.rest_default_count
-        return default
-    most: int = settings.rest_max_count
+        return settings.rest_default_count
+    most = settings.rest_max_count
     if count > most or (count == 0 and not zero_allowed):
         raise CommandError.err(
             f"count must be between {0 if zero_allowed else 1} and {most} (rest_max_count); "

@@ -9,7 +9,7 @@ from app.engine.blocking import Block, Retry
 from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
 from app.engine.commands.table import Access, Flag, command, streams_keys
 from app.engine.effects import consumer_seen, group_updated, pending_set
-from app.engine.errors import NoGroup, SyntaxError_, Unblocked, WrongArgument
+from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import Keyspace
@@ -46,9 +46,19 @@ class ReadRequest:
     consumer: str | None = None
     noack: bool = False
 
+    def __post_init__(self) -> None:
+        if len(self.keys) != len(self.ids):
+            raise _unbalanced()
+
     @property
     def command(self) -> str:
         return "XREAD" if self.group is None else "XREADGROUP"
+
+
+def _unbalanced() -> CommandError:
+    return WrongArgument.err(
+        "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+    )
 
 
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
@@ -79,10 +89,7 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
             streams_arg = i + 1
             nstreams = n - streams_arg
             if nstreams % 2:
-                raise WrongArgument.err(
-                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must "
-                    "be specified."
-                )
+                raise _unbalanced()
             nstreams //= 2
             break
         elif o == "group" and moreargs >= 2:
