@@ -1,9 +1,10 @@
 """What every /v1 router shares: its route class, path parameters, documented errors, links.
 
-Handlers are ``async def`` that never await while they touch the engine: FastAPI would run a
-plain ``def`` in a worker thread, racing the event loop that owns the keyspace (and waking
-waiters' futures from the wrong thread). As ``async def``, each engine call is one atomic step
-on the loop, as a Redis command is.
+Handlers are ``async def`` and call the ``Backend`` (``BackendDep``, ``ServicesDep``): FastAPI
+would run a plain ``def`` in a worker thread, racing the event loop that owns the embedded
+keyspace (and waking waiters' futures from the wrong thread). Each backend call is one atomic
+step, as a Redis command is; a handler that first looks (does the group exist?) and then acts
+makes two, as a Redis client would, and answers for the state each one met.
 
 Path names are stream keys, group and consumer names: any bytes but ``/`` (a name with ``/``
 cannot be addressed in a path segment; use the command endpoint for such keys). Bytes that are
