@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Path, Query, Request, Response
 
@@ -33,6 +34,7 @@ from app.engine.ids import parse_strict_id as parse_entry_id
 from app.engine.stream import Entry, TrimSpec
 
 api = router("/v1/streams/{stream}/entries", "entries")
+T = TypeVar("T")
 
 EntryId = Annotated[
     str, Path(description="The entry's ID (`ms-seq`).", examples=["1526569495631-0"])
@@ -60,6 +62,16 @@ async def _exists(backend: Backend, stream: str) -> None:
     """404 unless the stream exists: asked only once a range came back empty, since an
     entry found shows that it does (the hot path makes one call)."""
     await backend.stream_info(stream)
+
+
+async def _parsed(backend: Backend, stream: str, parse: Callable[[], T]) -> T:
+    """``parse()``; when it refuses, a missing stream's 404 comes first: the path is looked
+    at before the query, and it costs a call only on the error path."""
+    try:
+        return parse()
+    except CommandError:
+        await _exists(backend, stream)
+        raise
 
 
 @api.post(
@@ -140,7 +152,11 @@ async def list_entries(
     if after is None:
         if block_ms is not None:
             raise CommandError.err("`block_ms` needs `after`")
-        a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), page)
+        try:  # as _parsed does, inline on the hot path
+            a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), page)
+        except CommandError:
+            await _exists(backend, stream)
+            raise
         found = await backend.range(a, rev=order is Order.desc)
         if not found:
             await _exists(backend, stream)
@@ -171,7 +187,7 @@ async def get_entry(
     stream: StreamName, id: EntryId, backend: BackendDep, fields: FieldsParam = FieldsForm.object
 ) -> EntrySchema | Encoded:
     """The entry with this ID (XRANGE key id id)."""
-    sid = parse_entry_id(id)
+    sid = await _parsed(backend, stream, lambda: parse_entry_id(id))
     found = await backend.range(RangeArgs(stream, sid, sid))
     if not found:
         await _exists(backend, stream)
@@ -189,7 +205,8 @@ async def get_entry(
 )
 async def delete_entry(stream: StreamName, id: EntryId, backend: BackendDep) -> Response:
     """Delete the entry (XDEL key id). Deleting it again answers 404."""
-    if not await backend.delete_entries(stream, [parse_entry_id(id)]):
+    sid = await _parsed(backend, stream, lambda: parse_entry_id(id))
+    if not await backend.delete_entries(stream, [sid]):
         await _exists(backend, stream)
         raise NoSuchEntry()
     return Response(status_code=204)
@@ -208,7 +225,8 @@ async def delete_entries(
     id: Annotated[list[str], Query(min_length=1, description="The IDs to delete (repeat).")],
 ) -> Deleted:
     """Delete every entry named (XDEL key id [id ...]); IDs that are not there are skipped."""
-    deleted = await backend.delete_entries(stream, [parse_entry_id(x) for x in id])
+    ids = await _parsed(backend, stream, lambda: [parse_entry_id(x) for x in id])
+    deleted = await backend.delete_entries(stream, ids)
     if not deleted:
         await _exists(backend, stream)
     return Deleted(deleted=deleted)

@@ -122,7 +122,12 @@ async def delete_stream(stream: StreamName, backend: BackendDep) -> Response:
 async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Trimmed:
     """Remove the oldest entries (XTRIM MAXLEN|MINID [~] threshold [LIMIT count]).
     Exactly one of `maxlen` and `minid`; `limit` only with `approximate`."""
-    return Trimmed(trimmed=await backend.trim(stream, body.spec()))
+    try:
+        spec = body.spec()
+    except CommandError:
+        await backend.stream_info(stream)  # a missing stream's 404 first, as the path's
+        raise
+    return Trimmed(trimmed=await backend.trim(stream, spec))
 
 
 @api.put(
