@@ -102,3 +102,83 @@ def test_backends_sit_below_the_surfaces() -> None:
 
 def test_the_engine_never_imports_a_backend() -> None:
     assert not _offenders(ENGINE, ("app.backends", "redis"))
+
+
+# Surfaces call the Backend protocol (app/backends): they may use the engine's types (argument
+# records, replies, IDs, errors) and its pure rules (ID and trim parsing), never the keyspace,
+# the store or an operation that runs on them, which only a backend calls. app/api/rest is held
+# to it; app/api/sse and app/api/commands join once they are moved onto the backend.
+SURFACES_ON_THE_BACKEND = ("api/rest",)
+SURFACE_MAY_NOT = ("app.engine.store", "app.engine.keyspace", "app.engine.waiting", "app.api.ops")
+COMMANDS = ENGINE / "commands"
+
+
+def _operations(family: Path) -> set[str]:
+    """The engine operations a command module defines: functions of the keyspace
+    (``def xadd(ks: Keyspace, ...)``), as opposed to its types and pure rules."""
+    tree = ast.parse(family.read_text(), str(family))
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.args.args:
+            annotation = node.args.args[0].annotation
+            if isinstance(annotation, ast.Name | ast.Constant) and "Keyspace" in ast.unparse(
+                annotation
+            ):
+                found.add(node.name)
+    return found
+
+
+def _surface_offenders(path: Path, root: Path = APP.parent) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(root)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith(SURFACE_MAY_NOT) or a.name.startswith("app.engine.commands."):
+                    found.append(f"{where} imports {a.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            module = node.module
+            if module.startswith(SURFACE_MAY_NOT):
+                found.append(f"{where} imports {module}")
+            elif module == "app.engine.commands":  # a whole family: its operations with it
+                found += [
+                    f"{where} imports {module}.{a.name}"
+                    for a in node.names
+                    if (COMMANDS / f"{a.name}.py").exists()
+                ]
+            elif module.startswith("app.engine.commands."):
+                family = COMMANDS / f"{module.rsplit('.', 1)[1]}.py"
+                operations = _operations(family)
+                found += [
+                    f"{where} imports the engine operation {module}.{a.name}"
+                    for a in node.names
+                    if a.name in operations
+                ]
+    return found
+
+
+def test_rest_calls_the_backend_not_the_engine() -> None:
+    offenders = []
+    for folder in SURFACES_ON_THE_BACKEND:
+        for path in sorted((APP / folder).rglob("*.py")):
+            offenders += _surface_offenders(path)
+    assert not offenders, offenders
+
+
+def test_the_surface_check_sees_store_keyspace_and_operations(tmp_path: Path) -> None:
+    assert {"xadd", "xrange", "parse_xadd"} <= _operations(COMMANDS / "streams.py")
+    assert "trim_spec" not in _operations(COMMANDS / "streams.py")  # a pure rule
+    bad = tmp_path / "app" / "api" / "rest" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "from app.engine.store import Store\n"
+        "from app.engine.commands import groups as ops\n"
+        "from app.engine.commands.streams import XAddArgs, xadd\n"
+    )
+    found = [line.split(" ", 1)[1] for line in _surface_offenders(bad, tmp_path)]
+    assert found == [
+        "imports app.engine.store",
+        "imports app.engine.commands.groups",
+        "imports the engine operation app.engine.commands.streams.xadd",
+    ]

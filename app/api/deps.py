@@ -6,7 +6,6 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.durability import Durability
 from app.engine.store import Store
 
 
@@ -22,12 +21,6 @@ async def get_store(request: Request) -> Store:
 
 
 StoreDep = Annotated[Store, Depends(get_store)]
-
-
-def get_durability(request: Request) -> Durability:
-    """What a write's reply waits for (storage wired by app/main.py, or in memory)."""
-    durability: Durability = request.app.state.durability
-    return durability
 
 
 async def read_body(request: Request) -> bytes:

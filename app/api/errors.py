@@ -8,11 +8,13 @@ Two surfaces, two error shapes:
   wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
   ``{"detail": ...}``, never an empty body.
 
-Status for an engine error, by its class or text (``status_of``): NOPERM (credentials that do
-not reach) is 403; a missing stream, group or
-entry is 404; BUSYGROUP and an ID not greater than the stream's top are 409; every other Redis
-error is a client mistake, 400. A malformed JSON body is 422, a malformed query or path 400,
-a body over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
+Status for an engine error, by its class alone (``status_of``, the one table): NOPERM
+(credentials that do not reach) is 403; ``NotFound`` (a missing stream, group, consumer or
+entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409; every
+other Redis error is a client mistake, 400. The engine raises each kind with its class, and
+the Redis backend's replies get the same classes (``app.engine.errors.classify``), so both
+backends answer alike. A malformed JSON body is 422, a malformed query or path 400, a body
+over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
 """
 
 from __future__ import annotations
@@ -32,44 +34,32 @@ from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.durability import StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
-from app.engine.errors import BusyGroup, CommandError, NoGroup
+from app.engine.errors import CommandError, Conflict, NoSuchKey
+from app.engine.errors import NotFound as NotFound  # re-exported: SSE raises it
 
 log = logging.getLogger("xstreams")
 
 REST_PREFIX = "/v1"
 PROBLEM_JSON = "application/problem+json"
-NO_SUCH_KEY = "ERR no such key"
 
-# Redis texts (after the code) that mean "the thing named is not there" or "conflicts with it".
-_NOT_FOUND_TEXTS = (NO_SUCH_KEY, "ERR no such entry", "ERR no such consumer", "UNBLOCKED ")
-_CONFLICT_TEXTS = (
-    "smaller than the target stream top item",
-    "smaller than current max_deleted_entry_id",
-    "smaller than the target stream length",
-    "exhausted the last possible ID",
+# The one table, most specific first: an error's status is that of the first class it is.
+_STATUS: tuple[tuple[type[CommandError], int], ...] = (
+    (NoPerm, 403),
+    (NotFound, 404),
+    (Conflict, 409),
 )
 
 
-class NotFound(CommandError):
-    """A resource the path names does not exist (404); ``text`` in Redis's style."""
-
-
-def no_such_stream() -> NotFound:
-    return NotFound(NO_SUCH_KEY)
+def no_such_stream() -> NoSuchKey:
+    """A stream the path names is not there (404, "ERR no such key")."""
+    return NoSuchKey()
 
 
 def status_of(exc: CommandError) -> int:
-    """The HTTP status for an engine error: the one table."""
-    if isinstance(exc, NoPerm):
-        return 403
-    if isinstance(exc, NotFound | NoGroup):
-        return 404
-    if isinstance(exc, BusyGroup | BatchItemError):
-        return 409
-    if exc.text.startswith(_NOT_FOUND_TEXTS):
-        return 404
-    if any(t in exc.text for t in _CONFLICT_TEXTS):
-        return 409
+    """The HTTP status for an engine error, by its class."""
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
     return 400
 
 

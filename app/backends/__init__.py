@@ -1,5 +1,5 @@
 """Backends: what the surfaces call (``Backend``) and what stands behind it."""
 
-from app.backends.base import Backend, Gone, JsonReply
+from app.backends.base import Backend, ClientGone, Gone, JsonReply
 
-__all__ = ["Backend", "Gone", "JsonReply"]
+__all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]

@@ -15,8 +15,10 @@ Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadR
 engine's reply types (app/engine/replies.py): both are plain data with no engine state, so a
 Redis reply parses into the very objects the engine returns and every surface shapes them once.
 
-Errors are ``CommandError`` subclasses carrying Redis's exact text (app/backends/errors.py
-classifies them: not found, conflict, wrong argument ...); surfaces map the class to a status.
+Errors are ``CommandError`` subclasses carrying Redis's exact text, of the classes in
+app/engine/errors.py (not found, conflict, wrong argument ...): the engine raises them, and a
+Redis backend turns Redis's error replies into them with ``classify``; surfaces map the class
+to a status.
 """
 
 from __future__ import annotations
@@ -42,13 +44,17 @@ from app.engine.replies import (
     StreamRead,
 )
 from app.engine.stream import Entry, TrimSpec
+from app.engine.waiting import ClientGone
+
+__all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]
 
 # What the command endpoint gets back for one command: the engine's reply objects, or a RESP
 # tree (``str`` for bulk strings, ``Status`` for simple strings, ``int``, ``None``, ``list``)
 # from a pass-through backend. The endpoint's shaper writes either in Upstash's JSON.
 JsonReply = Reply
 
-# Returns when the caller (an HTTP client) has gone away: a blocking read stops at once.
+# Returns when the caller (an HTTP client) has gone away: a blocking read stops at once,
+# raising ``ClientGone`` (the surface answers nobody: REST's 499).
 Gone = Callable[[], Awaitable[None]]
 
 
@@ -93,11 +99,18 @@ class Backend(Protocol):
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]: ...
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int: ...
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
-        """XREAD / XREADGROUP; with ``block_ms`` waits (``gone`` stops it); [] at timeout."""
+        """XREAD / XREADGROUP; with ``block_ms`` waits (``gone`` stops it, raising
+        ``ClientGone``); [] at timeout."""
         ...
 
     # --- groups and consumers ---------------------------------------------------------
     async def groups(self, key: str) -> list[GroupInfo]: ...
+    async def group(self, key: str, name: str) -> GroupInfo:
+        """One group as XINFO GROUPS shows it; ``NoGroup`` with XPENDING's text ("NOGROUP No
+        such key 'k' or consumer group 'g'", ``no_such_group``) when the key or the group is
+        missing. What REST answers for a group its path names."""
+        ...
+
     async def create_group(
         self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
     ) -> None: ...

@@ -139,6 +139,10 @@ class EmbeddedBackend:
     async def destroy_group(self, key: str, name: str) -> bool:
         return bool(self.store.run(ops.xgroup_destroy, key, name))
 
+    async def group(self, key: str, name: str) -> GroupInfo:
+        stream, group = ops.find_group(self.store.keyspace, key, name)
+        return info.group_info(stream, group)
+
     async def consumers(self, key: str, group: str) -> list[ConsumerInfo]:
         return info.consumers_info(self.store.keyspace, key, group)
 

@@ -56,15 +56,11 @@ from app.backends.base import Gone, JsonReply
 from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.engine.clock import ManualClock
 from app.engine.commands.bulk import xadd_batch
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs, no_such_group
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import (
-    RangeArgs,
-    XAddArgs,
-    XSetIdArgs,
-)
+from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.table import COMMANDS, Command, lookup, streams_keys
-from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_, WrongType
+from app.engine.errors import CommandError, NoSuchKey, WrongType, classify
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.replies import (
@@ -168,18 +164,9 @@ def _text(exc: ResponseError) -> str:
 
 
 def _error(exc: ResponseError | str) -> CommandError:
-    """The engine's class for a Redis error text, so surfaces classify both backends alike."""
-    text = exc if isinstance(exc, str) else _text(exc)
-    code = text.split(" ", 1)[0]
-    if code == "WRONGTYPE":
-        return WrongType()
-    if code == "BUSYGROUP":
-        return BusyGroup()
-    if code == "NOGROUP":
-        return NoGroup(text)
-    if text == "ERR syntax error":
-        return SyntaxError_()
-    return CommandError(text)
+    """The engine's class for a Redis error text (``classify``: one table for both
+    backends), so every surface answers an error alike whichever backend made it."""
+    return classify(exc if isinstance(exc, str) else _text(exc))
 
 
 def _json(r: Raw) -> JsonReply:
@@ -214,7 +201,7 @@ def _opt_int(raw: Raw) -> int | None:
 def _trim_args(spec: TrimSpec) -> list[Arg]:
     args: list[Arg] = [spec.strategy.value, "~" if spec.approx else "="]
     args.append(spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else _id(spec.minid))
-    if spec.approx:
+    if spec.approx and spec.limit != DEFAULT_LIMIT:  # none given: Redis's own default
         args += ["LIMIT", spec.limit]
     return args
 
@@ -884,6 +871,15 @@ class RedisBackend:
                 )
             )
         return out
+
+    async def group(self, key: str, name: str) -> GroupInfo:
+        try:
+            found = [g for g in await self.groups(key) if g.name == name]
+        except NoSuchKey:
+            found = []
+        if not found:
+            raise no_such_group(key, name)
+        return found[0]
 
     async def create_group(
         self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None

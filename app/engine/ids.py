@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from app.engine.errors import CommandError, invalid_id
+from app.engine.errors import WrongArgument, invalid_id
 
 UINT64_MAX = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
@@ -141,7 +141,7 @@ def parse_range_start(text: str) -> StreamID:
     if exclusive:
         nxt = sid.incr()
         if nxt is None:
-            raise CommandError.err("invalid start ID for the interval")
+            raise WrongArgument.err("invalid start ID for the interval")
         return nxt
     return sid
 
@@ -152,7 +152,7 @@ def parse_range_end(text: str) -> StreamID:
     if exclusive:
         prev = sid.decr()
         if prev is None:
-            raise CommandError.err("invalid end ID for the interval")
+            raise WrongArgument.err("invalid end ID for the interval")
         return prev
     return sid
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, TooLarge
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Limits:
 
     def check_read_keys(self, command: str, n: int) -> None:
         if self.read_keys and n > self.read_keys:
-            raise CommandError.err(
+            raise TooLarge.err(
                 f"too many keys: {command.upper()} names {n} streams, at most "
                 f"{self.read_keys} are allowed (max_read_keys)"
             )
@@ -53,7 +53,7 @@ class Limits:
         return self.reply_entries + 1
 
     def too_large(self, command: str) -> CommandError:
-        return CommandError.err(
+        return TooLarge.err(
             f"{command.upper()} reply would hold more than {self.reply_entries} entries "
             f"(max_reply_entries): read it in pages with COUNT {self.reply_entries} or less"
         )

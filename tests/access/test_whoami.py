@@ -98,7 +98,8 @@ async def test_refusals() -> None:
     token = jwt.encode(
         {"sub": "a", "exp": int(time.time()) + 60, "xstreams": {}}, SECRET, algorithm="HS256"
     )
-    app.state.store.keyspace.limits = type(app.state.store.keyspace.limits)(read_keys=2)
+    services = app.state.services  # max_read_keys, as the service was configured
+    services.settings = services.settings.model_copy(update={"max_read_keys": 2})
     r = await _get(app, token, stream=["a", "b", "c"])
     assert r.status_code == 400, r.text
     assert r.json()["error"].startswith("ERR too many keys: WHOAMI names 3 streams")

@@ -28,7 +28,7 @@ from app.engine.commands import streams as st
 from app.engine.commands.bulk import BatchItemError
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.replies import (
@@ -214,6 +214,11 @@ async def test_append_with_trim_and_auto_ids(pair: Pair) -> None:
     await pair.both("trim", "big", approx)
     await pair.both("trim", "big", TrimSpec(TrimStrategy.MINID, minid=sid(240)))
     await pair.both("trim", "nothing", exact)
+    # `~` without LIMIT: Redis's default limit (100 x stream-node-max-entries) on both
+    await pair.both("append", [add("dl", ms, "f", "v" * 40) for ms in range(1, 20_001)])
+    default = TrimSpec(TrimStrategy.MAXLEN, maxlen=0, approx=True, limit=DEFAULT_LIMIT)
+    await pair.both("trim", "dl", default)
+    await pair.both("stream_info", "dl")
     await pair.both("stream_info", "big")
     # `*` IDs: each side's clock decides them; both give increasing IDs, all added
     for side in (pair.engine, pair.redis):
@@ -279,6 +284,10 @@ async def test_groups_consumers_and_acks(pair: Pair) -> None:
     await pair.both("create_group", "q", "bad", "nope", False, None)  # invalid ID
     await pair.both("groups", "q")
     await pair.both("groups", "nothing")
+    await pair.both("group", "q", "g3")
+    await pair.both("group", "q", "nope")  # NOGROUP, XPENDING's words
+    await pair.both("group", "nothing", "g1")
+    await pair.both("create_group", "nothing", "g", "$", False, None)  # no MKSTREAM: no key
     await pair.both("create_consumer", "q", "g1", "alice")
     await pair.both("create_consumer", "q", "g1", "alice")
     await pair.both("create_consumer", "q", "nogroup", "alice")

@@ -238,3 +238,23 @@ def test_bulk_delete(api: httpx.Client) -> None:
     problem(api.delete(E, params={"id": "bad"}), 400)
     problem(api.delete(E), 400)
     problem(api.delete("/v1/streams/nope/entries", params={"id": "1-0"}), 404)
+
+
+@pytest.mark.parametrize("afters", [["0", "0", "0"], ["0", "0", "0", "0"]])
+def test_after_ids_that_do_not_pair_with_the_streams_are_a_400(
+    api: httpx.Client, afters: list[str]
+) -> None:
+    """One `after` for every stream, or one for all: anything else is XREAD's own error (never
+    read as other keys, as a rebuilt STREAMS list would have been)."""
+    params = [("stream", "a"), ("stream", "b"), *(("after", x) for x in afters)]
+    p = problem(api.get("/v1/read", params=params), 400, "ERR")
+    assert p["error"].startswith("ERR Unbalanced XREAD list of streams")
+
+
+def test_a_block_past_the_clock_s_range_is_redis_s_400(api: httpx.Client) -> None:
+    for path, params in [
+        ("/v1/read", {"stream": "s", "after": "$"}),
+        (E, {"after": "$"}),
+    ]:
+        r = api.get(path, params={**params, "block_ms": 2**63 - 1})
+        assert problem(r, 400)["error"] == "ERR timeout is out of range"

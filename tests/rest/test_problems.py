@@ -8,6 +8,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.access import NoPerm
+from app.api.errors import status_of
+from app.engine.errors import classify
 from tests.conftest import Server
 from tests.rest.conftest import problem
 
@@ -131,3 +134,49 @@ def test_without_the_token_v1_answers_a_401_problem(tmp_path: Path) -> None:
         assert httpx.post(srv.url + "/", json=["PING"]).json() == {"error": "Unauthorized"}
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "body"),
+    [
+        ("GET", "/v1/streams/nope/entries", {"start": "x"}, None),
+        ("GET", "/v1/streams/nope/entries/x", {}, None),
+        ("DELETE", "/v1/streams/nope/entries/x", {}, None),
+        ("DELETE", "/v1/streams/nope/entries", {"id": "x"}, None),
+        ("POST", "/v1/streams/nope/trim", {}, {"maxlen": -1}),
+    ],
+)
+def test_a_missing_stream_is_a_404_before_a_bad_argument(
+    api: httpx.Client, method: str, path: str, params: dict[str, str], body: object
+) -> None:
+    """The path is looked at before the query and body: a missing stream answers 404 even
+    when the request's arguments would be refused too."""
+    r = api.request(method, path, params=params, json=body)
+    assert problem(r, 404)["error"] == "ERR no such key"
+
+
+STATUS_BY_TEXT = [
+    ("ERR no such key", 404),
+    ("NOGROUP No such key 's' or consumer group 'g'", 404),
+    ("UNBLOCKED the stream key no longer exists", 404),
+    ("BUSYGROUP Consumer Group name already exists", 409),
+    ("ERR The ID specified in XADD is equal or smaller than the target stream top item", 409),
+    ("ERR The ID specified in XSETID is smaller than the target stream top item", 409),
+    ("ERR The stream has exhausted the last possible ID, unable to add more items", 409),
+    ("ERR syntax error", 400),
+    ("ERR Invalid stream ID specified as stream command argument", 400),
+    ("WRONGTYPE Operation against a key holding the wrong kind of value", 400),
+    ("ERR Elements are too large to be stored", 400),
+    ("LOADING Redis is loading the dataset in memory", 400),
+]
+
+
+@pytest.mark.parametrize(("text", "status"), STATUS_BY_TEXT)
+def test_one_status_table_for_both_backends(text: str, status: int) -> None:
+    """A Redis backend's error (``classify`` of redis-server's text) gets the status the
+    embedded engine's error of that text gets: the table reads the class only."""
+    assert status_of(classify(text)) == status
+
+
+def test_noperm_is_403() -> None:
+    assert status_of(NoPerm.command("xadd")) == 403

@@ -1,9 +1,10 @@
 """What every /v1 router shares: its route class, path parameters, documented errors, links.
 
-Handlers are ``async def`` that never await while they touch the engine: FastAPI would run a
-plain ``def`` in a worker thread, racing the event loop that owns the keyspace (and waking
-waiters' futures from the wrong thread). As ``async def``, each engine call is one atomic step
-on the loop, as a Redis command is.
+Handlers are ``async def`` and call the ``Backend`` (``BackendDep``, ``ServicesDep``): FastAPI
+would run a plain ``def`` in a worker thread, racing the event loop that owns the embedded
+keyspace (and waking waiters' futures from the wrong thread). Each backend call is one atomic
+step, as a Redis command is; a handler that first looks (does the group exist?) and then acts
+makes two, as a Redis client would, and answers for the state each one met.
 
 Path names are stream keys, group and consumer names: any bytes but ``/`` (a name with ``/``
 cannot be addressed in a path segment; use the command endpoint for such keys). Bytes that are
@@ -27,12 +28,13 @@ from starlette.datastructures import QueryParams
 from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, loads, query_pairs, quote_name
-from app.api.deps import get_durability, read_body
+from app.api.deps import read_body
 from app.api.rest.models import MODELS, model_of
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
+from app.api.services import services_of
+from app.backends import ClientGone
 from app.engine.errors import CommandError
-from app.engine.waiting import ClientGone
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
 GroupName = Annotated[str, Path(description="The consumer group's name.", examples=["billing"])]
@@ -102,7 +104,7 @@ class RestRoute(APIRoute):
         model = self.model
 
         async def rest(request: Request) -> Response:
-            durability = get_durability(request)
+            durability = services_of(request).durability
             stream = request.path_params.get("stream")
             keys = None if stream is None else [stream]
             query: bytes = request.scope["query_string"]
@@ -183,11 +185,10 @@ def page_count(request: Request, count: int | None, *, zero_allowed: bool = True
     """A REST ``count``: the configured default page when absent, refused (400) above
     ``rest_max_count`` (and at 0 where 0 would mean "everything"), so one request reads a
     bounded page and pages on instead of holding the event loop."""
-    settings = request.app.state.settings
+    settings = services_of(request).settings
     if count is None:
-        default: int = settings.rest_default_count
-        return default
-    most: int = settings.rest_max_count
+        return settings.rest_default_count
+    most = settings.rest_max_count
     if count > most or (count == 0 and not zero_allowed):
         raise CommandError.err(
             f"count must be between {0 if zero_allowed else 1} and {most} (rest_max_count); "

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from app.api.deps import StoreDep
+from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_maybe_entry
-from app.api.ops import apply, group_of, read, require_consumer
 from app.api.rest.common import (
     ConsumerName,
     Encoded,
@@ -18,18 +17,30 @@ from app.api.rest.common import (
     segment,
     stream_url,
 )
+from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.entries import FieldsForm, MaybeEntryList
-from app.api.rest.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read, consumer
-from app.engine.commands import groups as ops
-from app.engine.commands.info import consumers_info
-from app.engine.store import Store
+from app.api.rest.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read
+from app.api.services import BackendDep
+from app.backends import Backend
+from app.engine.commands.reads import ReadRequest
+from app.engine.errors import NoSuchConsumer
+from app.engine.replies import ConsumerInfo
 
 api = router("/v1/streams/{stream}/groups/{group}/consumers", "consumers")
 
 
-def _consumer(store: Store, stream: str, group: str, name: str) -> Consumer:
-    rows = consumers_info(store.keyspace, stream, group)
-    return next(consumer(c) for c in rows if c.name == name)
+async def _consumers(backend: Backend, stream: str, group: str) -> list[ConsumerInfo]:
+    """The group's consumers (XINFO CONSUMERS), after NOGROUP naming both key and group when
+    either is missing (as every path under a group answers)."""
+    await backend.group(stream, group)
+    return await backend.consumers(stream, group)
+
+
+def _named(rows: list[ConsumerInfo], group: str, name: str) -> ConsumerInfo:
+    found = next((c for c in rows if c.name == name), None)
+    if found is None:
+        raise NoSuchConsumer.named(group, name)
+    return found
 
 
 @api.get(
@@ -39,11 +50,10 @@ def _consumer(store: Store, stream: str, group: str, name: str) -> Consumer:
     response_model=ConsumerList,
     responses=errors(404),
 )
-async def list_consumers(stream: StreamName, group: GroupName, store: StoreDep) -> ConsumerList:
+async def list_consumers(stream: StreamName, group: GroupName, backend: BackendDep) -> ConsumerList:
     """Every consumer with its pending count and idle time (XINFO CONSUMERS)."""
-    group_of(store, stream, group)
     return ConsumerList(
-        consumers=[consumer(c) for c in consumers_info(store.keyspace, stream, group)]
+        consumers=[schema.consumer(c) for c in await _consumers(backend, stream, group)]
     )
 
 
@@ -58,18 +68,19 @@ async def create_consumer(
     stream: StreamName,
     group: GroupName,
     consumer: ConsumerName,
-    store: StoreDep,
+    backend: BackendDep,
     response: Response,
 ) -> Consumer:
     """Create the consumer if it does not exist (XGROUP CREATECONSUMER): 201 with `Location`
     when created, 200 when it was there already (nothing changes)."""
-    group_of(store, stream, group)
-    if apply(store, ops.xgroup_createconsumer, stream, group, consumer):
+    await backend.group(stream, group)
+    if await backend.create_consumer(stream, group, consumer):
         response.status_code = 201
         response.headers["Location"] = (
             f"{stream_url(stream)}/groups/{segment(group)}/consumers/{segment(consumer)}"
         )
-    return _consumer(store, stream, group, consumer)
+    rows = await backend.consumers(stream, group)
+    return schema.consumer(_named(rows, group, consumer))
 
 
 @api.delete(
@@ -80,12 +91,12 @@ async def create_consumer(
     responses=errors(404, 503),
 )
 async def delete_consumer(
-    stream: StreamName, group: GroupName, consumer: ConsumerName, store: StoreDep
+    stream: StreamName, group: GroupName, consumer: ConsumerName, backend: BackendDep
 ) -> ConsumerDeleted:
     """Delete the consumer (XGROUP DELCONSUMER); its pending entries leave the PEL, and their
     number is returned. Deleting it again answers 404."""
-    require_consumer(store, stream, group, consumer)
-    return ConsumerDeleted(pending=apply(store, ops.xgroup_delconsumer, stream, group, consumer))
+    _named(await _consumers(backend, stream, group), group, consumer)
+    return ConsumerDeleted(pending=await backend.delete_consumer(stream, group, consumer))
 
 
 @api.post(
@@ -100,7 +111,7 @@ async def read_group(
     group: GroupName,
     consumer: ConsumerName,
     body: Read,
-    store: StoreDep,
+    backend: BackendDep,
     request: Request,
     fields: FieldsParam = FieldsForm.object,
 ) -> MaybeEntryList | Encoded:
@@ -109,12 +120,8 @@ async def read_group(
     (unless `noack`); with `block_ms` the request waits on the server, and each new entry goes
     to exactly one waiting consumer. An ID instead reads this consumer's history: its pending
     entries after the ID, `fields` null for those deleted since. Empty list at timeout."""
-    argv = ["XREADGROUP", "GROUP", group, consumer]
-    if body.count is not None:
-        argv += ["COUNT", str(body.count)]
-    if body.block_ms is not None:
-        argv += ["BLOCK", str(body.block_ms)]
-    if body.noack:
-        argv.append("NOACK")
-    reads = await read(store, [*argv, "STREAMS", stream, body.id], request)
+    read = ReadRequest(
+        [stream], [body.id], body.count or 0, body.block_ms, group, consumer, body.noack
+    )
+    reads = await backend.read(read, lambda: wait_for_disconnect(request))
     return Encoded({"entries": [rest_maybe_entry(e, fields) for r in reads for e in r.entries]})

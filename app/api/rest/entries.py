@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import Path, Query, Request, Response
 
-from app.api.deps import StoreDep
+from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_entries, rest_entry
-from app.api.errors import NotFound, no_such_stream
-from app.api.ops import apply, read, stream_of
+from app.api.errors import no_such_stream
 from app.api.rest.common import (
     Encoded,
     FieldsParam,
@@ -24,22 +24,17 @@ from app.api.rest.common import (
 from app.api.rest.schemas.entries import Entry as EntrySchema
 from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten
 from app.api.rest.schemas.writes import Append, Appended, Deleted
-from app.engine.commands.bulk import xadd_batch
-from app.engine.commands.streams import (
-    RangeArgs,
-    XAddArgs,
-    parse_trim_options,
-    xadd,
-    xdel,
-    xrange,
-)
-from app.engine.errors import CommandError
+from app.api.services import BackendDep
+from app.backends import Backend
+from app.engine.commands.reads import ReadRequest
+from app.engine.commands.streams import RangeArgs, XAddArgs
+from app.engine.errors import CommandError, NoSuchEntry
 from app.engine.ids import INT64_MAX, format_id, parse_id, parse_range_end, parse_range_start
 from app.engine.ids import parse_strict_id as parse_entry_id
-from app.engine.keyspace import Keyspace
 from app.engine.stream import Entry, TrimSpec
 
 api = router("/v1/streams/{stream}/entries", "entries")
+T = TypeVar("T")
 
 EntryId = Annotated[
     str, Path(description="The entry's ID (`ms-seq`).", examples=["1526569495631-0"])
@@ -51,11 +46,9 @@ class Order(StrEnum):
     desc = "desc"  # XREVRANGE: newest first
 
 
-def _xadd_args(ks: Keyspace, stream: str, body: Append) -> list[XAddArgs]:
-    """The request as XADD arguments: IDs and the trim clause parsed by the engine."""
-    trim: TrimSpec | None = None
-    if body.trim is not None:
-        _, trim, _ = parse_trim_options(ks, ["XTRIM", stream, *body.trim.tokens()], xadd=False)
+def _xadd_args(stream: str, body: Append) -> list[XAddArgs]:
+    """The request as XADD arguments: IDs and the trim clause parsed by the engine's rules."""
+    trim: TrimSpec | None = None if body.trim is None else body.trim.spec()
     out = []
     for e in body.batch():
         sid, seq_given = (
@@ -63,6 +56,22 @@ def _xadd_args(ks: Keyspace, stream: str, body: Append) -> list[XAddArgs]:
         )
         out.append(XAddArgs(stream, flatten(e.fields), sid, seq_given, body.nomkstream, trim))
     return out
+
+
+async def _exists(backend: Backend, stream: str) -> None:
+    """404 unless the stream exists: asked only once a range came back empty, since an
+    entry found shows that it does (the hot path makes one call)."""
+    await backend.stream_info(stream)
+
+
+async def _parsed(backend: Backend, stream: str, parse: Callable[[], T]) -> T:
+    """``parse()``; when it refuses, a missing stream's 404 comes first: the path is looked
+    at before the query, and it costs a call only on the error path."""
+    try:
+        return parse()
+    except CommandError:
+        await _exists(backend, stream)
+        raise
 
 
 @api.post(
@@ -74,15 +83,14 @@ def _xadd_args(ks: Keyspace, stream: str, body: Append) -> list[XAddArgs]:
     responses=errors(404, 409, 413),
 )
 async def append_entries(
-    stream: StreamName, body: Append, store: StoreDep, response: Response
+    stream: StreamName, body: Append, backend: BackendDep, response: Response
 ) -> Appended:
     """Append one entry (`fields`), or several atomically (`entries`: all or none), with XADD's
     options: ID `*`, `ms-*` or explicit; NOMKSTREAM (404 when the stream is missing); MAXLEN or
     MINID trimming, `~` and LIMIT. An ID not greater than the stream's top is a 409 (for a batch,
     `index` says which entry). `Location` names the new entry, or the range of a batch."""
-    args = _xadd_args(store.keyspace, stream, body)
     # One entry goes through XADD itself, so its errors are XADD's exactly.
-    added = [apply(store, xadd, args[0])] if len(args) == 1 else apply(store, xadd_batch, args)
+    added = await backend.append(_xadd_args(stream, body))
     if any(sid is None for sid in added):
         raise no_such_stream()
     texts = [format_id(sid) for sid in added if sid is not None]
@@ -107,7 +115,7 @@ def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> Encoded:
 )
 async def list_entries(
     stream: StreamName,
-    store: StoreDep,
+    backend: BackendDep,
     request: Request,
     response: Response,
     start: Annotated[str, Query(description="`-`, an ID, `ms`, or exclusive `(id`.")] = "-",
@@ -144,9 +152,14 @@ async def list_entries(
     if after is None:
         if block_ms is not None:
             raise CommandError.err("`block_ms` needs `after`")
-        stream_of(store, stream)
-        a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), page)
-        found = xrange(store.keyspace, a, rev=order is Order.desc) or []
+        try:  # as _parsed does, inline on the hot path
+            a = RangeArgs(stream, parse_range_start(start), parse_range_end(end), page)
+        except CommandError:
+            await _exists(backend, stream)
+            raise
+        found = await backend.range(a, rev=order is Order.desc)
+        if not found:
+            await _exists(backend, stream)
         if not (page and len(found) == page):
             return _shaped(found, fields, None)
         nxt = f"({format_id(found[-1].id)}"
@@ -156,10 +169,9 @@ async def list_entries(
         return _shaped(found, fields, nxt)
     if order is Order.desc:
         raise CommandError.err("`after` reads in ascending order only")
-    argv = ["XREAD", "COUNT", str(page)]
-    if block_ms is not None:
-        argv += ["BLOCK", str(block_ms)]
-    reads = await read(store, [*argv, "STREAMS", stream, after], request)
+    reads = await backend.read(
+        ReadRequest([stream], [after], page, block_ms), lambda: wait_for_disconnect(request)
+    )
     got = [e for r in reads for e in r.entries if isinstance(e, Entry)]
     return _shaped(got, fields, format_id(got[-1].id) if got else None)
 
@@ -172,14 +184,14 @@ async def list_entries(
     responses=errors(404),
 )
 async def get_entry(
-    stream: StreamName, id: EntryId, store: StoreDep, fields: FieldsParam = FieldsForm.object
+    stream: StreamName, id: EntryId, backend: BackendDep, fields: FieldsParam = FieldsForm.object
 ) -> EntrySchema | Encoded:
     """The entry with this ID (XRANGE key id id)."""
-    stream_of(store, stream)
-    sid = parse_entry_id(id)
-    found = xrange(store.keyspace, RangeArgs(stream, sid, sid))
+    sid = await _parsed(backend, stream, lambda: parse_entry_id(id))
+    found = await backend.range(RangeArgs(stream, sid, sid))
     if not found:
-        raise NotFound("ERR no such entry")
+        await _exists(backend, stream)
+        raise NoSuchEntry()
     return Encoded(rest_entry(found[0], fields))
 
 
@@ -191,11 +203,12 @@ async def get_entry(
     response_class=Response,
     responses=errors(404, 503),
 )
-async def delete_entry(stream: StreamName, id: EntryId, store: StoreDep) -> Response:
+async def delete_entry(stream: StreamName, id: EntryId, backend: BackendDep) -> Response:
     """Delete the entry (XDEL key id). Deleting it again answers 404."""
-    stream_of(store, stream)
-    if not apply(store, xdel, stream, [parse_entry_id(id)]):
-        raise NotFound("ERR no such entry")
+    sid = await _parsed(backend, stream, lambda: parse_entry_id(id))
+    if not await backend.delete_entries(stream, [sid]):
+        await _exists(backend, stream)
+        raise NoSuchEntry()
     return Response(status_code=204)
 
 
@@ -208,10 +221,12 @@ async def delete_entry(stream: StreamName, id: EntryId, store: StoreDep) -> Resp
 )
 async def delete_entries(
     stream: StreamName,
-    store: StoreDep,
+    backend: BackendDep,
     id: Annotated[list[str], Query(min_length=1, description="The IDs to delete (repeat).")],
 ) -> Deleted:
     """Delete every entry named (XDEL key id [id ...]); IDs that are not there are skipped."""
-    stream_of(store, stream)
-    ids = [parse_entry_id(x) for x in id]
-    return Deleted(deleted=apply(store, xdel, stream, ids))
+    ids = await _parsed(backend, stream, lambda: [parse_entry_id(x) for x in id])
+    deleted = await backend.delete_entries(stream, ids)
+    if not deleted:
+        await _exists(backend, stream)
+    return Deleted(deleted=deleted)

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from fastapi import Response
 
-from app.api.deps import StoreDep
-from app.api.ops import apply, group_of, stream_of
 from app.api.rest.common import GroupName, StreamName, errors, router, segment, stream_url
-from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup, group
-from app.engine.commands import groups as ops
-from app.engine.commands.info import group_info, groups_info
-from app.engine.store import Store
+from app.api.rest.schemas import groups as schema
+from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup
+from app.api.services import BackendDep
 
 api = router("/v1/streams/{stream}/groups", "groups")
-
-
-def _group(store: Store, stream: str, name: str) -> Group:
-    g = group_of(store, stream, name)
-    return group(group_info(stream_of(store, stream), g))
 
 
 @api.get(
@@ -27,10 +19,10 @@ def _group(store: Store, stream: str, name: str) -> Group:
     response_model=GroupList,
     responses=errors(404),
 )
-async def list_groups(stream: StreamName, store: StoreDep) -> GroupList:
+async def list_groups(stream: StreamName, backend: BackendDep) -> GroupList:
     """Every group with its consumers, pending count, last-delivered ID, entries-read and lag
     (XINFO GROUPS)."""
-    return GroupList(groups=[group(g) for g in groups_info(store.keyspace, stream)])
+    return GroupList(groups=[schema.group(g) for g in await backend.groups(stream)])
 
 
 @api.post(
@@ -42,16 +34,16 @@ async def list_groups(stream: StreamName, store: StoreDep) -> GroupList:
     responses=errors(404, 409, 413),
 )
 async def create_group(
-    stream: StreamName, body: NewGroup, store: StoreDep, response: Response
+    stream: StreamName, body: NewGroup, backend: BackendDep, response: Response
 ) -> Group:
     """Create a group that delivers entries after `id` (XGROUP CREATE [MKSTREAM]
     [ENTRIESREAD]). A missing stream is a 404 unless `mkstream`; an existing group is a 409
     (BUSYGROUP)."""
     if not body.mkstream:
-        stream_of(store, stream)
-    apply(store, ops.xgroup_create, stream, body.name, body.id, body.mkstream, body.entries_read)
+        await backend.stream_info(stream)  # 404 "no such key", as every path to a stream
+    await backend.create_group(stream, body.name, body.id, body.mkstream, body.entries_read)
     response.headers["Location"] = f"{stream_url(stream)}/groups/{segment(body.name)}"
-    return _group(store, stream, body.name)
+    return schema.group(await backend.group(stream, body.name))
 
 
 @api.get(
@@ -61,9 +53,9 @@ async def create_group(
     response_model=Group,
     responses=errors(404),
 )
-async def get_group(stream: StreamName, group: GroupName, store: StoreDep) -> Group:
+async def get_group(stream: StreamName, group: GroupName, backend: BackendDep) -> Group:
     """One group as XINFO GROUPS shows it."""
-    return _group(store, stream, group)
+    return schema.group(await backend.group(stream, group))
 
 
 @api.patch(
@@ -74,12 +66,12 @@ async def get_group(stream: StreamName, group: GroupName, store: StoreDep) -> Gr
     responses=errors(404, 413),
 )
 async def set_group_id(
-    stream: StreamName, group: GroupName, body: GroupUpdate, store: StoreDep
+    stream: StreamName, group: GroupName, body: GroupUpdate, backend: BackendDep
 ) -> Group:
     """Move the group's last-delivered ID and entries-read counter (XGROUP SETID
     [ENTRIESREAD]); `$` is the stream's last ID."""
-    apply(store, ops.xgroup_setid, stream, group, body.last_delivered_id, body.entries_read)
-    return _group(store, stream, group)
+    await backend.set_group_id(stream, group, body.last_delivered_id, body.entries_read)
+    return schema.group(await backend.group(stream, group))
 
 
 @api.delete(
@@ -90,9 +82,9 @@ async def set_group_id(
     response_class=Response,
     responses=errors(404, 503),
 )
-async def delete_group(stream: StreamName, group: GroupName, store: StoreDep) -> Response:
+async def delete_group(stream: StreamName, group: GroupName, backend: BackendDep) -> Response:
     """Destroy the group with its consumers and PEL (XGROUP DESTROY); its blocked readers get
     NOGROUP. Destroying it again answers 404."""
-    group_of(store, stream, group)
-    apply(store, ops.xgroup_destroy, stream, group)
+    await backend.group(stream, group)  # NOGROUP naming both when the key or group is missing
+    await backend.destroy_group(stream, group)
     return Response(status_code=204)

@@ -6,9 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import Query
 
-from app.api.deps import StoreDep
 from app.api.encoding import rest_entries
-from app.api.ops import apply, group_of
 from app.api.rest.common import Encoded, FieldsParam, GroupName, StreamName, errors, router
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.pel import (
@@ -22,7 +20,8 @@ from app.api.rest.schemas.pel import (
     Pending,
     PendingEntry,
 )
-from app.engine.commands import groups as ops
+from app.api.services import BackendDep
+from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.ids import (
     INT64_MAX,
     StreamID,
@@ -43,11 +42,13 @@ api = router("/v1/streams/{stream}/groups/{group}", "pending entries")
     response_model=Acked,
     responses=errors(404, 413),
 )
-async def ack_entries(stream: StreamName, group: GroupName, body: Ack, store: StoreDep) -> Acked:
+async def ack_entries(
+    stream: StreamName, group: GroupName, body: Ack, backend: BackendDep
+) -> Acked:
     """Remove the entries from the group's PEL (XACK); IDs not pending are not counted."""
-    group_of(store, stream, group)
+    await backend.group(stream, group)  # XACK answers 0 there: a path names them, 404
     ids = [parse_strict_id(x) for x in body.ids]
-    return Acked(acknowledged=apply(store, ops.xack, stream, group, ids))
+    return Acked(acknowledged=await backend.ack(stream, group, ids))
 
 
 @api.get(
@@ -60,7 +61,7 @@ async def ack_entries(stream: StreamName, group: GroupName, body: Ack, store: St
 async def get_pending(
     stream: StreamName,
     group: GroupName,
-    store: StoreDep,
+    backend: BackendDep,
     start: Annotated[str, Query(description="`-`, an ID, or exclusive `(id`.")] = "-",
     end: Annotated[str, Query(description="`+`, an ID, or exclusive `(id`.")] = "+",
     count: Annotated[
@@ -73,10 +74,10 @@ async def get_pending(
 ) -> Pending:
     """The group's PEL summary (XPENDING key group) and, when `count` is given, the entries
     themselves (XPENDING key group [IDLE min_idle_ms] start end count [consumer])."""
-    summary = ops.xpending_summary(store.keyspace, stream, group)
+    summary = await backend.pending_summary(stream, group)
     rows = None
     if count is not None:
-        a = ops.PendingArgs(
+        a = PendingArgs(
             stream,
             group,
             parse_range_start(start),
@@ -92,7 +93,7 @@ async def get_pending(
                 idle_ms=r.idle_ms,
                 delivery_count=r.delivery_count,
             )
-            for r in ops.xpending_range(store.keyspace, a)
+            for r in await backend.pending(a)
         ]
     return Pending(
         count=summary.count,
@@ -121,14 +122,14 @@ async def claim_entries(
     stream: StreamName,
     group: GroupName,
     body: Claim,
-    store: StoreDep,
+    backend: BackendDep,
     fields: FieldsParam = FieldsForm.object,
 ) -> Claimed | Encoded:
     """Give pending entries idle at least `min_idle_ms` to `consumer` (XCLAIM, with IDLE,
     TIME, RETRYCOUNT, FORCE, JUSTID and LASTID). Entries deleted from the stream leave the PEL
     and are not returned."""
-    group_of(store, stream, group)
-    a = ops.ClaimArgs(
+    await backend.group(stream, group)
+    a = ClaimArgs(
         stream,
         group,
         body.consumer,
@@ -141,7 +142,7 @@ async def claim_entries(
         body.justid,
         parse_strict_id(body.last_id) if body.last_id is not None else None,
     )
-    return Encoded(_claimed(apply(store, ops.xclaim, a), body.justid, fields))
+    return Encoded(_claimed(await backend.claim(a), body.justid, fields))
 
 
 @api.post(
@@ -155,14 +156,14 @@ async def autoclaim_entries(
     stream: StreamName,
     group: GroupName,
     body: AutoClaim,
-    store: StoreDep,
+    backend: BackendDep,
     fields: FieldsParam = FieldsForm.object,
 ) -> AutoClaimed | Encoded:
     """Scan the PEL from `start` and give entries idle at least `min_idle_ms` to `consumer`
     (XAUTOCLAIM, COUNT, JUSTID). Continue from `next_start` until it is `0-0`; `deleted_ids`
     lists pending entries found deleted from the stream (removed from the PEL)."""
-    group_of(store, stream, group)
-    a = ops.AutoClaimArgs(
+    await backend.group(stream, group)
+    a = AutoClaimArgs(
         stream,
         group,
         body.consumer,
@@ -171,7 +172,7 @@ async def autoclaim_entries(
         body.count,
         body.justid,
     )
-    result = apply(store, ops.xautoclaim, a)
+    result = await backend.autoclaim(a)
     claimed = _claimed(result.claimed, body.justid, fields)
     return Encoded(
         {

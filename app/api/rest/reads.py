@@ -6,11 +6,12 @@ from typing import Annotated, cast
 
 from fastapi import Query, Request
 
-from app.api.deps import StoreDep
+from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_entries
-from app.api.ops import read
 from app.api.rest.common import Encoded, FieldsParam, errors, page_count, router
 from app.api.rest.schemas.entries import FieldsForm, StreamsRead
+from app.api.services import BackendDep
+from app.engine.commands.reads import ReadRequest
 from app.engine.ids import INT64_MAX
 from app.engine.stream import Entry
 
@@ -25,7 +26,7 @@ api = router("/v1/read", "entries")
     responses=errors(),
 )
 async def read_streams(
-    store: StoreDep,
+    backend: BackendDep,
     request: Request,
     stream: Annotated[list[str], Query(min_length=1, description="A stream key (repeat).")],
     after: Annotated[
@@ -55,10 +56,10 @@ async def read_streams(
     empty list at timeout. Only streams with entries are listed; missing streams are waited
     for, as Redis does."""
     ids = after * len(stream) if len(after) == 1 else after
-    argv = ["XREAD", "COUNT", str(page_count(request, count, zero_allowed=False))]
-    if block_ms is not None:
-        argv += ["BLOCK", str(block_ms)]
-    reads = await read(store, [*argv, "STREAMS", *stream, *ids], request)
+    page = page_count(request, count, zero_allowed=False)
+    reads = await backend.read(
+        ReadRequest(stream, ids, page, block_ms), lambda: wait_for_disconnect(request)
+    )
     # A plain XREAD never gives a MissingEntry (only a group's history does).
     return Encoded(
         {

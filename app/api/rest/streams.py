@@ -8,9 +8,7 @@ from fastapi import Query, Request, Response
 
 from app.access import readable
 from app.api.access_gate import principal_of
-from app.api.deps import StoreDep
 from app.api.errors import no_such_stream
-from app.api.ops import apply, stream_of
 from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.streams import (
@@ -22,11 +20,10 @@ from app.api.rest.schemas.streams import (
     stream_summary,
 )
 from app.api.rest.schemas.writes import LastId, Trim, Trimmed
-from app.engine.commands import info
-from app.engine.commands.streams import parse_trim_options, parse_xsetid, xsetid, xtrim
-from app.engine.errors import CommandError
+from app.api.services import BackendDep, ServicesDep
+from app.engine.commands.streams import xsetid_args
+from app.engine.errors import CommandError, NotFound
 from app.engine.ids import INT64_MAX, UINT64_MAX
-from app.engine.keyspace import Keyspace
 
 api = router("/v1/streams", "streams")
 
@@ -40,7 +37,7 @@ api = router("/v1/streams", "streams")
 )
 async def list_streams(
     request: Request,
-    store: StoreDep,
+    backend: BackendDep,
     cursor: Annotated[int, Query(ge=0, le=UINT64_MAX, description="0 to start.")] = 0,
     count: Annotated[int, Query(ge=1, le=10_000, description="About this many per page.")] = 10,
     match: Annotated[str | None, Query(description="A glob on stream names.")] = None,
@@ -49,12 +46,13 @@ async def list_streams(
     length, groups, last ID, entries added and first and last entry IDs (XINFO STREAM). As
     SCAN guarantees, a stream present for the whole iteration is listed at least once; a page
     may be empty before the end. Only the streams the caller may read are listed."""
-    ks = store.keyspace
-    page = ks.scan(cursor, count, match, None)
-    summaries = [
-        stream_summary(key, info.stream_info(ks, key))
-        for key in readable(principal_of(request.scope).grant, page.keys)
-    ]
+    page = await backend.scan(cursor, match, count)
+    summaries = []
+    for key in readable(principal_of(request.scope).grant, page.keys):
+        try:
+            summaries.append(stream_summary(key, await backend.stream_info(key)))
+        except NotFound:  # deleted since the page was read (a backend that awaits between)
+            continue
     return StreamPage(streams=summaries, next_cursor=page.cursor or None)
 
 
@@ -68,7 +66,7 @@ async def list_streams(
 )
 async def get_stream(
     stream: StreamName,
-    store: StoreDep,
+    services: ServicesDep,
     request: Request,
     fields: FieldsParam = FieldsForm.object,
     full: Annotated[bool, Query(description="FULL: entries, groups, PELs, consumers.")] = False,
@@ -83,21 +81,20 @@ async def get_stream(
     ] = 10,
 ) -> StreamFullInfo | StreamInfo:
     """XINFO STREAM, or XINFO STREAM FULL COUNT `count` with `full=true`."""
+    backend = services.backend
     if full:
         if count:
             count = page_count(request, count)
         else:  # 0, everything: only while everything is within one page
-            s = stream_of(store, stream)
-            most: int = request.app.state.settings.rest_max_count
-            if s.length > most or any(len(g.pel) > most for g in s.groups.values()):
+            length = (await backend.stream_info(stream)).length
+            most = services.settings.rest_max_count
+            if length > most or any(g.pending > most for g in await backend.groups(stream)):
                 raise CommandError.err(
                     f"count=0 (everything) needs a stream of at most {most} entries and "
                     f"pending entries per group (rest_max_count); pass a count"
                 )
-        return stream_full_info(
-            stream, info.stream_full_info(store.keyspace, stream, count), fields
-        )
-    return stream_info(stream, info.stream_info(store.keyspace, stream), fields)
+        return stream_full_info(stream, await backend.stream_full_info(stream, count), fields)
+    return stream_info(stream, await backend.stream_info(stream), fields)
 
 
 @api.delete(
@@ -108,17 +105,11 @@ async def get_stream(
     response_class=Response,
     responses=errors(404, 503),
 )
-async def delete_stream(stream: StreamName, store: StoreDep) -> Response:
+async def delete_stream(stream: StreamName, backend: BackendDep) -> Response:
     """Delete the stream with its entries and groups (DEL). Deleting again answers 404."""
-    if not apply(store, Keyspace.delete, stream):
+    if not await backend.delete_stream(stream):
         raise no_such_stream()
     return Response(status_code=204)
-
-
-def _trim(ks: Keyspace, stream: str, body: Trim) -> int:
-    _, spec, _ = parse_trim_options(ks, ["XTRIM", stream, *body.tokens()], xadd=False)
-    assert spec is not None  # XTRIM without a strategy is an error in the parser
-    return xtrim(ks, stream, spec)
 
 
 @api.post(
@@ -128,20 +119,15 @@ def _trim(ks: Keyspace, stream: str, body: Trim) -> int:
     response_model=Trimmed,
     responses=errors(404, 413),
 )
-async def trim_stream(stream: StreamName, body: Trim, store: StoreDep) -> Trimmed:
+async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Trimmed:
     """Remove the oldest entries (XTRIM MAXLEN|MINID [~] threshold [LIMIT count]).
     Exactly one of `maxlen` and `minid`; `limit` only with `approximate`."""
-    stream_of(store, stream)
-    return Trimmed(trimmed=apply(store, _trim, stream, body))
-
-
-def _setid(ks: Keyspace, stream: str, body: LastId) -> None:
-    argv = ["XSETID", stream, body.last_id]
-    if body.entries_added is not None:
-        argv += ["ENTRIESADDED", str(body.entries_added)]
-    if body.max_deleted_id is not None:
-        argv += ["MAXDELETEDID", body.max_deleted_id]
-    xsetid(ks, parse_xsetid(argv))
+    try:
+        spec = body.spec()
+    except CommandError:
+        await backend.stream_info(stream)  # a missing stream's 404 first, as the path's
+        raise
+    return Trimmed(trimmed=await backend.trim(stream, spec))
 
 
 @api.put(
@@ -152,8 +138,8 @@ def _setid(ks: Keyspace, stream: str, body: LastId) -> None:
     response_class=Response,
     responses=errors(404, 409, 413),
 )
-async def set_last_id(stream: StreamName, body: LastId, store: StoreDep) -> Response:
+async def set_last_id(stream: StreamName, body: LastId, backend: BackendDep) -> Response:
     """Set the last generated ID, and optionally entries-added and max-deleted-ID (XSETID).
     An ID smaller than the stream's top entry is a 409."""
-    apply(store, _setid, stream, body)
+    await backend.set_id(xsetid_args(stream, body.last_id, body.entries_added, body.max_deleted_id))
     return Response(status_code=204)

@@ -8,9 +8,10 @@ from typing import Annotated
 from fastapi import Query, Request
 
 from app.api.access_gate import principal_of
-from app.api.deps import StoreDep
 from app.api.rest.common import errors, router
 from app.api.rest.schemas.access import Whoami, whoami
+from app.api.services import ServicesDep
+from app.engine.limits import Limits
 
 api = router("/v1/whoami", "access")
 
@@ -24,7 +25,7 @@ api = router("/v1/whoami", "access")
 )
 async def get_whoami(
     request: Request,
-    store: StoreDep,
+    services: ServicesDep,
     stream: Annotated[
         list[str],
         Query(description="A stream to say what the caller may do on; repeat it."),
@@ -35,5 +36,6 @@ async def get_whoami(
     (README "Access"). Any valid credential may ask; none at all is a 401 unless the service
     is open."""
     names = list(dict.fromkeys(stream))
-    store.keyspace.limits.check_read_keys("whoami", len(names))  # as many as one XREAD names
+    # As many as one XREAD may name (max_read_keys), refused with the engine's words.
+    Limits(read_keys=services.settings.max_read_keys).check_read_keys("whoami", len(names))
     return whoami(principal_of(request.scope), names)

@@ -30,7 +30,7 @@ from app.engine.commands.streams import (
     xadd,
 )
 from app.engine.effects import EntriesAdded
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, Conflict
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.stream import Fields, Stream
@@ -119,7 +119,7 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
             return [None] * len(batch)
         check_not_zero(a)
         if last == MAX_ID:
-            raise CommandError.err(XADD_EXHAUSTED)  # the stream's, not one entry's
+            raise Conflict.err(XADD_EXHAUSTED)  # the stream's, not one entry's
         try:
             sid = next_id(a, last, now)
         except CommandError as e:
@@ -134,7 +134,7 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
     return list(ids)
 
 
-class BatchItemError(CommandError):
+class BatchItemError(Conflict):
     """An entry of a batch was refused; ``index`` says which (nothing was added)."""
 
     def __init__(self, index: int, cause: CommandError) -> None:

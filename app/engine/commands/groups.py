@@ -24,7 +24,14 @@ from app.engine.effects import (
     group_updated,
     pending_set,
 )
-from app.engine.errors import BusyGroup, CommandError, NoGroup, SyntaxError_
+from app.engine.errors import (
+    BusyGroup,
+    CommandError,
+    NoGroup,
+    NotFound,
+    SyntaxError_,
+    WrongArgument,
+)
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import (
     MIN_ID,
@@ -68,6 +75,12 @@ def no_such_group(key: str, group: str) -> NoGroup:
     return NoGroup(f"NOGROUP No such key '{key}' or consumer group '{group}'")
 
 
+XGROUP_NEEDS_KEY = (
+    "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use "
+    "the MKSTREAM option to create an empty stream automatically."
+)
+
+
 def _xgroup_target(
     ks: Keyspace, argv: list[str], *, create: bool = False
 ) -> tuple[Stream | None, ConsumerGroup | None, bool, int | None]:
@@ -84,7 +97,7 @@ def _xgroup_target(
             elif eq(argv[i], "entriesread") and i + 1 < len(argv):
                 entries_read = int_arg(argv[i + 1])
                 if entries_read < 0 and entries_read != -1:
-                    raise CommandError.err("value for ENTRIESREAD must be positive or -1")
+                    raise WrongArgument.err("value for ENTRIESREAD must be positive or -1")
                 if entries_read == -1:
                     entries_read = None
                 i += 2
@@ -104,10 +117,7 @@ def xgroup_target(
     group = stream.groups.get(name) if stream is not None else None
     if not mkstream:
         if stream is None:
-            raise CommandError.err(
-                "The XGROUP subcommand requires the key to exist. Note that for CREATE you may "
-                "want to use the MKSTREAM option to create an empty stream automatically."
-            )
+            raise NotFound.err(XGROUP_NEEDS_KEY)
         if group is None and sub in ("setid", "createconsumer", "delconsumer"):
             raise NoGroup(f"NOGROUP No such consumer group '{name}' for key name '{key}'")
     return stream, group
@@ -378,7 +388,7 @@ def parse_xclaim(argv: list[str]) -> ClaimArgs:
             j += 1
             last_id = parse_strict_id(argv[j])
         else:
-            raise CommandError.err(f"Unrecognized XCLAIM option '{argv[j]}'")
+            raise WrongArgument.err(f"Unrecognized XCLAIM option '{argv[j]}'")
         j += 1
     return ClaimArgs(
         argv[1], argv[2], argv[3], min_idle, ids, idle, time, retry, force, justid, last_id
@@ -465,7 +475,7 @@ def parse_xautoclaim(argv: list[str]) -> AutoClaimArgs:
         if opt == "count" and moreargs:
             count = int_arg(argv[j + 1], "COUNT must be > 0")
             if count < 1 or count > LONG_MAX // max(16, ATTEMPTS_FACTOR):
-                raise CommandError.err("COUNT must be > 0")
+                raise WrongArgument.err("COUNT must be > 0")
             j += 1
         elif opt == "justid":
             justid = True

@@ -7,7 +7,7 @@ from itertools import islice
 
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
-from app.engine.errors import CommandError, NoGroup
+from app.engine.errors import NoGroup, NoSuchKey
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -44,7 +44,7 @@ XINFO_HELP = [
 def _stream(ks: Keyspace, key: str) -> Stream:
     stream = ks.get(key)
     if stream is None:
-        raise CommandError.err("no such key")
+        raise NoSuchKey()
     return stream
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Access, Flag, command, every_key, key_at, keys_from
-from app.engine.errors import CommandError, SyntaxError_, WrongArity
+from app.engine.errors import NoSuchKey, SyntaxError_, WrongArgument, WrongArity
 from app.engine.ids import UINT64_MAX
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, PONG, ScanPage, Status
@@ -45,7 +45,7 @@ def _rename(ks: Keyspace, argv: list[str], nx: bool) -> Status | int:
     answers 0, while RENAME replaces it."""
     src, dst = argv[1], argv[2]
     if src not in ks.streams:
-        raise CommandError.err("no such key")
+        raise NoSuchKey()
     if src == dst:
         return 0 if nx else OK
     if nx and dst in ks.streams:
@@ -73,7 +73,7 @@ def _cursor(text: str) -> int:
     # parseScanCursorOrReply: strtoull, rejecting leading blanks and trailing junk
     body = text[1:] if text[:1] in "+-" else text
     if not body.isdigit() or not body.isascii() or int(body) > UINT64_MAX:
-        raise CommandError.err("invalid cursor")
+        raise WrongArgument.err("invalid cursor")
     v = int(body)
     return (-v) % (1 << 64) if text[:1] == "-" else v
 

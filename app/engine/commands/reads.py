@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
-from app.engine.commands.args import int_arg, timeout_arg
+from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
 from app.engine.commands.table import Access, Flag, command, streams_keys
 from app.engine.effects import consumer_seen, group_updated, pending_set
-from app.engine.errors import CommandError, NoGroup, SyntaxError_
+from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import Keyspace
@@ -46,9 +46,19 @@ class ReadRequest:
     consumer: str | None = None
     noack: bool = False
 
+    def __post_init__(self) -> None:
+        if len(self.keys) != len(self.ids):
+            raise _unbalanced()
+
     @property
     def command(self) -> str:
         return "XREAD" if self.group is None else "XREADGROUP"
+
+
+def _unbalanced() -> CommandError:
+    return WrongArgument.err(
+        "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+    )
 
 
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
@@ -79,22 +89,19 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
             streams_arg = i + 1
             nstreams = n - streams_arg
             if nstreams % 2:
-                raise CommandError.err(
-                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must "
-                    "be specified."
-                )
+                raise _unbalanced()
             nstreams //= 2
             break
         elif o == "group" and moreargs >= 2:
             if not xreadgroup:
-                raise CommandError.err(
+                raise WrongArgument.err(
                     "The GROUP option is only supported by XREADGROUP. You called XREAD instead."
                 )
             group, consumer = argv[i + 1], argv[i + 2]
             i += 2
         elif o == "noack":
             if not xreadgroup:
-                raise CommandError.err(
+                raise WrongArgument.err(
                     "The NOACK option is only supported by XREADGROUP. You called XREAD instead."
                 )
             noack = True
@@ -104,7 +111,7 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
     if streams_arg == 0:
         raise SyntaxError_()
     if xreadgroup and group is None:
-        raise CommandError.err("Missing GROUP option for XREADGROUP")
+        raise WrongArgument.err("Missing GROUP option for XREADGROUP")
     keys = argv[streams_arg : streams_arg + nstreams]
     texts = argv[streams_arg + nstreams :]
     return ReadRequest(keys, texts, count, block, group, consumer, noack)
@@ -114,6 +121,8 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
     """The IDs against the keyspace: ``$`` is the stream's last ID now, ``>`` is NEW; the
     group must exist on every key."""
     xreadgroup = r.group is not None
+    if r.block_ms is not None:  # checked by the parser already when it came as text
+        block_ms_arg(r.block_ms, ks.clock.now_ms())
     ks.limits.check_read_keys(r.command, len(r.keys))
     ids: list[StreamID] = []
     for key, text in zip(r.keys, r.ids, strict=True):
@@ -125,7 +134,7 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
             )
         if text == "$":
             if xreadgroup:
-                raise CommandError.err(
+                raise WrongArgument.err(
                     "The $ ID is meaningless in the context of XREADGROUP: you want to read the "
                     "history of this consumer by specifying a proper ID, or use the > ID to get "
                     "new messages. The $ ID would just return an empty result set."
@@ -133,7 +142,7 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
             ids.append(stream.last_id if stream is not None else MIN_ID)
         elif text == ">":
             if not xreadgroup:
-                raise CommandError.err(
+                raise WrongArgument.err(
                     "The > ID can be specified only when calling XREADGROUP using the GROUP "
                     "<group> <consumer> option."
                 )
@@ -249,7 +258,7 @@ def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
             assert start is not None
             return [StreamRead(key, list(stream.range(start, MAX_ID, count)))]
         if stream is None:
-            raise CommandError("UNBLOCKED the stream key no longer exists")
+            raise Unblocked("UNBLOCKED the stream key no longer exists")
         group: ConsumerGroup | None = stream.groups.get(a.group)
         if group is None:
             raise NoGroup("NOGROUP the consumer group this client was blocked on no longer exists")

@@ -6,13 +6,20 @@ arguments; the REST layer builds the same argument objects and calls the same op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from app.engine.commands.args import eq, int_arg
 from app.engine.commands.table import Flag, command, key_at
 from app.engine.effects import EntriesDeleted, EntryAdded, LastIdSet, Trimmed
-from app.engine.errors import CommandError, SyntaxError_
+from app.engine.errors import (
+    CommandError,
+    Conflict,
+    NoSuchKey,
+    SyntaxError_,
+    TooLarge,
+    WrongArgument,
+)
 from app.engine.ids import (
     MAX_ID,
     MIN_ID,
@@ -50,6 +57,101 @@ class XAddArgs(NamedTuple):
     trim: TrimSpec | None = None
 
 
+DEFAULT_LIMIT = -1
+"""``TrimSpec.limit`` of a ``~`` clause without LIMIT, built where no keyspace is at hand
+(``trim_spec``: REST and SSE through a backend): the limit Redis gives such a clause
+(``approx_limit``: 100 × stream-node-max-entries, as configured when the trim runs) is
+filled in by the operation that trims (``xadd``, ``xtrim``), before it is journaled. A
+Redis backend sends such a clause without LIMIT, and Redis applies its own."""
+
+
+def approx_limit(ks: Keyspace) -> int:
+    """The LIMIT of ``~`` trimming when none is given (``streamParseAddOrTrimArgsOrReply``)."""
+    limit = 100 * ks.config.node_max_entries
+    if limit <= 0 or limit > STREAM_LISTPACK_MAX_SIZE:
+        limit = 10000
+    return limit
+
+
+def with_default_limit(ks: Keyspace, spec: TrimSpec) -> TrimSpec:
+    """``spec`` with ``DEFAULT_LIMIT`` replaced by the keyspace's ``approx_limit``."""
+    if spec.limit != DEFAULT_LIMIT:
+        return spec
+    return replace(spec, limit=approx_limit(ks))
+
+
+def _maxlen_arg(maxlen: int) -> int:
+    if maxlen < 0:
+        raise WrongArgument.err("The MAXLEN argument must be >= 0.")
+    return maxlen
+
+
+def _limit_arg(limit: int) -> int:
+    if limit < 0:
+        raise WrongArgument.err("The LIMIT argument must be >= 0.")
+    return limit
+
+
+def _both_strategies() -> CommandError:
+    return WrongArgument.err(
+        "syntax error, MAXLEN and MINID options at the same time are not compatible"
+    )
+
+
+def _trim_clause(
+    strategy: TrimStrategy | None,
+    maxlen: int,
+    minid: StreamID,
+    approx: bool,
+    limit: int | None,
+    xadd: bool,
+) -> TrimSpec | None:
+    """The checks made once every option is read, in Redis's order; ``limit`` None when no
+    LIMIT was given. A ``~`` clause without LIMIT gets ``DEFAULT_LIMIT``."""
+    if limit and strategy is None:
+        raise WrongArgument.err(
+            "syntax error, LIMIT cannot be used without specifying a trimming strategy"
+        )
+    if not xadd and strategy is None:
+        raise WrongArgument.err("syntax error, XTRIM must be called with a trimming strategy")
+    if limit is not None:
+        if not approx:
+            raise WrongArgument.err(
+                "syntax error, LIMIT cannot be used without the special ~ option"
+            )
+    else:
+        limit = DEFAULT_LIMIT if approx else 0
+    return None if strategy is None else TrimSpec(strategy, maxlen, minid, approx, limit)
+
+
+def trim_spec(
+    *,
+    maxlen: int | None = None,
+    minid: str | None = None,
+    approximate: bool = False,
+    limit: int | None = None,
+) -> TrimSpec:
+    """An XTRIM clause from typed values (``MAXLEN|MINID [~] threshold [LIMIT count]``), with
+    the errors ``parse_trim_options`` gives the same clause as tokens, in the same order.
+    ``~`` without ``limit`` leaves ``DEFAULT_LIMIT``, resolved when the trim runs."""
+    strategy: TrimStrategy | None = None
+    max_entries = 0
+    min_id = MIN_ID
+    if maxlen is not None:
+        max_entries = _maxlen_arg(maxlen)
+        strategy = TrimStrategy.MAXLEN
+    if minid is not None:
+        if strategy is not None:
+            raise _both_strategies()
+        min_id = parse_strict_id(minid)
+        strategy = TrimStrategy.MINID
+    if limit is not None:
+        _limit_arg(limit)
+    spec = _trim_clause(strategy, max_entries, min_id, approximate, limit, xadd=False)
+    assert spec is not None  # _trim_clause refuses XTRIM without a strategy
+    return spec
+
+
 def parse_trim_options(
     ks: Keyspace, argv: list[str], xadd: bool
 ) -> tuple[int, TrimSpec | None, dict[str, object]]:
@@ -62,8 +164,7 @@ def parse_trim_options(
     approx = False
     maxlen = 0
     minid = MIN_ID
-    limit = 0
-    limit_given = False
+    limit: int | None = None
     extra: dict[str, object] = {"id": None, "seq_given": True, "nomkstream": False}
     i = 2
     n = len(argv)
@@ -75,9 +176,7 @@ def parse_trim_options(
         low = opt.lower()
         if low in ("maxlen", "minid") and moreargs:
             if strategy is not None:
-                raise CommandError.err(
-                    "syntax error, MAXLEN and MINID options at the same time are not compatible"
-                )
+                raise _both_strategies()
             approx = False
             nxt = argv[i + 1]
             if moreargs >= 2 and nxt == "~":
@@ -86,19 +185,14 @@ def parse_trim_options(
             elif moreargs >= 2 and nxt == "=":
                 i += 1
             if low == "maxlen":
-                maxlen = int_arg(argv[i + 1])
-                if maxlen < 0:
-                    raise CommandError.err("The MAXLEN argument must be >= 0.")
+                maxlen = _maxlen_arg(int_arg(argv[i + 1]))
                 strategy = TrimStrategy.MAXLEN
             else:
                 minid = parse_strict_id(argv[i + 1])
                 strategy = TrimStrategy.MINID
             i += 1
         elif low == "limit" and moreargs:
-            limit = int_arg(argv[i + 1])
-            if limit < 0:
-                raise CommandError.err("The LIMIT argument must be >= 0.")
-            limit_given = True
+            limit = _limit_arg(int_arg(argv[i + 1]))
             i += 1
         elif xadd and low == "nomkstream":
             extra["nomkstream"] = True
@@ -110,32 +204,15 @@ def parse_trim_options(
         else:
             raise SyntaxError_()
         i += 1
-    if limit and strategy is None:
-        raise CommandError.err(
-            "syntax error, LIMIT cannot be used without specifying a trimming strategy"
-        )
-    if not xadd and strategy is None:
-        raise CommandError.err("syntax error, XTRIM must be called with a trimming strategy")
-    if limit_given:
-        if not approx:
-            raise CommandError.err(
-                "syntax error, LIMIT cannot be used without the special ~ option"
-            )
-    elif approx:
-        limit = 100 * ks.config.node_max_entries
-        if limit <= 0 or limit > STREAM_LISTPACK_MAX_SIZE:
-            limit = 10000
-    else:
-        limit = 0
-    spec = None if strategy is None else TrimSpec(strategy, maxlen, minid, approx, limit)
-    return i, spec, extra
+    spec = _trim_clause(strategy, maxlen, minid, approx, limit, xadd)
+    return i, None if spec is None else with_default_limit(ks, spec), extra
 
 
 def parse_xadd(ks: Keyspace, argv: list[str]) -> XAddArgs:
     idpos, spec, extra = parse_trim_options(ks, argv, xadd=True)
     nfields = len(argv) - (idpos + 1)
     if nfields < 2 or nfields % 2:
-        raise CommandError.err("wrong number of arguments for 'xadd' command")
+        raise WrongArgument.err("wrong number of arguments for 'xadd' command")
     sid = extra["id"]
     assert sid is None or isinstance(sid, StreamID)
     return XAddArgs(
@@ -178,7 +255,7 @@ XADD_TOO_LARGE = "Elements are too large to be stored"
 def check_not_zero(a: XAddArgs) -> None:
     """XADD's first check, made before the key is looked up: an explicit ``0-0``."""
     if a.id is not None and a.seq_given and a.id == MIN_ID:
-        raise CommandError.err(XADD_ZERO_ID)
+        raise WrongArgument.err(XADD_ZERO_ID)
 
 
 def too_large(fields: Fields) -> bool:
@@ -194,15 +271,15 @@ def next_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID:
     ``xaddCommand``'s order: IDs exhausted, ``ms-*`` with no sequence left, an ID not greater
     than the top, an entry too large. XADD and the bulk appends (``commands.bulk``) share it."""
     if last == MAX_ID:
-        raise CommandError.err(XADD_EXHAUSTED)
+        raise Conflict.err(XADD_EXHAUSTED)
     sid = resolve_id(a, last, now_ms)
     if sid is None:
         # `ms-*` with that millisecond's sequence used up: redis-server 7.0 answers this.
-        raise CommandError.err(XADD_TOO_LARGE)
+        raise TooLarge.err(XADD_TOO_LARGE)
     if not id_follows(last, sid):
-        raise CommandError.err(XADD_ID_TOO_SMALL)
+        raise Conflict.err(XADD_ID_TOO_SMALL)
     if too_large(a.fields):
-        raise CommandError.err(XADD_TOO_LARGE)
+        raise TooLarge.err(XADD_TOO_LARGE)
     return sid
 
 
@@ -217,8 +294,10 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     sid = next_id(a, stream.last_id, ks.clock.now_ms())
     stream.append(sid, a.fields)
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
-    if a.trim is not None and stream.trim(a.trim):
-        ks.record(Trimmed(key=a.key, trim=a.trim))
+    if a.trim is not None:
+        trim = with_default_limit(ks, a.trim)
+        if stream.trim(trim):
+            ks.record(Trimmed(key=a.key, trim=trim))
     ks.blocked.signal(a.key)
     return sid
 
@@ -232,6 +311,7 @@ def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     stream = ks.get(key)
     if stream is None:
         return 0
+    spec = with_default_limit(ks, spec)
     deleted = stream.trim(spec)
     if deleted:
         ks.record(Trimmed(key=key, trim=spec))
@@ -339,6 +419,34 @@ class XSetIdArgs:
     max_deleted_id: StreamID | None = None
 
 
+def _entries_added_arg(entries_added: int) -> int:
+    if entries_added < 0:
+        raise WrongArgument.err("entries_added must be positive")
+    return entries_added
+
+
+def _max_deleted_arg(last_id: StreamID, max_deleted: StreamID) -> StreamID:
+    if last_id < max_deleted:
+        raise WrongArgument.err(
+            "The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+        )
+    return max_deleted
+
+
+def xsetid_args(
+    key: str, last_id: str, entries_added: int | None = None, max_deleted_id: str | None = None
+) -> XSetIdArgs:
+    """XSETID from typed values (REST), checked as ``parse_xsetid`` checks
+    ``XSETID key last_id [ENTRIESADDED n] [MAXDELETEDID id]``, in that order."""
+    sid = parse_strict_id(last_id)
+    if entries_added is not None:
+        _entries_added_arg(entries_added)
+    max_deleted = None
+    if max_deleted_id is not None:
+        max_deleted = _max_deleted_arg(sid, parse_strict_id(max_deleted_id))
+    return XSetIdArgs(key, sid, entries_added, max_deleted)
+
+
 def parse_xsetid(argv: list[str]) -> XSetIdArgs:
     last_id = parse_strict_id(argv[2])
     entries_added: int | None = None
@@ -349,16 +457,10 @@ def parse_xsetid(argv: list[str]) -> XSetIdArgs:
         moreargs = n - 1 - i
         opt = argv[i].lower()
         if opt == "entriesadded" and moreargs:
-            entries_added = int_arg(argv[i + 1])
-            if entries_added < 0:
-                raise CommandError.err("entries_added must be positive")
+            entries_added = _entries_added_arg(int_arg(argv[i + 1]))
             i += 2
         elif opt == "maxdeletedid" and moreargs:
-            max_deleted = parse_strict_id(argv[i + 1])
-            if last_id < max_deleted:
-                raise CommandError.err(
-                    "The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
-                )
+            max_deleted = _max_deleted_arg(last_id, parse_strict_id(argv[i + 1]))
             i += 2
         else:
             raise SyntaxError_()
@@ -368,14 +470,14 @@ def parse_xsetid(argv: list[str]) -> XSetIdArgs:
 def xsetid(ks: Keyspace, a: XSetIdArgs) -> Status:
     stream = ks.get(a.key)
     if stream is None:
-        raise CommandError.err("no such key")
+        raise NoSuchKey()
     if stream.length > 0:
         if a.last_id < stream.last_valid_id():
-            raise CommandError.err(
+            raise Conflict.err(
                 "The ID specified in XSETID is smaller than the target stream top item"
             )
         if a.entries_added is not None and stream.length > a.entries_added:
-            raise CommandError.err(
+            raise Conflict.err(
                 "The entries_added specified in XSETID is smaller than the target stream length"
             )
     stream.last_id = a.last_id

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.engine.blocking import Block
-from app.engine.errors import CommandError, WrongArity
+from app.engine.errors import CommandError, WrongArgument, WrongArity
 from app.engine.keyspace import Keyspace
 
 Reply = Any
@@ -138,7 +138,7 @@ def lookup(argv: list[str]) -> Command:
     if base is not None and base.subcommands and len(argv) > 1:
         cmd = base.subcommands.get(argv[1].lower())
         if cmd is None:
-            raise CommandError.err(
+            raise WrongArgument.err(
                 f"unknown subcommand '{argv[1][:128]}'. Try {argv[0].upper()} HELP."
             )
     if cmd is None:
@@ -147,7 +147,7 @@ def lookup(argv: list[str]) -> Command:
             if len(args) >= 128:
                 break
             args += f"'{a[: 128 - len(args)]}' "
-        raise CommandError.err(
+        raise WrongArgument.err(
             f"unknown command '{argv[0][:128]}', with args beginning with: {args}"
         )
     n = len(argv)
@@ -173,7 +173,7 @@ def named(fullname: str) -> Command:
 
 
 def subcommand_syntax_error(argv: list[str]) -> CommandError:
-    return CommandError.err(
+    return WrongArgument.err(
         f"unknown subcommand or wrong number of arguments for '{argv[1][:128]}'. "
         f"Try {argv[0].upper()} HELP."
     )

@@ -6,7 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.rest.schemas.body import Body
 from app.api.rest.schemas.entries import FieldsIn
+from app.engine.commands.streams import trim_spec
 from app.engine.ids import INT64_MAX, INT64_MIN
+from app.engine.stream import TrimSpec
 
 
 class Trim(Body):
@@ -30,15 +32,11 @@ class Trim(Body):
         description="LIMIT: at most this many entries removed (with `approximate` only).",
     )
 
-    def tokens(self) -> list[str]:
-        """The clause as Redis arguments, for the engine's own option parser."""
-        out: list[str] = []
-        for word, value in (("MAXLEN", self.maxlen), ("MINID", self.minid)):
-            if value is not None:
-                out += [word, "~" if self.approximate else "=", str(value)]
-        if self.limit is not None:
-            out += ["LIMIT", str(self.limit)]
-        return out
+    def spec(self) -> TrimSpec:
+        """The clause, checked by the engine's one rule (errors as XTRIM's tokens get)."""
+        return trim_spec(
+            maxlen=self.maxlen, minid=self.minid, approximate=self.approximate, limit=self.limit
+        )
 
 
 class NewEntry(Body):
