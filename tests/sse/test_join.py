@@ -1,0 +1,229 @@
+"""Joining a stream's tail without a hole, in process, the backend's timing in the test's hands.
+
+With an async backend (Redis) a subscriber's last replay read and its joining the tail are
+not one step: while the read's empty answer is on its way back, other clients append and the
+tail hands the new entries out. ``Racing`` reproduces that over the embedded engine: it holds
+the answer of the subscriber's read that found nothing while the test appends (and trims) and
+the tail delivers, then lets the stale answer through. Whatever happened meanwhile, every
+entry must arrive exactly once and in order, and entries removed before anyone read them must
+give a ``gap`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.sse import tail as tail_module
+from app.api.sse.flush import Flusher
+from app.api.sse.outbox import CloseReason, Outbox
+from app.api.sse.subscriber import Subscriber
+from app.api.sse.tail import StreamTail, Tails, follow
+from app.backends.embedded import EmbeddedBackend
+from app.durability import InMemory
+from app.engine.commands.reads import ReadRequest
+from app.engine.commands.streams import XAddArgs
+from app.engine.ids import MIN_ID, StreamID, format_id
+from app.engine.replies import StreamRead
+from app.engine.store import Store
+from app.engine.stream import TrimSpec, TrimStrategy
+
+Hook = Callable[[], Awaitable[None]]
+
+
+class Racing(EmbeddedBackend):
+    """The embedded engine, except that once armed, the next plain read that finds nothing
+    answers only after ``hook`` ran (its answer computed before, as Redis's would be)."""
+
+    def __init__(self) -> None:
+        super().__init__(Store())
+        self.hook: Hook | None = None
+
+    async def read(self, request: ReadRequest, gone: Any = None) -> list[StreamRead]:
+        reads = await super().read(request, gone)
+        plain = request.block_ms is None and request.group is None
+        if self.hook is not None and plain and not any(r.entries for r in reads):
+            hook, self.hook = self.hook, None
+            await hook()
+        return reads
+
+
+class Events:
+    """A subscriber's outbox, written by a task, parsed as EventSource would."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+        self.raw = bytearray()
+        self.writer = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        while (chunk := await self.outbox.take()) is not None:
+            self.raw += chunk
+
+    def parsed(self) -> list[tuple[str, Any]]:
+        out = []
+        for block in bytes(self.raw).split(b"\n\n"):
+            fields = dict(line.split(b": ", 1) for line in block.split(b"\n") if line)
+            if b"event" in fields:
+                out.append((fields[b"event"].decode(), orjson.loads(fields[b"data"])))
+        return out
+
+    def ids(self) -> list[str]:
+        return [data["id"] for kind, data in self.parsed() if kind == "entry"]
+
+
+async def until(check: Callable[[], bool], timeout: float = 3.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.001)
+
+
+async def add(backend: EmbeddedBackend, n: int, first: int = 0) -> list[str]:
+    """XADD ``n`` entries in one atomic batch (``n`` = first, first + 1 ...)."""
+    ids = await backend.append([XAddArgs("s", ("n", str(first + i))) for i in range(n)])
+    return [format_id(i) for i in ids if i is not None]
+
+
+@contextlib.asynccontextmanager
+async def subscribed(
+    tails: Tails, after: StreamID = MIN_ID
+) -> AsyncIterator[tuple[Subscriber, Events]]:
+    outbox = Outbox(1 << 20, Flusher())
+    events = Events(outbox)
+    sub = Subscriber(outbox, {"s": after}, FieldsForm.object, multi=False)
+    task = asyncio.create_task(follow(tails, sub))
+    try:
+        yield sub, events
+    finally:
+        outbox.close(CloseReason.DISCONNECTED)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await events.writer
+
+
+@pytest.fixture
+async def backend() -> Racing:
+    return Racing()
+
+
+@pytest.fixture
+def tails(backend: Racing) -> Tails:
+    return Tails(backend, InMemory())
+
+
+def tail_of(tails: Tails) -> StreamTail:
+    return tails.by_key["s"]
+
+
+async def delivered(tails: Tails, seq: int) -> None:
+    await until(lambda: tail_of(tails).seq >= seq)
+
+
+async def test_entries_handed_out_while_the_last_read_returned_arrive_once(
+    backend: Racing, tails: Tails
+) -> None:
+    history = await add(backend, 3)
+    meanwhile: list[str] = []
+
+    async def append_and_let_the_tail_deliver() -> None:
+        meanwhile.extend(await add(backend, 1))
+        await delivered(tails, 1)
+        meanwhile.extend(await add(backend, 2))
+        await delivered(tails, 2)
+
+    backend.hook = append_and_let_the_tail_deliver
+    async with subscribed(tails) as (sub, events):
+        await until(lambda: sub.live)
+        assert len(meanwhile) == 3 and tail_of(tails).seq == 2  # handed out before it joined
+        later = await add(backend, 2)
+        await until(lambda: len(events.ids()) >= 8)
+        await asyncio.sleep(0.01)
+        assert events.ids() == history + meanwhile + later
+        assert [kind for kind, _ in events.parsed()] == ["entry"] * 8
+
+
+async def test_a_subscriber_ahead_of_the_tail_gets_nothing_twice(
+    backend: Racing, tails: Tails
+) -> None:
+    """One live subscriber keeps the tail busy; another replays entries the tail has not
+    handed out yet, then joins: the tail's later batch repeats nothing to it."""
+    async with subscribed(tails) as (first, first_events):
+        await until(lambda: first.live)
+        ids = await add(backend, 4)  # the tail has not run yet: the next replay reads them
+        async with subscribed(tails) as (second, second_events):
+            await until(lambda: second.live and len(second_events.ids()) >= 4)
+            more = await add(backend, 1)
+            await until(lambda: len(first_events.ids()) == len(second_events.ids()) == 5)
+            await asyncio.sleep(0.01)
+            assert first_events.ids() == second_events.ids() == ids + more
+
+
+async def test_more_handed_out_than_the_tail_keeps_makes_the_subscriber_read_on(
+    backend: Racing, tails: Tails, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tail_module, "RECENT_ENTRIES", 2)
+    history = await add(backend, 2)
+    meanwhile: list[str] = []
+
+    async def five_batches() -> None:
+        for seq in range(1, 6):
+            meanwhile.extend(await add(backend, 1))
+            await delivered(tails, seq)
+        assert [b.seq for b in tail_of(tails).recent] == [4, 5]  # 1 to 3 are forgotten
+
+    backend.hook = five_batches
+    async with subscribed(tails) as (sub, events):
+        await until(lambda: sub.live)
+        later = await add(backend, 1)
+        await until(lambda: len(events.ids()) >= 8)
+        await asyncio.sleep(0.01)
+        assert events.ids() == history + meanwhile + later
+
+
+async def test_gap_when_trimming_outran_the_joining_subscriber(
+    backend: Racing, tails: Tails
+) -> None:
+    """While the subscriber's last read is on its way back, a burst is appended and trimmed
+    before the tail reads it: the tail hands out a gap and what is left; the joining
+    subscriber gets the same, once, after its history."""
+    history = await add(backend, 3)
+    burst: list[str] = []
+
+    async def burst_then_trim() -> None:
+        for i in range(5):  # five XADDs (as a pipeline runs them), then XTRIM, no pause
+            burst.extend(await add(backend, 1, first=i))
+        await backend.trim("s", TrimSpec(TrimStrategy.MAXLEN, maxlen=2))
+        await delivered(tails, 1)
+
+    backend.hook = burst_then_trim
+    async with subscribed(tails) as (sub, events):
+        await until(lambda: sub.live)
+        later = await add(backend, 1)
+        await until(lambda: len(events.ids()) >= 6)
+        await asyncio.sleep(0.01)
+        assert events.parsed() == [
+            *(("entry", {"id": i, "fields": {"n": str(n)}}) for n, i in enumerate(history)),
+            ("gap", {"after": history[-1], "first_id": burst[3]}),
+            ("entry", {"id": burst[3], "fields": {"n": "3"}}),
+            ("entry", {"id": burst[4], "fields": {"n": "4"}}),
+            ("entry", {"id": later[0], "fields": {"n": "0"}}),
+        ]
+        batch = tail_of(tails).recent[0]
+        assert batch.gap and [format_id(e.entry.id) for e in batch.entries] == burst[3:]
+
+
+async def test_the_tail_stops_with_its_last_connection(backend: Racing, tails: Tails) -> None:
+    async with subscribed(tails) as (sub, _):
+        await until(lambda: sub.live)
+        task = tail_of(tails).task
+        assert backend.store.keyspace.blocked.count() == 1  # the tail's one blocked XREAD
+    await until(task.done)
+    assert not tails.by_key
+    assert backend.store.keyspace.blocked.count() == 0
