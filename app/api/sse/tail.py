@@ -361,7 +361,10 @@ async def _replay(
     tails; returns the future that says it fell behind (None: closed).
 
     Each read asks for one entry more than it delivers and remembers it: if that entry is
-    gone at the next read (trimmed or deleted meanwhile), the gap is reported.
+    gone at the next read (trimmed or deleted meanwhile), the gap is reported. A read that
+    found the stream's end leaves nothing to remember: entries appended and removed before
+    the next read go unnoticed here (the tail, counting, reports them to its live
+    subscribers); only a subscriber still catching up can miss such a gap.
     """
     keys = list(sub.positions)
     outbox = sub.outbox
