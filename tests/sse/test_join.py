@@ -92,9 +92,9 @@ async def add(backend: EmbeddedBackend, n: int, first: int = 0) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def subscribed(
-    tails: Tails, after: StreamID = MIN_ID
+    tails: Tails, after: StreamID = MIN_ID, limit_bytes: int = 1 << 20
 ) -> AsyncIterator[tuple[Subscriber, Events]]:
-    outbox = Outbox(1 << 20, Flusher())
+    outbox = Outbox(limit_bytes, Flusher())
     events = Events(outbox)
     sub = Subscriber(outbox, {"s": after}, FieldsForm.object, multi=False)
     task = asyncio.create_task(follow(tails, sub))
@@ -227,3 +227,28 @@ async def test_the_tail_stops_with_its_last_connection(backend: Racing, tails: T
     await until(task.done)
     assert not tails.by_key
     assert backend.store.keyspace.blocked.count() == 0
+
+
+async def test_joining_with_a_small_outbox_loses_and_repeats_nothing(
+    backend: Racing, tails: Tails
+) -> None:
+    """What the tail handed out before the join is pushed like a replay batch, whatever the
+    outbox's bound (refused, the subscriber would read again, find nothing, and try again
+    without ever letting the socket drain); live entries past the bound make the subscriber
+    replay: all arrive once."""
+    history = await add(backend, 3)
+    meanwhile: list[str] = []
+
+    async def burst() -> None:
+        meanwhile.extend(await add(backend, 20))
+        await delivered(tails, 1)
+        # Gone from the stream: only the tail's memory of them is left for the subscriber.
+        await backend.trim("s", TrimSpec(TrimStrategy.MAXLEN, maxlen=0))
+
+    backend.hook = burst
+    async with subscribed(tails, limit_bytes=200) as (sub, events):
+        await until(lambda: sub.live)
+        later = [i for _ in range(10) for i in await add(backend, 5)]
+        await until(lambda: len(events.ids()) >= 73)
+        await asyncio.sleep(0.01)
+        assert events.ids() == history + meanwhile + later

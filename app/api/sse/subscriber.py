@@ -57,6 +57,12 @@ class Subscriber:
         self.positions[encoded.stream] = encoded.entry.id
         self.outbox.push(self._event(encoded))
 
+    def catch_up(self, encoded: EncodedEntry) -> None:
+        """An entry a tail handed out before this subscriber joined it: taken if new to it,
+        whatever the outbox holds (a bounded batch, as a replay read's)."""
+        if encoded.entry.id > self.positions[encoded.stream]:
+            self.deliver(encoded)
+
     def offer(self, encoded: EncodedEntry) -> None:
         """A live entry from a tail: taken if new to this subscriber and if it fits.
 

@@ -254,15 +254,16 @@ class StreamTail:
             if not self.recent or self.recent[0].seq > seen + 1:
                 return False
             key = self.key
+            # Pushed whatever the outbox holds, as a replay batch is (at most RECENT_ENTRIES
+            # and one batch): a join that failed on a full outbox would only read again and
+            # find nothing, without ever waiting for the socket.
             for batch in self.recent:
                 if batch.seq <= seen or batch.upto <= sub.positions[key]:
                     continue
                 if batch.gap:
-                    sub.live_gap(key, batch.first)
+                    sub.gap(key, batch.first)
                 for encoded in batch.entries:
-                    sub.offer(encoded)
-                if not sub.live:
-                    return False  # its outbox is full: it reads from its positions
+                    sub.catch_up(encoded)
         self.subscribers[sub] = None
         return True
 
@@ -389,7 +390,10 @@ async def _replay(
             behind = tails.join(sub, held, seen)
             if behind is not None:
                 return behind
-            continue  # the tails handed out more meanwhile than they keep: read on
+            # The tails handed out more meanwhile than they keep: let them (and the socket)
+            # run, then read on.
+            await asyncio.sleep(0)
+            continue
         await committed(tails.durability, keys)
         for key, first in gaps:
             sub.gap(key, first)
