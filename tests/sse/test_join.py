@@ -29,6 +29,7 @@ from app.backends.embedded import EmbeddedBackend
 from app.durability import InMemory
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import XAddArgs
+from app.engine.errors import CommandError
 from app.engine.ids import MIN_ID, StreamID, format_id
 from app.engine.replies import StreamRead
 from app.engine.store import Store
@@ -39,13 +40,20 @@ Hook = Callable[[], Awaitable[None]]
 
 class Racing(EmbeddedBackend):
     """The embedded engine, except that once armed, the next plain read that finds nothing
-    answers only after ``hook`` ran (its answer computed before, as Redis's would be)."""
+    answers only after ``hook`` ran (its answer computed before, as Redis's would be); and
+    blocking reads fail while ``failing`` is above 0 (counting down), as Redis's would while
+    it is unreachable."""
 
     def __init__(self) -> None:
         super().__init__(Store())
         self.hook: Hook | None = None
+        self.failing = 0
 
     async def read(self, request: ReadRequest, gone: Any = None) -> list[StreamRead]:
+        if request.block_ms is not None and self.failing:
+            self.failing -= 1
+            await asyncio.sleep(0.01)
+            raise CommandError("ERR the Redis backend is unavailable: connection refused")
         reads = await super().read(request, gone)
         plain = request.block_ms is None and request.group is None
         if self.hook is not None and plain and not any(r.entries for r in reads):
@@ -252,3 +260,24 @@ async def test_joining_with_a_small_outbox_loses_and_repeats_nothing(
         await until(lambda: len(events.ids()) >= 73)
         await asyncio.sleep(0.01)
         assert events.ids() == history + meanwhile + later
+
+
+async def test_a_tail_rides_out_failing_reads_and_gives_up_with_an_error(
+    backend: Racing, tails: Tails, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tail_module, "TAIL_RETRY_MS", 1)
+    async with subscribed(tails) as (sub, events):
+        await until(lambda: sub.live)
+        # The parked read gets the first entry; the next TAIL_RETRIES reads fail: it carries on.
+        backend.failing = tail_module.TAIL_RETRIES
+        first = await add(backend, 1)
+        await until(lambda: backend.failing == 0)
+        ids = first + await add(backend, 2)
+        await until(lambda: len(events.ids()) == 3)
+        assert events.ids() == ids and sub.outbox.reason is None
+        backend.failing = tail_module.TAIL_RETRIES + 1  # one more: it gives up
+        await add(backend, 1)  # wakes its parked read; the next ones fail
+        await until(lambda: sub.outbox.reason is not None)
+        await events.writer  # what was pushed before the close is written, then it stops
+        assert events.parsed()[-1][0] == "error"
+        assert "unavailable" in events.parsed()[-1][1]["error"]

@@ -42,7 +42,7 @@ from app.api.errors import NO_SUCH_KEY, NotFound
 from app.api.sse.commit import committed
 from app.api.sse.outbox import CloseReason
 from app.api.sse.subscriber import Subscriber
-from app.api.sse.wire import EncodedEntry
+from app.api.sse.wire import EncodedEntry, error_event
 from app.backends import Backend
 from app.durability import Durability
 from app.engine.commands.reads import ReadRequest
@@ -56,6 +56,8 @@ __all__ = [
     "READ_BATCH",
     "RECENT_ENTRIES",
     "TAIL_BLOCK_MS",
+    "TAIL_RETRIES",
+    "TAIL_RETRY_MS",
     "StreamTail",
     "Subscriber",
     "Tails",
@@ -69,6 +71,11 @@ READ_BATCH = 512  # entries per read, history and live alike
 # How long one blocking read of a tail waits before it is issued again: bounded, so a tail in
 # front of Redis never holds a pooled connection for good, and long enough to cost nothing.
 TAIL_BLOCK_MS = 5000
+# A tail's read that fails (Redis unreachable for a moment, its blocking connections all busy)
+# is tried again after a pause that doubles from TAIL_RETRY_MS; past TAIL_RETRIES failures in a
+# row the tail gives up and ends its subscribers' streams with an ``error`` event.
+TAIL_RETRY_MS = 100
+TAIL_RETRIES = 5
 # What a tail keeps of the entries it handed out last, so a subscriber joining a little behind
 # it gets them from memory (its last empty read and its joining are not one step).
 RECENT_ENTRIES = READ_BATCH
@@ -176,8 +183,18 @@ class StreamTail:
             else:
                 self.added = 0
             self.started.set_result(None)
+            failures = 0
             while True:
-                found = await self._next_batch()
+                try:
+                    found = await self._next_batch()
+                except CommandError as e:
+                    failures += 1
+                    if failures > TAIL_RETRIES:
+                        raise
+                    log.warning("live tail of %r: %s; trying again", self.key, e.text)
+                    await asyncio.sleep(TAIL_RETRY_MS / 1000 * 2 ** (failures - 1))
+                    continue
+                failures = 0
                 if found is None:
                     continue
                 batch, added = found
@@ -195,6 +212,8 @@ class StreamTail:
                 self.started.exception()  # retrieved: joiners see ``failed``
             self._on_failure(self)
             for sub in list(self.subscribers):
+                if isinstance(e, CommandError):
+                    sub.outbox.push(error_event(e))
                 sub.outbox.close(CloseReason.ENDED)
 
     async def _next_batch(self) -> tuple[Batch, int | None] | None:
