@@ -281,3 +281,24 @@ async def test_a_tail_rides_out_failing_reads_and_gives_up_with_an_error(
         await events.writer  # what was pushed before the close is written, then it stops
         assert events.parsed()[-1][0] == "error"
         assert "unavailable" in events.parsed()[-1][1]["error"]
+
+
+async def test_gaps_are_counted_again_after_the_stream_is_created_anew(
+    backend: Racing, tails: Tails
+) -> None:
+    """A stream deleted and created again under a live tail starts its count afresh: a burst
+    trimmed before the tail reads it is still a gap."""
+    async with subscribed(tails) as (sub, events):
+        await until(lambda: sub.live)
+        old = await add(backend, 3)
+        await until(lambda: len(events.ids()) == 3)
+        await backend.delete_stream("s")
+        await asyncio.sleep(0.002)  # IDs past the old ones (a tail's cursor only goes up)
+        anew = await add(backend, 1)
+        await until(lambda: len(events.ids()) == 4)
+        burst = [i for n in range(5) for i in await add(backend, 1, first=n)]
+        await backend.trim("s", TrimSpec(TrimStrategy.MAXLEN, maxlen=2))
+        await until(lambda: len(events.ids()) == 6)
+        await asyncio.sleep(0.01)
+        assert events.ids() == old + anew + burst[3:]
+        assert events.parsed()[4] == ("gap", {"after": anew[0], "first_id": burst[3]})

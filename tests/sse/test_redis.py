@@ -55,6 +55,9 @@ def app() -> Iterator[FastAPI]:
 
 @pytest.fixture
 async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClient]:
+    # The last test's tails go once the server has noticed its clients left: a test starts
+    # with none, so none follows a stream of the last test that FLUSHDB removed.
+    await _settles(lambda: not app.state.sse_tails.by_key)
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
         yield c
 

@@ -226,16 +226,15 @@ class StreamTail:
             return None
         info = await stream_info(backend, key)
         last = got[-1].id
-        if (
-            info is None
-            or info.last_generated_id < last
-            or (self.added is not None and info.entries_added < self.added)
-        ):
+        if info is None or info.last_generated_id < last:
             # Deleted (and maybe created again) since the read: nothing to count against.
             return Batch(self.seq + 1, cursor, last, False, self._encode(got)), None
         upto, added = info.last_generated_id, info.entries_added
         entries = got if last == upto else got + await range_between(backend, key, last, upto)
-        gap = self.added is not None and added - self.added > len(entries)
+        # A count below the last one: the stream was deleted and created again meanwhile, so
+        # this round has nothing to count against; from here on, the new stream's count.
+        known = self.added is not None and added >= self.added
+        gap = known and added - (self.added or 0) > len(entries)
         if gap:
             # Some were removed unread: hand out only what is still there, after the gap.
             entries = await range_between(backend, key, cursor, upto)
