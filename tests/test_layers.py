@@ -182,3 +182,58 @@ def test_the_surface_check_sees_store_keyspace_and_operations(tmp_path: Path) ->
         "imports app.engine.commands.groups",
         "imports the engine operation app.engine.commands.streams.xadd",
     ]
+
+
+# SSE runs in front of any backend (issue 14): it reaches streams through the Backend protocol
+# (app.api.services), never the engine's state or its command functions. From the engine it may
+# take IDs, errors, reply and entry types, and request types (``ReadRequest``, ``RangeArgs``).
+SSE_MAY_NOT = (
+    "app.engine.store", "app.engine.keyspace", "app.engine.waiting", "app.engine.blocking",
+    "app.engine.groups", "app.engine.pel", "app.engine.node", "app.backends.embedded",
+    "app.api.deps", "app.api.ops", "app.storage", "app.main",
+)  # fmt: skip
+ENGINE_STATE = {"store", "keyspace"}  # what app.state and the embedded backend would lead to
+
+
+def _sse_offenders(path: Path) -> list[str]:
+    """Forbidden modules, anything but types from app.engine.commands, and reaching for a
+    store or keyspace by attribute (``request.app.state.store``, ``backend.store``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = [f"imports {name}" for name in _imports(path) if name.startswith(SSE_MAY_NOT)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "app.engine.commands"
+        ):
+            found += [
+                f"imports {a.name} from {node.module}"
+                for a in node.names
+                if not a.name[:1].isupper()  # types are CamelCase; functions are not
+            ]
+        elif isinstance(node, ast.Attribute) and node.attr in ENGINE_STATE:
+            found.append(f"reads .{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_sse_uses_only_the_backend() -> None:
+    offenders = [
+        f"{path.relative_to(APP.parent)} {what}"
+        for path in sorted((APP / "api" / "sse").rglob("*.py"))
+        for what in _sse_offenders(path)
+    ]
+    assert not offenders, offenders
+
+
+def test_the_sse_check_sees_engine_access(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "from app.engine.commands.reads import ReadRequest, xread\n"
+        "from app.engine.store import Store\n"
+        "def f(request):\n"
+        "    return request.app.state.store.keyspace\n"
+    )
+    assert sorted(_sse_offenders(bad)) == [
+        "imports app.engine.store",
+        "imports xread from app.engine.commands.reads",
+        "reads .keyspace (line 4)",
+        "reads .store (line 4)",
+    ]

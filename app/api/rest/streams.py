@@ -127,7 +127,10 @@ async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Tr
     except CommandError:
         await backend.stream_info(stream)  # a missing stream's 404 first, as the path's
         raise
-    return Trimmed(trimmed=await backend.trim(stream, spec))
+    trimmed = await backend.trim(stream, spec)
+    if not trimmed:
+        await backend.stream_info(stream)  # XTRIM answers 0 for a missing key; REST 404s
+    return Trimmed(trimmed=trimmed)
 
 
 @api.put(

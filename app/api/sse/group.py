@@ -1,45 +1,45 @@
 """Consumer-group delivery over SSE (``.../groups/{group}/consumers/{consumer}/events``).
 
-Each connection is one XREADGROUP loop, through the engine's own operations: first the
-consumer's history (its pending entries, as ``XREADGROUP ... STREAMS key 0`` gives them, or
-after ``Last-Event-ID``), then new entries (``>``), blocking between them. Blocked group
-readers are served in arrival order inside the XADD, so subscribers of one group share the
-entries, each entry going to exactly one of them.
+Each connection is one XREADGROUP loop through the ``Backend``, so it runs the same in front
+of the embedded engine and in front of Redis: first the consumer's history (its pending
+entries, as ``XREADGROUP ... STREAMS key 0`` gives them, or after ``Last-Event-ID``), then new
+entries (``>``), blocking between them (``GROUP_BLOCK_MS`` at a time, looping, so a blocked
+read never holds a Redis connection for good). The backend serves blocked group readers in
+arrival order, so subscribers of one group share the entries, each entry going to exactly one
+of them. The first read creates the consumer, as XREADGROUP does.
 
 Flow control: the loop takes no more entries from the group than its socket has written
 (``Outbox.drained``), so a slow subscriber leaves entries to the others; with ``max_unacked``
-it takes none while the consumer holds that many pending entries, and waits for acks (XACK
-signals the stream's key) to go on. Entries delivered and then lost with the connection stay
-pending: the next connection of that consumer gets them first, as history. With ``noack`` they
-are not recorded as pending (at most once).
+it takes none while the consumer holds that many pending entries (XPENDING's summary), and
+looks again every ``ACK_POLL_MS`` until acks (over any surface, or straight to Redis) bring it
+below. Entries delivered and then lost with the connection stay pending: the next connection
+of that consumer gets them first, as history. With ``noack`` they are not recorded as pending
+(at most once).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.sse.commit import committed
 from app.api.sse.outbox import Outbox
 from app.api.sse.wire import EncodedEntry, deleted_event
+from app.backends import Backend
 from app.durability import Durability
-from app.engine.blocking import Block
-from app.engine.commands.groups import find_group
-from app.engine.commands.reads import NEW, ReadArgs, xread
-from app.engine.groups import ConsumerGroup
-from app.engine.ids import StreamID
-from app.engine.keyspace import Keyspace
+from app.engine.commands.reads import ReadRequest
+from app.engine.ids import StreamID, format_id
 from app.engine.replies import StreamRead
-from app.engine.store import Store
 from app.engine.stream import Entry
-from app.engine.waiting import wait
 
-__all__ = ["ACK_RECHECK_MS", "GROUP_BATCH", "GroupDelivery", "deliver"]
+__all__ = ["ACK_POLL_MS", "GROUP_BATCH", "GROUP_BLOCK_MS", "GroupDelivery", "deliver"]
 
 GROUP_BATCH = 100  # entries per read: small, so one subscriber does not take a whole burst
-# While held back by max_unacked, the pending count is re-checked at least this often, for
-# what does not signal the key (XCLAIM, XGROUP DELCONSUMER moving entries away).
-ACK_RECHECK_MS = 1000
+GROUP_BLOCK_MS = 5000  # one blocking XREADGROUP's wait; then it is issued again
+# While held back by max_unacked, the consumer's pending count is looked at this often: no
+# backend signals an XACK to readers (Redis's blocked readers only look at new entries).
+ACK_POLL_MS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,28 +53,16 @@ class GroupDelivery:
     form: FieldsForm = FieldsForm.object
 
 
-def group_of(ks: Keyspace, key: str, group: str) -> ConsumerGroup:
-    """The group, or Redis's NOGROUP error (404 before the stream starts, an ``error`` event
-    after it, e.g. when the group is destroyed meanwhile)."""
-    return find_group(ks, key, group)[1]
+async def held(backend: Backend, d: GroupDelivery) -> int:
+    """How many entries the consumer holds unacknowledged (NOGROUP if the group is gone)."""
+    summary = await backend.pending_summary(d.key, d.group)
+    return next((n for name, n in summary.consumers if name == d.consumer), 0)
 
 
-def held(ks: Keyspace, d: GroupDelivery) -> int:
-    """How many entries the consumer holds unacknowledged."""
-    consumer = group_of(ks, d.key, d.group).consumers.get(d.consumer)
-    return 0 if consumer is None else len(consumer.pel)
-
-
-def _read(ks: Keyspace, args: ReadArgs) -> list[StreamRead] | Block | None:
-    """XREADGROUP with the group checked first (the typed read assumes it exists)."""
-    group_of(ks, args.keys[0], args.group or "")
-    return xread(ks, args)
-
-
-def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead] | None) -> StreamID | None:
+def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead]) -> StreamID | None:
     """Queue the entries read; returns the last ID, None if there were none."""
     last = None
-    for read in reads or ():
+    for read in reads:
         for entry in read.entries:
             if isinstance(entry, Entry):
                 outbox.push(EncodedEntry(d.key, entry).single(d.form))
@@ -84,43 +72,29 @@ def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead] | None) -> S
     return last
 
 
-async def deliver(store: Store, durability: Durability, d: GroupDelivery, outbox: Outbox) -> None:
+async def deliver(
+    backend: Backend, durability: Durability, d: GroupDelivery, outbox: Outbox
+) -> None:
     """History first, then new entries, until the connection closes."""
     after: StreamID | None = d.after
     while after is not None and outbox.reason is None:
-        history = ReadArgs([d.key], [after], GROUP_BATCH, None, d.group, d.consumer)
-        reply = store.run(_read, history)
-        assert not isinstance(reply, Block)  # history never blocks
-        if reply:
+        history = ReadRequest([d.key], [format_id(after)], GROUP_BATCH, None, d.group, d.consumer)
+        reads = await backend.read(history)
+        if reads:
             await committed(durability, [d.key])  # reading history counts deliveries: a write
-        after = _push(outbox, d, reply)
+        after = _push(outbox, d, reads)
         await outbox.drained()
     while outbox.reason is None:
         count = GROUP_BATCH
         if d.max_unacked:
-            room = d.max_unacked - held(store.keyspace, d)
+            room = d.max_unacked - await held(backend, d)
             if room <= 0:
-                await _wait_for_acks(store, d)
+                await asyncio.sleep(ACK_POLL_MS / 1000)
                 continue
             count = min(count, room)
-        new = ReadArgs([d.key], [NEW], count, 0, d.group, d.consumer, d.noack)
-        reply = store.run(_read, new)
-        if isinstance(reply, Block):
-            reply = await wait(store, reply)
-        if reply:
+        new = ReadRequest([d.key], [">"], count, GROUP_BLOCK_MS, d.group, d.consumer, d.noack)
+        reads = await backend.read(new)
+        if reads:
             await committed(durability, [d.key])  # the entries are now pending for this consumer
-        _push(outbox, d, reply)
+        _push(outbox, d, reads)
         await outbox.drained()
-
-
-async def _wait_for_acks(store: Store, d: GroupDelivery) -> None:
-    """Park on the stream's key until the consumer holds fewer than ``max_unacked``."""
-    ks = store.keyspace
-
-    def retry(key: str) -> bool | None:
-        stream = ks.get(key)
-        if stream is None or d.group not in stream.groups:
-            return True  # the next read reports why
-        return True if held(ks, d) < d.max_unacked else None
-
-    await wait(store, Block([d.key], ACK_RECHECK_MS, retry))

@@ -1,9 +1,11 @@
 """Server-Sent Events: live tails of streams and consumer-group delivery, for EventSource.
 
-Thin handlers: each parses its query (IDs only through the engine's parsers), checks what
-must exist (a 404 problem comes before anything streams), and hands an ``EventStream`` the
-source that will feed it (``sse_tail.follow`` or ``sse_group.deliver``). ``Last-Event-ID``,
-which a browser sends by itself when it reconnects, wins over ``last_id``.
+Thin handlers: each parses its query (IDs only through the engine's parsers, checked as the
+backend's XREAD checks them), checks what must exist (a 404 problem comes before anything
+streams), and hands an ``EventStream`` the source that will feed it (``tail.follow`` or
+``group.deliver``). ``Last-Event-ID``, which a browser sends by itself when it reconnects,
+wins over ``last_id``. Everything goes through the app's ``Services`` (its backend and
+durability), never a store or keyspace.
 """
 
 from __future__ import annotations
@@ -13,19 +15,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
-from app.api.deps import StoreDep
-from app.api.ops import group_of
 from app.api.rest.common import RestRoute, errors
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
+from app.api.services import Services, ServicesDep
 from app.api.sse.group import GroupDelivery, deliver
 from app.api.sse.outbox import Outbox
 from app.api.sse.response import EventStream, SseRegistry
-from app.api.sse.tail import Subscriber, Tails, follow
+from app.api.sse.subscriber import Subscriber
+from app.api.sse.tail import Tails, follow, stream_info
 from app.api.sse.wire import parse_positions
-from app.engine.commands.reads import parse_read
-from app.engine.ids import StreamID, parse_strict_id
-from app.engine.store import Store
+from app.engine.commands.reads import ReadRequest
+from app.engine.ids import MIN_ID, StreamID, parse_strict_id
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=RestRoute)
 
@@ -60,17 +61,30 @@ def install(app: FastAPI) -> None:
     settings = app.state.settings
     app.state.sse = SseRegistry(settings.sse_max_connections, settings.sse_max_connections_per_key)
     app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
-    app.state.sse_tails = Tails(app.state.store, app.state.durability)
+    services: Services = app.state.services
+    app.state.sse_tails = Tails(services.backend, services.durability)
     app.include_router(router)
 
 
-def _positions(store: Store, keys: list[str], last_id: str) -> dict[str, StreamID]:
-    """Each stream's start: ``$`` (only new entries) or an ID, as XREAD reads them."""
-    args = parse_read(store.keyspace, ["XREAD", "STREAMS", *keys, *([last_id] * len(keys))])
-    return dict(zip(args.keys, args.ids, strict=True))
+async def _positions(services: Services, keys: list[str], last_id: str) -> dict[str, StreamID]:
+    """Each stream's start: ``$`` (only new entries) or an ID, as XREAD reads them.
+
+    The request is first checked by an XREAD of one entry naming the same streams and IDs
+    (no BLOCK): its errors (an invalid ID, ``>``, more streams than ``max_read_keys``) are
+    this request's, with the backend's text; ``$`` is then each stream's last ID."""
+    backend = services.backend
+    await backend.read(ReadRequest(keys, [last_id] * len(keys), count=1))
+    if last_id != "$":
+        start = parse_strict_id(last_id)
+        return dict.fromkeys(keys, start)
+    positions: dict[str, StreamID] = {}
+    for key in keys:
+        info = await stream_info(backend, key)
+        positions[key] = info.last_generated_id if info is not None else MIN_ID
+    return positions
 
 
-def _tail(request: Request, store: Store, positions: dict[str, StreamID], form: FieldsForm,
+def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
           multi: bool) -> EventStream:  # fmt: skip
     tails: Tails = request.app.state.sse_tails
 
@@ -90,7 +104,7 @@ def _tail(request: Request, store: Store, positions: dict[str, StreamID], form: 
 )
 async def stream_events(
     request: Request,
-    store: StoreDep,
+    services: ServicesDep,
     stream: str,
     last_event_id: LastEventId = None,
     last_id: Annotated[
@@ -100,10 +114,10 @@ async def stream_events(
 ) -> Response:
     """Each entry is an `entry` event whose `id:` is the entry ID, so EventSource resumes
     exactly where it stopped; entries removed before they could be sent give a `gap` event."""
-    positions = _positions(store, [stream], last_id)
+    positions = await _positions(services, [stream], last_id)
     if last_event_id:
         positions[stream] = parse_strict_id(last_event_id)
-    return _tail(request, store, positions, fields, multi=False)
+    return _tail(request, positions, fields, multi=False)
 
 
 @router.get(
@@ -116,7 +130,7 @@ async def stream_events(
 )
 async def streams_events(
     request: Request,
-    store: StoreDep,
+    services: ServicesDep,
     stream: Annotated[list[str], Query(min_length=1, description="A stream; repeat it.")],
     last_event_id: LastEventId = None,
     last_id: Annotated[str, Query(description="Start of every stream: `$` or an ID.")] = "$",
@@ -125,11 +139,11 @@ async def streams_events(
     """Events carry `"stream"` in their data; the event ID holds every stream's position
     (`a=1-0&b=5-2`, names percent-encoded), so `Last-Event-ID` resumes all of them."""
     keys = list(dict.fromkeys(stream))
-    positions = _positions(store, keys, last_id)
+    positions = await _positions(services, keys, last_id)
     if last_event_id:
         resumed = parse_positions(last_event_id)
         positions.update((k, v) for k, v in resumed.items() if k in positions)
-    return _tail(request, store, positions, fields, multi=True)
+    return _tail(request, positions, fields, multi=True)
 
 
 @router.get(
@@ -142,7 +156,7 @@ async def streams_events(
 )
 async def consumer_events(
     request: Request,
-    store: StoreDep,
+    services: ServicesDep,
     stream: str,
     group: str,
     consumer: str,
@@ -160,13 +174,12 @@ async def consumer_events(
     it unless `noack`; subscribers of one group share the entries. Acknowledge with the acks
     resource (XACK). The consumer is created by its first read, as XREADGROUP creates it;
     the group must exist (404 NOGROUP)."""
-    group_of(store, stream, group)
+    # XPENDING's summary: NOGROUP (404) for a missing stream or group, and nothing created.
+    await services.backend.pending_summary(stream, group)
     after = parse_strict_id(last_event_id or last_id)
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
 
-    durability = request.app.state.durability
-
     async def source(outbox: Outbox) -> None:
-        await deliver(store, durability, d, outbox)
+        await deliver(services.backend, services.durability, d, outbox)
 
     return EventStream(request, source)

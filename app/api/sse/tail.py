@@ -1,14 +1,29 @@
 """Live tails (``/v1/streams/{stream}/events``, ``/v1/events``): one reader per stream.
 
-A subscriber first replays what it missed from its own cursor, in batches at the speed of its
-socket (``Outbox.drained``), so history never piles up in memory. Once a read comes back empty
-it joins its streams' ``StreamTail`` in the same synchronous step, so no entry can slip
-between the two. A ``StreamTail`` is the one blocked XREAD on its stream: after each XADD it
-reads the new entries once, encodes each once, and hands the same bytes to every subscriber;
-a subscriber takes only entries past its own position, so joining while the tail is behind
-repeats nothing. The tail stops (and its waiter goes) with its last subscriber. A subscriber
-whose outbox cannot take a live event (a burst, a slow socket) leaves the tails and replays
-from its own position again: memory stays bounded and nothing is skipped.
+Everything goes through the ``Backend`` (app/backends), so a tail works the same in front of
+the embedded engine and in front of Redis, where a blocked XREAD returns after another
+client's XADD and nothing is decided in the same synchronous step as the write.
+
+A ``StreamTail`` is the one blocking XREAD on its stream in this process (``TAIL_BLOCK_MS`` at a
+time, looping): each time it returns, the tail reads what the stream added since its cursor,
+encodes each entry once and hands the same bytes to every live subscriber. It counts as it
+goes: ``entries_added`` (XINFO STREAM) minus the entries read says whether some were removed
+before the tail could read them (a burst trimmed at once), which is a ``gap`` for every
+subscriber, and then it hands out only what is still there.
+
+A subscriber first replays what it missed from its own positions, in batches at the speed of
+its socket (``Outbox.drained``), so history never piles up in memory. When a read comes back
+empty it joins its streams' tails; but with an async backend the read and the join are not one
+step, and a tail may have handed out entries meanwhile (added after the read looked). So a
+tail numbers the batches it hands out and keeps the latest ones (``RECENT_ENTRIES``, with
+their gaps); a subscriber notes each tail's number before it reads, and the join, one
+synchronous step, first gives it every batch handed out since then. If some of those are no
+longer kept, it reads on by itself and tries again. ``Subscriber.offer`` takes only entries
+past the subscriber's position, so nothing is skipped or repeated either way.
+
+A subscriber whose outbox cannot take a live event (a burst, a slow socket) leaves the tails
+and replays from its own position again. A tail lives as long as some connection follows its
+stream (live or replaying) and stops with the last one (its blocked read goes with it).
 
 Entries removed before a subscriber read them (trimmed, deleted) are reported with a ``gap``
 event, then the subscriber moves on from the first entry still there.
@@ -17,30 +32,68 @@ event, then the subscriber moves on from the first entry still there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from app.api.binary import quote_name
-from app.api.rest.schemas.entries import FieldsForm
+from app.api.errors import NO_SUCH_KEY, NotFound
 from app.api.sse.commit import committed
-from app.api.sse.outbox import CloseReason, Outbox
-from app.api.sse.wire import EncodedEntry, gap_event
+from app.api.sse.outbox import CloseReason
+from app.api.sse.subscriber import Subscriber
+from app.api.sse.wire import EncodedEntry, error_event
+from app.backends import Backend
 from app.durability import Durability
-from app.engine.blocking import Block
-from app.engine.commands.reads import ReadArgs, xread
+from app.engine.commands.reads import ReadRequest
+from app.engine.commands.streams import RangeArgs
+from app.engine.errors import CommandError
 from app.engine.ids import MIN_ID, StreamID, format_id
-from app.engine.keyspace import Keyspace
-from app.engine.store import Store
+from app.engine.replies import StreamInfo, StreamRead
 from app.engine.stream import Entry
-from app.engine.waiting import wait
 
-__all__ = ["READ_BATCH", "StreamTail", "Subscriber", "Tails", "follow", "trimmed_before"]
+__all__ = [
+    "READ_BATCH",
+    "RECENT_ENTRIES",
+    "TAIL_BLOCK_MS",
+    "TAIL_RETRIES",
+    "TAIL_RETRY_MS",
+    "StreamTail",
+    "Subscriber",
+    "Tails",
+    "follow",
+    "trimmed_before",
+]
 
 log = logging.getLogger("xstreams.sse")
 
 READ_BATCH = 512  # entries per read, history and live alike
+# How long one blocking read of a tail waits before it is issued again: bounded, so a tail in
+# front of Redis never holds a pooled connection for good, and long enough to cost nothing.
+TAIL_BLOCK_MS = 5000
+# A tail's read that fails (Redis unreachable for a moment, its blocking connections all busy)
+# is tried again after a pause that doubles from TAIL_RETRY_MS; past TAIL_RETRIES failures in a
+# row the tail gives up and ends its subscribers' streams with an ``error`` event.
+TAIL_RETRY_MS = 100
+TAIL_RETRIES = 5
+# What a tail keeps of the entries it handed out last, so a subscriber joining a little behind
+# it gets them from memory (its last empty read and its joining are not one step).
+RECENT_ENTRIES = READ_BATCH
 
 
-def trimmed_before(ks: Keyspace, key: str, after: StreamID) -> tuple[bool, StreamID | None]:
+async def stream_info(backend: Backend, key: str) -> StreamInfo | None:
+    """XINFO STREAM, or None when there is no such stream."""
+    try:
+        return await backend.stream_info(key)
+    except NotFound:
+        return None
+    except CommandError as e:
+        if e.text == NO_SUCH_KEY:
+            return None
+        raise
+
+
+def trimmed_before(info: StreamInfo | None, after: StreamID) -> tuple[bool, StreamID | None]:
     """Whether a resume point is older than the stream's first entry, and that entry's ID.
 
     Used when a replay starts (a connection resuming, a subscriber that fell behind): only a
@@ -49,249 +102,316 @@ def trimmed_before(ks: Keyspace, key: str, after: StreamID) -> tuple[bool, Strea
     gap even if nothing lay between it and the first entry. Past that point gaps are found
     exactly (``_replay`` and ``StreamTail`` know which entry comes next, or how many).
     """
-    stream = ks.get(key)
-    if stream is None or stream.entries_added <= stream.length:
+    if info is None or info.entries_added <= info.length:
         return False, None
-    if not stream.length:
-        return after < stream.last_id, None
-    first = stream.first_id
+    if info.first_entry is None:
+        return after < info.last_generated_id, None
+    first = info.first_entry.id
     following = after.incr()
     return following is not None and following < first, first
 
 
-def read_now(store: Store, args: ReadArgs) -> dict[str, list[Entry]]:
-    """XREAD without BLOCK: each stream's entries after its position."""
-    reply = store.run(xread, args)
-    assert not isinstance(reply, Block)  # no BLOCK option, no Block
+def _entries(reads: list[StreamRead]) -> list[Entry]:
     # A plain XREAD never gives a MissingEntry (only a group's history does).
-    return {r.key: [e for e in r.entries if isinstance(e, Entry)] for r in reply or ()}
+    return [e for r in reads for e in r.entries if isinstance(e, Entry)]
 
 
-class Subscriber:
-    """One connection following one or more streams, each at its own position.
+async def read_after(backend: Backend, key: str, after: StreamID, count: int) -> list[Entry]:
+    """XREAD without BLOCK: up to ``count`` entries after ``after``."""
+    return _entries(await backend.read(ReadRequest([key], [format_id(after)], count)))
 
-    ``live`` while attached to its streams' tails; it falls behind (back to reading from its
-    own positions) when a live event does not fit in its outbox.
-    """
 
-    __slots__ = ("_behind", "_names", "form", "live", "multi", "outbox", "positions")
+async def range_between(backend: Backend, key: str, after: StreamID, upto: StreamID) -> list[Entry]:
+    """Every entry after ``after`` up to ``upto`` (XRANGE ``(after upto``, page by page)."""
+    out: list[Entry] = []
+    while (start := after.incr()) is not None and start <= upto:
+        page = await backend.range(RangeArgs(key, start, upto, READ_BATCH))
+        out += page
+        if len(page) < READ_BATCH:
+            break
+        after = page[-1].id
+    return out
 
-    def __init__(
-        self, outbox: Outbox, positions: dict[str, StreamID], form: FieldsForm, multi: bool
-    ) -> None:
-        self.outbox = outbox
-        self.positions = positions
-        self.form = form
-        self.multi = multi
-        self.live = False
-        self._behind: asyncio.Future[None] | None = None
-        self._names = {key: quote_name(key).encode() for key in positions}
 
-    def _event(self, encoded: EncodedEntry) -> bytes:
-        if self.multi:
-            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form))
-        return encoded.single(self.form)
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What a tail handed out in one go (its ``seq``-th batch): everything the stream held
+    after ``after`` up to ``upto`` (the tail's cursor before and after), and whether entries
+    of that span were removed before they could be read."""
 
-    def _event_id(self) -> bytes:
-        names = self._names
-        return b"&".join(
-            b"%s=%s" % (names[key], format_id(sid).encode()) for key, sid in self.positions.items()
-        )
+    seq: int
+    after: StreamID
+    upto: StreamID
+    gap: bool
+    entries: list[EncodedEntry]
 
-    def deliver(self, encoded: EncodedEntry) -> None:
-        """An entry read from this subscriber's own position (replay: paced by the reader)."""
-        self.positions[encoded.stream] = encoded.entry.id
-        self.outbox.push(self._event(encoded))
-
-    def offer(self, encoded: EncodedEntry) -> None:
-        """A live entry from a tail: taken if new to this subscriber and if it fits.
-
-        The fan-out's inner loop (subscribers x entries): kept to a few attribute reads."""
-        if not self.live:
-            return
-        key = encoded.stream
-        sid = encoded.entry.id
-        previous = self.positions[key]
-        if sid <= previous:
-            return  # already sent while catching up
-        self.positions[key] = sid
-        chunk = self._event(encoded) if self.multi else encoded.single(self.form)
-        if not self.outbox.offer(chunk):
-            self.positions[key] = previous
-            self.go_behind()
-
-    def go_behind(self) -> None:
-        """Stop taking live entries; ``follow`` goes back to reading from the positions."""
-        self.live = False
-        behind = self._behind
-        if behind is not None and not behind.done():
-            behind.set_result(None)
-
-    def go_live(self) -> asyncio.Future[None]:
-        """Take live entries from now on; the future resolves when this falls behind."""
-        self.live = True
-        self._behind = asyncio.get_running_loop().create_future()
-        return self._behind
-
-    def gap(self, key: str, first: StreamID | None) -> None:
-        """Entries after this subscriber's position, before ``first``, went unread."""
-        after = self.positions[key]
-        if first is None or after < first:
-            self.outbox.push(gap_event(after, first, key if self.multi else None))
-
-    def live_gap(self, key: str, first: StreamID | None) -> None:
-        if self.live:
-            self.gap(key, first)
+    @property
+    def first(self) -> StreamID | None:
+        return self.entries[0].entry.id if self.entries else None
 
 
 class StreamTail:
-    """The one reader of a stream's new entries for all its live subscribers.
+    """The one reader of a stream's new entries for all its live subscribers."""
 
-    It counts: every entry the stream added since the last sweep was either read by this
-    sweep or removed unread (a burst trimmed before the tail ran), which is a ``gap``.
-    """
-
-    def __init__(self, store: Store, durability: Durability, key: str) -> None:
-        self.store = store
+    def __init__(
+        self,
+        backend: Backend,
+        durability: Durability,
+        key: str,
+        on_failure: Callable[[StreamTail], None],
+    ) -> None:
+        self.backend = backend
         self.durability = durability
         self.key = key
-        self.subscribers: dict[Subscriber, None] = {}
-        stream = store.keyspace.get(key)
-        self.cursor = stream.last_id if stream is not None else MIN_ID
-        self.added = stream.entries_added if stream is not None else 0
+        self.subscribers: dict[Subscriber, None] = {}  # live ones
+        self.holders = 0  # connections following the stream, live or replaying
+        self.cursor = MIN_ID  # everything up to here has been handed out
+        self.seq = 0  # batches handed out so far
+        self.added: int | None = None  # the stream's entries_added at the cursor (None: unknown)
+        self.recent: deque[Batch] = deque()
+        self._recent_entries = 0
+        self._on_failure = on_failure
+        self.failed = False
+        self.started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.task = asyncio.create_task(self._run(), name=f"sse-tail:{key}")
 
     async def _run(self) -> None:
-        store, key = self.store, self.key
         try:
+            info = await stream_info(self.backend, self.key)
+            if info is not None:
+                self.cursor, self.added = info.last_generated_id, info.entries_added
+            else:
+                self.added = 0
+            self.started.set_result(None)
+            failures = 0
             while True:
-                entries, gap = self._sweep()
-                if entries or gap:
-                    await committed(self.durability, [key])
-                    self._deliver(entries, gap)
-                # Only a wake-up (COUNT 1: the waiter reads no more than that): the next
-                # sweep reads and counts.
-                reply = store.run(xread, ReadArgs([key], [self.cursor], count=1, block_ms=0))
-                if isinstance(reply, Block):
-                    await wait(store, reply)
-        except Exception:
+                try:
+                    found = await self._next_batch()
+                except CommandError as e:
+                    failures += 1
+                    if failures > TAIL_RETRIES:
+                        raise
+                    log.warning("live tail of %r: %s; trying again", self.key, e.text)
+                    await asyncio.sleep(TAIL_RETRY_MS / 1000 * 2 ** (failures - 1))
+                    continue
+                failures = 0
+                if found is None:
+                    continue
+                batch, added = found
+                await committed(self.durability, [self.key])
+                self.cursor, self.added, self.seq = batch.upto, added, batch.seq
+                self._remember(batch)
+                self._deliver(batch)
+        except Exception as e:
             # Never leave subscribers waiting on a dead tail: end their streams, so they
             # reconnect (with Last-Event-ID) to a fresh one.
-            log.exception("live tail of %r failed", key)
+            log.exception("live tail of %r failed", self.key)
+            self.failed = True
+            if not self.started.done():
+                self.started.set_exception(e)
+                self.started.exception()  # retrieved: joiners see ``failed``
+            self._on_failure(self)
             for sub in list(self.subscribers):
+                if isinstance(e, CommandError):
+                    sub.outbox.push(error_event(e))
                 sub.outbox.close(CloseReason.ENDED)
 
-    def _sweep(self) -> tuple[list[Entry], bool]:
-        """Read everything past the cursor (no await: nothing changes meanwhile); and whether
-        entries were removed before they could be read."""
-        ks = self.store.keyspace
-        entries: list[Entry] = []
-        while True:
-            got = read_now(self.store, ReadArgs([self.key], [self.cursor], count=READ_BATCH))
-            entries.extend(got.get(self.key, ()))
-            if entries:
-                self.cursor = entries[-1].id
-            if len(got.get(self.key, ())) < READ_BATCH:
-                break
-        stream = ks.get(self.key)
-        added = stream.entries_added if stream is not None else 0
-        gap = added - self.added > len(entries)
-        self.added = added
-        return entries, gap
+    async def _next_batch(self) -> tuple[Batch, int | None] | None:
+        """Wait for entries past the cursor; then everything up to the stream's last ID, and
+        the ``entries_added`` that goes with it. None when the wait timed out."""
+        key, cursor, backend = self.key, self.cursor, self.backend
+        request = ReadRequest([key], [format_id(cursor)], READ_BATCH, TAIL_BLOCK_MS)
+        got = _entries(await backend.read(request))
+        if not got:
+            return None
+        info = await stream_info(backend, key)
+        last = got[-1].id
+        if info is None or info.last_generated_id < last:
+            # Deleted (and maybe created again) since the read: nothing to count against.
+            return Batch(self.seq + 1, cursor, last, False, self._encode(got)), None
+        upto, added = info.last_generated_id, info.entries_added
+        entries = got if last == upto else got + await range_between(backend, key, last, upto)
+        # A count below the last one: the stream was deleted and created again meanwhile, so
+        # this round has nothing to count against; from here on, the new stream's count.
+        known = self.added is not None and added >= self.added
+        gap = known and added - (self.added or 0) > len(entries)
+        if gap:
+            # Some were removed unread: hand out only what is still there, after the gap.
+            entries = await range_between(backend, key, cursor, upto)
+        return Batch(self.seq + 1, cursor, upto, gap, self._encode(entries)), added
 
-    def _deliver(self, entries: list[Entry], gap: bool) -> None:
+    def _encode(self, entries: list[Entry]) -> list[EncodedEntry]:
+        key = self.key
+        return [EncodedEntry(key, e) for e in entries]
+
+    def _remember(self, batch: Batch) -> None:
+        """Keep the latest batches for joiners, at least the last one."""
+        recent = self.recent
+        recent.append(batch)
+        self._recent_entries += len(batch.entries)
+        while len(recent) > 1 and self._recent_entries - len(recent[0].entries) >= RECENT_ENTRIES:
+            self._recent_entries -= len(recent.popleft().entries)
+
+    def _deliver(self, batch: Batch) -> None:
         """Hand each entry, encoded once, to every subscriber."""
         subscribers = list(self.subscribers)
-        if gap:
-            first = entries[0].id if entries else None
+        if batch.gap:
+            first = batch.first
             for sub in subscribers:
                 sub.live_gap(self.key, first)
-        for entry in entries:
-            encoded = EncodedEntry(self.key, entry)
+        for encoded in batch.entries:
             for sub in subscribers:
                 sub.offer(encoded)
+
+    def join(self, sub: Subscriber, seen: int) -> bool:
+        """Make ``sub`` (live) one of this tail's subscribers, after giving it what the tail
+        handed out since its ``seen``-th batch (the last before the subscriber's last read);
+        False when some of that is no longer kept (it reads on by itself first).
+        Synchronous: nothing is handed out meanwhile."""
+        if self.seq > seen:
+            if not self.recent or self.recent[0].seq > seen + 1:
+                return False
+            key = self.key
+            # Pushed whatever the outbox holds, as a replay batch is (at most RECENT_ENTRIES
+            # and one batch): a join that failed on a full outbox would only read again and
+            # find nothing, without ever waiting for the socket.
+            for batch in self.recent:
+                if batch.seq <= seen or batch.upto <= sub.positions[key]:
+                    continue
+                if batch.gap:
+                    sub.gap(key, batch.first)
+                for encoded in batch.entries:
+                    sub.catch_up(encoded)
+        self.subscribers[sub] = None
+        return True
 
 
 class Tails:
     """The running ``StreamTail`` of each followed stream."""
 
-    def __init__(self, store: Store, durability: Durability) -> None:
-        self.store = store
+    def __init__(self, backend: Backend, durability: Durability) -> None:
+        self.backend = backend
         self.durability = durability
         self.by_key: dict[str, StreamTail] = {}
         self.fell_behind = 0  # times a live subscriber's outbox was full (for /metrics)
 
-    def attach(self, key: str, sub: Subscriber) -> None:
-        tail = self.by_key.get(key)
-        if tail is None:
-            tail = self.by_key[key] = StreamTail(self.store, self.durability, key)
-        tail.subscribers[sub] = None
+    def hold(self, keys: list[str]) -> list[StreamTail]:
+        """The tails of ``keys``, started if need be, kept running until ``release``."""
+        held = []
+        for key in keys:
+            tail = self.by_key.get(key)
+            if tail is None:
+                tail = self.by_key[key] = StreamTail(self.backend, self.durability, key, self._drop)
+            tail.holders += 1
+            held.append(tail)
+        return held
 
-    def detach(self, key: str, sub: Subscriber) -> None:
-        tail = self.by_key.get(key)
-        if tail is None:
-            return
-        tail.subscribers.pop(sub, None)
-        if not tail.subscribers:
-            del self.by_key[key]
-            tail.task.cancel()  # its blocked read goes with it (``wait`` unregisters)
+    def release(self, held: list[StreamTail]) -> None:
+        for tail in held:
+            tail.holders -= 1
+            if tail.holders <= 0:
+                self._drop(tail)
+                tail.task.cancel()  # its blocked read goes with it
+
+    def _drop(self, tail: StreamTail) -> None:
+        if self.by_key.get(tail.key) is tail:
+            del self.by_key[tail.key]
+
+    @staticmethod
+    async def started(held: list[StreamTail]) -> bool:
+        """Wait until the tails know their cursors; False if one of them failed."""
+        for tail in held:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(tail.started)
+        return not any(tail.failed for tail in held)
+
+    def join(
+        self, sub: Subscriber, held: list[StreamTail], seen: list[int]
+    ) -> asyncio.Future[None] | None:
+        """Make ``sub`` live on all its tails or on none (one synchronous step: the tails hand
+        out nothing until every join is decided). Returns the future that says it fell behind,
+        or None when it must read on first (or a tail failed: then it is closed)."""
+        if any(tail.failed for tail in held):
+            sub.outbox.close(CloseReason.ENDED)
+            return None
+        behind = sub.go_live()
+        if all(t.join(sub, n) for t, n in zip(held, seen, strict=True)) and sub.live:
+            return behind
+        sub.live = False
+        self.leave(sub, held)
+        return None
+
+    def leave(self, sub: Subscriber, held: list[StreamTail]) -> None:
+        for tail in held:
+            tail.subscribers.pop(sub, None)
 
 
 async def follow(tails: Tails, sub: Subscriber) -> None:
     """Replay from the subscriber's positions, then follow the streams live; after falling
     behind, replay again from where it stopped. Until the connection closes."""
     keys = list(sub.positions)
+    held = tails.hold(keys)
     try:
+        if not await tails.started(held):
+            sub.outbox.close(CloseReason.ENDED)
+            return
         while sub.outbox.reason is None:
-            ks = tails.store.keyspace
             for key in keys:
-                gap, first = trimmed_before(ks, key, sub.positions[key])
+                info = await stream_info(tails.backend, key)
+                gap, first = trimmed_before(info, sub.positions[key])
                 if gap:
                     sub.gap(key, first)
-            behind = await _replay(tails, sub)
+            behind = await _replay(tails, sub, held)
             if behind is None:
                 return
             await behind
             tails.fell_behind += 1
-            for key in keys:
-                tails.detach(key, sub)
+            tails.leave(sub, held)
     finally:
-        if sub.live:
-            sub.live = False
-            for key in keys:
-                tails.detach(key, sub)
+        sub.live = False
+        tails.leave(sub, held)
+        tails.release(held)
 
 
-async def _replay(tails: Tails, sub: Subscriber) -> asyncio.Future[None] | None:
-    """Read from the positions until nothing is left, then attach to the tails in that same
-    step; returns the future that says the subscriber fell behind (None: closed).
+async def _replay(
+    tails: Tails, sub: Subscriber, held: list[StreamTail]
+) -> asyncio.Future[None] | None:
+    """Read from the positions until nothing is left and the subscriber could join its
+    tails; returns the future that says it fell behind (None: closed).
 
     Each read asks for one entry more than it delivers and remembers it: if that entry is
-    gone at the next read (trimmed or deleted meanwhile), the gap is reported.
+    gone at the next read (trimmed or deleted meanwhile), the gap is reported. A read that
+    found the stream's end leaves nothing to remember: entries appended and removed before
+    the next read go unnoticed here (the tail, counting, reports them to its live
+    subscribers); only a subscriber still catching up can miss such a gap.
     """
     keys = list(sub.positions)
     outbox = sub.outbox
-    store = tails.store
+    backend = tails.backend
     expected: dict[str, StreamID] = {}
     while outbox.reason is None:
-        args = ReadArgs(keys, [sub.positions[k] for k in keys], count=READ_BATCH + 1)
-        reads = read_now(store, args)
+        seen = [tail.seq for tail in held]  # before reading: what the join must make up for
+        reads = {
+            key: await read_after(backend, key, sub.positions[key], READ_BATCH + 1) for key in keys
+        }
         gaps: list[tuple[str, StreamID | None]] = []
         for key in keys:
-            entries = reads.get(key, [])
+            entries = reads[key]
             nxt = expected.pop(key, None)
             if nxt is not None and (not entries or entries[0].id != nxt):
                 gaps.append((key, entries[0].id if entries else None))
             if len(entries) > READ_BATCH:
                 expected[key] = entries.pop().id
         if not any(reads.values()):
-            # Nothing after any position, in this same step: from now on, follow live.
             for key, first in gaps:
                 sub.gap(key, first)
-            behind = sub.go_live()
-            for key in keys:
-                tails.attach(key, sub)
-            return behind
+            behind = tails.join(sub, held, seen)
+            if behind is not None:
+                return behind
+            # The tails handed out more meanwhile than they keep: let them (and the socket)
+            # run, then read on.
+            await asyncio.sleep(0)
+            continue
         await committed(tails.durability, keys)
         for key, first in gaps:
             sub.gap(key, first)

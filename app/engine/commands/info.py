@@ -22,7 +22,7 @@ from app.engine.replies import (
     StreamFullInfo,
     StreamInfo,
 )
-from app.engine.stream import Stream
+from app.engine.stream import Entry, Stream
 
 R = Flag.READONLY
 
@@ -54,10 +54,17 @@ def _tree(stream: Stream) -> tuple[int, int]:
     return keys, keys + 1
 
 
+def _entry(s: Stream, sid: StreamID) -> Entry | None:
+    fields = s.get(sid) if s.length else None
+    return None if fields is None else Entry(sid, fields)
+
+
 def stream_info(ks: Keyspace, key: str) -> StreamInfo:
     s = _stream(ks, key)
-    first = s.range(count=1)
-    last = s.range(count=1, rev=True)
+    # The two end entries by lookup, not by a range read: a range decodes a whole node, and
+    # live SSE tails ask for XINFO STREAM once per batch (their count of entries_added).
+    first = _entry(s, s.first_id)
+    last = _entry(s, s.last_valid_id())
     rkeys, rnodes = _tree(s)
     return StreamInfo(
         length=s.length,
@@ -68,8 +75,8 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
         entries_added=s.entries_added,
         recorded_first_entry_id=s.first_id,
         groups=len(s.groups),
-        first_entry=first[0] if first else None,
-        last_entry=last[0] if last else None,
+        first_entry=first,
+        last_entry=last,
     )
 
 

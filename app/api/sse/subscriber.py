@@ -1,0 +1,104 @@
+"""One live-tail connection's place in its streams: positions, and events built from them.
+
+A ``Subscriber`` is fed two ways: ``deliver`` for entries it read itself from its positions
+(replay, paced by its socket), ``offer`` for live entries a ``StreamTail`` hands to all its
+subscribers. ``offer`` takes only entries past the subscriber's position, so an entry it
+already has (read while catching up, or handed out twice while joining) is never sent again,
+and it refuses what does not fit the outbox: the subscriber then goes behind and replays from
+its positions, which keeps memory bounded and skips nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.api.binary import quote_name
+from app.api.rest.schemas.entries import FieldsForm
+from app.api.sse.outbox import Outbox
+from app.api.sse.wire import EncodedEntry, gap_event
+from app.engine.ids import StreamID, format_id
+
+__all__ = ["Subscriber"]
+
+
+class Subscriber:
+    """One connection following one or more streams, each at its own position.
+
+    ``live`` while attached to its streams' tails; it falls behind (back to reading from its
+    own positions) when a live event does not fit in its outbox.
+    """
+
+    __slots__ = ("_behind", "_names", "form", "live", "multi", "outbox", "positions")
+
+    def __init__(
+        self, outbox: Outbox, positions: dict[str, StreamID], form: FieldsForm, multi: bool
+    ) -> None:
+        self.outbox = outbox
+        self.positions = positions
+        self.form = form
+        self.multi = multi
+        self.live = False
+        self._behind: asyncio.Future[None] | None = None
+        self._names = {key: quote_name(key).encode() for key in positions}
+
+    def _event(self, encoded: EncodedEntry) -> bytes:
+        if self.multi:
+            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form))
+        return encoded.single(self.form)
+
+    def _event_id(self) -> bytes:
+        names = self._names
+        return b"&".join(
+            b"%s=%s" % (names[key], format_id(sid).encode()) for key, sid in self.positions.items()
+        )
+
+    def deliver(self, encoded: EncodedEntry) -> None:
+        """An entry read from this subscriber's own position (replay: paced by the reader)."""
+        self.positions[encoded.stream] = encoded.entry.id
+        self.outbox.push(self._event(encoded))
+
+    def catch_up(self, encoded: EncodedEntry) -> None:
+        """An entry a tail handed out before this subscriber joined it: taken if new to it,
+        whatever the outbox holds (a bounded batch, as a replay read's)."""
+        if encoded.entry.id > self.positions[encoded.stream]:
+            self.deliver(encoded)
+
+    def offer(self, encoded: EncodedEntry) -> None:
+        """A live entry from a tail: taken if new to this subscriber and if it fits.
+
+        The fan-out's inner loop (subscribers x entries): kept to a few attribute reads."""
+        if not self.live:
+            return
+        key = encoded.stream
+        sid = encoded.entry.id
+        previous = self.positions[key]
+        if sid <= previous:
+            return  # already sent while catching up
+        self.positions[key] = sid
+        chunk = self._event(encoded) if self.multi else encoded.single(self.form)
+        if not self.outbox.offer(chunk):
+            self.positions[key] = previous
+            self.go_behind()
+
+    def go_behind(self) -> None:
+        """Stop taking live entries; ``follow`` goes back to reading from the positions."""
+        self.live = False
+        behind = self._behind
+        if behind is not None and not behind.done():
+            behind.set_result(None)
+
+    def go_live(self) -> asyncio.Future[None]:
+        """Take live entries from now on; the future resolves when this falls behind."""
+        self.live = True
+        self._behind = asyncio.get_running_loop().create_future()
+        return self._behind
+
+    def gap(self, key: str, first: StreamID | None) -> None:
+        """Entries after this subscriber's position, before ``first``, went unread."""
+        after = self.positions[key]
+        if first is None or after < first:
+            self.outbox.push(gap_event(after, first, key if self.multi else None))
+
+    def live_gap(self, key: str, first: StreamID | None) -> None:
+        if self.live:
+            self.gap(key, first)

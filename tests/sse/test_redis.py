@@ -1,0 +1,228 @@
+"""SSE in front of Redis: tails, resume, gaps and group delivery with ``RedisBackend``.
+
+The app's backend is redis-server (the tests' own database index), and every write comes
+from another Redis client, as it would from another front-end: a tail's blocked XREAD returns
+because Redis served it, never because a write in this process signalled it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.api.sse.tail import Tails
+from app.engine.store import Store
+from app.main import create_app
+from app.settings import Settings
+from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, _redis_available
+from tests.sse.support import entry_ids, open_events
+from tests.sse.test_cleanup import ThreadServer
+
+redis_backend = pytest.importorskip("app.backends.redis")
+
+
+@pytest.fixture(scope="module")
+def app() -> Iterator[FastAPI]:
+    if not _redis_available():
+        pytest.skip("redis-server is not reachable")
+    application = create_app(Settings(sse_heartbeat_ms=200), store=Store())
+    backend = redis_backend.RedisBackend.from_url(
+        f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}", block_connections=16
+    )
+    services = application.state.services
+    services.backend = backend
+    application.state.sse_tails = Tails(backend, services.durability)
+    inner = application.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: FastAPI) -> AsyncIterator[None]:
+        async with inner(a):
+            yield
+        await backend.close()  # in the server's loop, where its connections live
+
+    application.router.lifespan_context = lifespan
+    srv = ThreadServer(application, "httptools")
+    application.state.url = srv.url
+    yield application
+    srv.stop()
+
+
+@pytest.fixture
+async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClient]:
+    # The last test's tails go once the server has noticed its clients left: a test starts
+    # with none, so none follows a stream of the last test that FLUSHDB removed.
+    await _settles(lambda: not app.state.sse_tails.by_key)
+    async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
+        yield c
+
+
+def path(consumer: str, group: str = "g", stream: str = "s") -> str:
+    return f"/v1/streams/{stream}/groups/{group}/consumers/{consumer}/events"
+
+
+def add(r: Any, n: int, key: str = "s") -> list[str]:
+    return [r.xadd(key, {"n": str(i)}) for i in range(n)]
+
+
+async def test_a_tail_gets_what_another_client_appends(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    async with open_events(client, "/v1/streams/s/events") as events:
+        await asyncio.sleep(0.2)
+        ids = add(real_redis, 3)
+        got = await events.take(3)
+        assert entry_ids(got) == ids and [e.id for e in got] == ids
+        assert got[0].json() == {"id": ids[0], "fields": {"n": "0"}}
+
+
+async def test_replay_and_join_under_writes_lose_and_repeat_nothing(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    """Subscribers open while another client keeps appending: each replays, joins the tail
+    somewhere in the middle, and gets every entry once, in order."""
+    history = add(real_redis, 50)
+    written: list[str] = []
+
+    async def writer() -> None:
+        for i in range(200):
+            written.append(real_redis.xadd("s", {"w": str(i)}))
+            await asyncio.sleep(0.002)
+
+    async def reader() -> list[str]:
+        async with open_events(client, "/v1/streams/s/events", last_id="0") as events:
+            return entry_ids(await events.take(250, timeout=20))
+
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(writer())
+        readers = []
+        for _ in range(8):
+            readers.append(tg.create_task(reader()))
+            await asyncio.sleep(0.05)
+    assert task.done()
+    for r in readers:
+        assert r.result() == history + written
+
+
+async def test_resume_by_last_event_id(client: httpx.AsyncClient, real_redis: Any) -> None:
+    ids = add(real_redis, 5)
+    async with open_events(client, "/v1/streams/s/events", ids[1], last_id="0") as events:
+        assert entry_ids(await events.take(3)) == ids[2:]
+        more = add(real_redis, 1)
+        assert entry_ids(await events.take(1)) == more
+        await events.none_within(0.3)
+
+
+async def test_gap_when_the_resume_point_was_trimmed(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    ids = add(real_redis, 6)
+    real_redis.xtrim("s", maxlen=2, approximate=False)
+    async with open_events(client, "/v1/streams/s/events", ids[1]) as events:
+        gap = await events.next()
+        assert gap.event == "gap" and gap.json() == {"after": ids[1], "first_id": ids[4]}
+        assert entry_ids(await events.take(2)) == ids[4:]
+
+
+async def test_live_gap_when_a_transaction_appends_and_trims(
+    app: FastAPI, client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    """Entries appended and trimmed at once (MULTI) before the tail reads them: a gap for its
+    live subscribers. (A subscriber still replaying reads past such a trim without noticing
+    it when its previous read found the stream's end: see ``tail._replay``.)"""
+    tails = app.state.sse_tails.by_key
+    async with open_events(client, "/v1/streams/s/events") as events:
+        await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
+        first = add(real_redis, 1)
+        assert entry_ids(await events.take(1)) == first
+        tx = real_redis.pipeline(transaction=True)
+        for i in range(5):
+            tx.xadd("s", {"n": str(i)})
+        tx.xtrim("s", maxlen=2, approximate=False)
+        ids = tx.execute()[:5]
+        gap = await events.next()
+        assert gap.event == "gap" and gap.json() == {"after": first[0], "first_id": ids[3]}
+        assert entry_ids(await events.take(2)) == ids[3:]
+
+
+async def test_group_history_then_new_and_pending(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    real_redis.xgroup_create("s", "g", "$", mkstream=True)
+    old = add(real_redis, 2)
+    real_redis.xreadgroup("g", "c", {"s": ">"})
+    async with open_events(client, path("c")) as events:
+        assert entry_ids(await events.take(2)) == old  # history: its pending entries
+        await asyncio.sleep(0.2)
+        new = add(real_redis, 3)
+        assert entry_ids(await events.take(3)) == new
+    pending = real_redis.xpending_range("s", "g", "-", "+", 10, "c")
+    assert [p["message_id"] for p in pending] == old + new
+
+
+async def test_group_max_unacked_waits_for_acks_from_another_client(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    real_redis.xgroup_create("s", "g", "$", mkstream=True)
+    async with open_events(client, path("c"), max_unacked=2) as events:
+        await asyncio.sleep(0.2)
+        ids = add(real_redis, 4)
+        assert entry_ids(await events.take(2)) == ids[:2]
+        await events.none_within(0.4)
+        real_redis.xack("s", "g", ids[0])
+        assert entry_ids(await events.take(1, timeout=1)) == [ids[2]]
+
+
+async def test_group_missing_is_404_and_destroyed_ends_with_error(
+    client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    r = await client.get(path("c", group="nope"))
+    assert r.status_code == 404 and r.json()["code"] == "NOGROUP"
+    real_redis.xgroup_create("s", "g", "$", mkstream=True)
+    async with open_events(client, path("c")) as events:
+        await asyncio.sleep(0.3)
+        real_redis.xgroup_destroy("s", "g")
+        event = await events.next(timeout=8)
+        assert event.event == "error" and event.json()["code"] == "NOGROUP"
+
+
+async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.05)
+
+
+def _blocked_here(r: Any) -> list[dict[str, Any]]:
+    return [
+        c
+        for c in r.client_list()
+        if int(c["db"]) == REDIS_DB and c["cmd"] in ("xread", "xreadgroup") and "b" in c["flags"]
+    ]
+
+
+async def test_no_blocked_read_left_in_redis_after_clients_leave(
+    app: FastAPI, client: httpx.AsyncClient, real_redis: Any
+) -> None:
+    real_redis.xgroup_create("s", "g", "$", mkstream=True)
+    async with (
+        open_events(client, "/v1/streams/s/events") as one,
+        open_events(client, "/v1/events", stream=["s", "t"]) as multi,
+        open_events(client, path("c")) as group,
+    ):
+        await asyncio.sleep(0.3)
+        sid = add(real_redis, 1)
+        for reader in (one, multi, group):
+            assert entry_ids(await reader.take(1)) == sid
+        assert set(app.state.sse_tails.by_key) == {"s", "t"}
+        # The tails of s and t and the group's `>`, once each has issued its next read.
+        await _settles(lambda: len(_blocked_here(real_redis)) == 3)
+        assert len(_blocked_here(real_redis)) == 3
+    await _settles(lambda: not _blocked_here(real_redis) and not app.state.sse_tails.by_key)
+    assert not app.state.sse_tails.by_key
+    assert _blocked_here(real_redis) == []
