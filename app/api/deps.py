@@ -1,26 +1,12 @@
-"""Request dependencies: the store, the body within its size limit, disconnect detection."""
+"""Request helpers: the body within its size limit, disconnect detection."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import Depends, Request
-
-from app.engine.store import Store
+from fastapi import Request
 
 
 class BodyTooLarge(Exception):
     """The request body exceeds ``max_body_bytes``."""
-
-
-# Dependencies are ``async def``: FastAPI runs a plain ``def`` one in a worker thread, two
-# thread hops per request on the hottest path (XADD) for a mere attribute read.
-async def get_store(request: Request) -> Store:
-    store: Store = request.app.state.store
-    return store
-
-
-StoreDep = Annotated[Store, Depends(get_store)]
 
 
 async def read_body(request: Request) -> bytes:

@@ -38,7 +38,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.api.errors import NO_SUCH_KEY, NotFound
 from app.api.sse.commit import committed
 from app.api.sse.outbox import CloseReason
 from app.api.sse.subscriber import Subscriber
@@ -47,7 +46,7 @@ from app.backends import Backend
 from app.durability import Durability
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, NoSuchKey
 from app.engine.ids import MIN_ID, StreamID, format_id
 from app.engine.replies import StreamInfo, StreamRead
 from app.engine.stream import Entry
@@ -85,12 +84,8 @@ async def stream_info(backend: Backend, key: str) -> StreamInfo | None:
     """XINFO STREAM, or None when there is no such stream."""
     try:
         return await backend.stream_info(key)
-    except NotFound:
+    except NoSuchKey:
         return None
-    except CommandError as e:
-        if e.text == NO_SUCH_KEY:
-            return None
-        raise
 
 
 def trimmed_before(info: StreamInfo | None, after: StreamID) -> tuple[bool, StreamID | None]:
