@@ -122,7 +122,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.metrics = _metrics(settings, store, storage)
     app.state.services = Services(
         settings=settings,
-        backend=EmbeddedBackend(store),
+        backend=EmbeddedBackend(
+            store, timer=app.state.metrics, pipeline_slice_ms=settings.pipeline_slice_ms
+        ),
         durability=app.state.durability,
         readiness=app.state.readiness,
         metrics=app.state.metrics,
