@@ -53,12 +53,24 @@ def _shaper(request: Request) -> Shaper:
     return Shaper(request.headers.get("upstash-encoding", "").lower() == "base64")
 
 
-def _lookup(args: list[str]) -> Command:
+# What a backend that passes commands on to a server (Redis) is not handed: CONFIG SET there
+# would reconfigure the Redis server itself (its files, its memory policy, its replication)
+# from HTTP. Its configuration belongs to its operator; CONFIG GET and INFO pass.
+NOT_PASSED_ON = frozenset({"config|set"})
+
+
+def _lookup(args: list[str], backend: Backend) -> Command:
     """The table's entry for ``args`` (arity checked), whichever backend runs it: access is
     decided from its key positions, durability from its flags and keys."""
     if not args:
         raise CommandError.err("empty command")
-    return lookup(args)
+    cmd = lookup(args)
+    if cmd.name in NOT_PASSED_ON and not checks_commands(backend):
+        raise CommandError.err(
+            f"{cmd.name.replace('|', ' ').upper()} is not served in front of {backend.name}:"
+            " configure the Redis server itself"
+        )
+    return cmd
 
 
 async def _refused(backend: Backend, args: list[str], error: CommandError) -> CommandError:
@@ -144,7 +156,7 @@ async def _run_one(request: Request, args: list[str]) -> Response:
     keys: list[str] | None = []
     try:
         try:
-            cmd = _lookup(args)
+            cmd = _lookup(args, backend)
         except CommandError as e:
             raise await _refused(backend, args, e) from None
         grant = _permit(request, cmd, args)
@@ -200,7 +212,7 @@ async def run_pipeline(request: Request) -> Response:
     own_table = checks_commands(backend)
     for i, args in enumerate(commands):
         try:
-            cmd = _lookup(args)
+            cmd = _lookup(args, backend)
         except CommandError as e:
             if own_table:  # it refuses (and counts) the line itself
                 sent.append(args)
@@ -276,7 +288,7 @@ async def run_transaction(request: Request) -> Response:
         keys: list[str] | None = []
         for args in commands:
             try:
-                cmd = _lookup(args)
+                cmd = _lookup(args, backend)
             except CommandError:
                 aborted = True  # an unknown command: EXECABORT below, as Redis answers
                 continue
