@@ -25,8 +25,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -57,18 +58,30 @@ def settings_env(overrides: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
+def worker_command(fd: int) -> list[str]:
+    """One worker: ``xstreams serve`` accepting from the inherited socket ``fd``."""
+    return [sys.executable, "-m", "app.cli", "serve", "--fd", str(fd)]
+
+
 class Supervisor:
-    def __init__(self, sock: socket.socket, workers: int, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        workers: int,
+        env: dict[str, str],
+        command: Callable[[int], list[str]] = worker_command,
+    ) -> None:
         self.sock = sock
         self.count = workers
         self.env = env
+        self.command = command
+        self.startup_s = STARTUP_S
         self.stopping = False
         self.workers: list[tuple[subprocess.Popen[bytes], float]] = []
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], float]:
         fd = self.sock.fileno()
-        cmd = [sys.executable, "-m", "app.cli", "serve", "--fd", str(fd)]
-        proc = subprocess.Popen(cmd, env=self.env, pass_fds=(fd,))
+        proc = subprocess.Popen(self.command(fd), env=self.env, pass_fds=(fd,))
         log.info("started worker %d", proc.pid)
         return proc, time.monotonic()
 
@@ -77,8 +90,9 @@ class Supervisor:
 
     def run(self) -> int:
         """Serve until SIGTERM / SIGINT (0) or a worker fails to start (its status)."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._stop)
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._stop)
         self.workers = [self._spawn() for _ in range(self.count)]
         status = 0
         while not self.stopping:
@@ -87,7 +101,7 @@ class Supervisor:
                 code = proc.poll()
                 if code is None or self.stopping:
                     continue
-                if time.monotonic() - started < STARTUP_S:
+                if time.monotonic() - started < self.startup_s:
                     log.error("worker %d failed to start (exit %d): stopping", proc.pid, code)
                     self.stopping = True
                     status = code or 1
