@@ -204,44 +204,75 @@ async def run_pipeline(request: Request) -> Response:
     except CommandError as e:
         return _error(request, e.text)
     grant = principal_of(request.scope).grant
+    admin = grant.admin
     refusals: dict[int, CommandError] = {}
-    sent: list[list[str]] = []
-    cmds: list[Command | None] = []  # of what is sent: for SCAN's narrowing
+    sent: list[list[str]] | None = None  # None while every line so far goes to the backend
+    cmds: list[Command | None] | None = None if admin else []  # of what is sent: SCAN's narrowing
     keys: list[str] | None = []
     writes = blocks = False
     own_table = checks_commands(backend)
+    cmd: Command | None = None
+    name, size = "", -1  # the previous line's: a run of XADDs is looked up once
+    may_block = False
     for i, args in enumerate(commands):
-        try:
-            cmd = _lookup(args, backend)
-        except CommandError as e:
-            if own_table:  # it refuses (and counts) the line itself
-                sent.append(args)
-                cmds.append(None)
-            else:
-                refusals[i] = e
-            continue
-        if not grant.admin:
+        if cmd is None or len(args) != size or args[0] != name or "|" in cmd.name:
+            try:
+                cmd = _lookup(args, backend)
+            except CommandError as e:
+                cmd = None
+                if own_table:  # it refuses (and counts) the line itself
+                    if sent is not None:
+                        sent.append(args)
+                    if cmds is not None:
+                        cmds.append(None)
+                else:
+                    sent = _refuse(refusals, i, e, sent, commands)
+                continue
+            name, size = args[0], len(args)
+            may_block = Flag.MAY_BLOCK in cmd.flags
+        if cmds is not None:
             try:
                 check_command(grant, cmd, args)
-            except NoPerm as e:
-                refusals[i] = e  # this command's error item; the others run
+            except NoPerm as e:  # this command's error item; the others run
+                sent = _refuse(refusals, i, e, sent, commands)
                 continue
+            cmds.append(cmd)
+        if sent is not None:
+            sent.append(args)
         writes = writes or cmd.writes
-        blocks = blocks or _blocks(cmd, args)
-        keys = _add_keys(keys, cmd.keys(args))
-        sent.append(args)
-        cmds.append(cmd)
+        if may_block and not blocks:
+            blocks = _blocks(cmd, args)
+        if keys is not None:
+            named = cmd.keys(args)
+            if named is None:
+                keys = None
+            elif len(named) != 1 or not keys or keys[-1] != named[0]:
+                keys.extend(named)  # (a run on one key names it once)
     if writes:
         services.durability.check_writable()  # refused before any runs: nothing applied
+    lines = commands if sent is None else sent
     try:
         if blocks:
-            results = await _unless_gone(backend.pipeline(sent), request)
+            results = await _unless_gone(backend.pipeline(lines), request)
         else:
-            results = await backend.pipeline(sent)
+            results = await backend.pipeline(lines)
     except ClientGone:
         return Response(status_code=499)
     await services.durability.wait_visible(keys)  # once: one group commit
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
+
+
+def _refuse(
+    refusals: dict[int, CommandError],
+    i: int,
+    error: CommandError,
+    sent: list[list[str]] | None,
+    commands: list[list[str]],
+) -> list[list[str]]:
+    """Line ``i`` is answered ``error`` and not sent: what is sent is from now on a list of
+    its own (every line before it went)."""
+    refusals[i] = error
+    return commands[:i] if sent is None else sent
 
 
 def _items(
@@ -249,7 +280,7 @@ def _items(
     grant: Grant,
     n: int,
     refusals: dict[int, CommandError],
-    cmds: list[Command | None],
+    cmds: list[Command | None] | None,
     results: list[Any],
 ) -> list[dict[str, Any]]:
     """The pipeline's answer, one item a command in its order, each error counted."""
@@ -262,7 +293,7 @@ def _items(
         r: Any = refusals.get(i) if refusals else None
         if r is None:
             r = results[j]
-            cmd = cmds[j]
+            cmd = cmds[j] if cmds is not None else None  # (an admin's SCAN is not narrowed)
             j += 1
             if type(r) is StreamID:  # the common case (XADD), shaped at once
                 out.append({"result": shape_id(r)})
