@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     @classmethod
     def _backend(cls, value: str) -> str:
         scheme, sep, _ = value.partition("://")
-        if value == EMBEDDED or (sep and scheme in REDIS_SCHEMES):
+        if value == EMBEDDED or (sep and scheme.lower() in REDIS_SCHEMES):
             return value
         raise ValueError(
             f"unknown backend {scheme!r}: use 'embedded' or a URL starting"

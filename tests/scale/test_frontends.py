@@ -245,3 +245,19 @@ def test_whoami_and_the_dashboard_on_redis(redis_target: Target, tmp_path: Path)
         assert httpx.get(front.url + "/ui/", follow_redirects=True).status_code == 200
     finally:
         front.stop()
+
+
+@pytest.mark.redis
+def test_metrics_and_info_on_redis(redis_target: Target, tmp_path: Path) -> None:
+    """/metrics: the front-end's own figures (the keyspace's are Redis's); INFO: Redis's."""
+    front = redis_target.serve(tmp_path)
+    try:
+        c = _flush(front.url)
+        c("XADD", S, "*", "f", "v")
+        text = httpx.get(front.url + "/metrics").text
+        assert "xstreams_http_requests_total" in text
+        assert "xstreams_streams " not in text  # no keyspace in this process
+        info = c("INFO", "server")
+        assert "redis_version:" in info and "xstreams_version" not in info
+    finally:
+        front.stop()
