@@ -9,13 +9,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from app.cli.workers import settings_env
 from app.settings import FsyncMode, Settings
-from tests.conftest import Commands
+from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, Commands
 from tests.sse.support import entry_ids, open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
 
@@ -85,10 +86,27 @@ def redis_target() -> Target:
     return Target(REDIS, redis_url())
 
 
-def _flush(url: str) -> Commands:
+def _once(url: str, *args: object) -> Any:
+    """One command on a client of its own, closed after."""
     c = Commands(url)
-    assert c("FLUSHALL") == "OK"
-    return c
+    try:
+        return c(*args)
+    finally:
+        c.client.close()
+
+
+def _redis_flush() -> None:
+    import redis
+
+    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+
+
+def _flush(url: str) -> None:
+    assert _once(url, "FLUSHALL") == "OK"
 
 
 @pytest.mark.redis
@@ -108,7 +126,7 @@ def test_two_workers_both_serve(redis_target: Target, tmp_path: Path) -> None:
             r = httpx.post(front.url + "/", json=["XADD", S, "*", "n", str(i)],
                            headers={"Connection": "close"}, timeout=5)  # fmt: skip
             assert r.status_code == 200, r.text
-        assert Commands(front.url)("XLEN", S) == 40  # one keyspace, whichever worker wrote
+        assert _once(front.url, "XLEN", S) == 40  # one keyspace, whichever worker wrote
     finally:
         front.stop()
     assert front.proc.returncode == 0
@@ -146,11 +164,11 @@ def test_a_killed_front_end_loses_no_acknowledged_write(
         for t in threads:
             t.join(10)
         assert len(acked) > 20
-        stored = {e[0] for e in Commands(b.url)("XRANGE", S, "-", "+")}
+        stored = {e[0] for e in _once(b.url, "XRANGE", S, "-", "+")}
         assert set(acked) <= stored  # every 2xx is in Redis
         restarted = redis_target.serve(tmp_path / "a2")
         try:
-            again = {e[0] for e in Commands(restarted.url)("XRANGE", S, "-", "+")}
+            again = {e[0] for e in _once(restarted.url, "XRANGE", S, "-", "+")}
             assert set(acked) <= again
         finally:
             restarted.stop()
@@ -167,7 +185,8 @@ async def test_an_event_stream_resumes_on_another_front_end(
     a = redis_target.serve(tmp_path / "a")
     b = redis_target.serve(tmp_path / "b")
     try:
-        writes = _flush(b.url)
+        _flush(b.url)
+        writes = Commands(b.url)
         total = 60
         written: list[str] = []
         stop = threading.Event()
@@ -196,6 +215,7 @@ async def test_an_event_stream_resumes_on_another_front_end(
         assert got == written  # no gap, no repeat, in order
     finally:
         stop.set()
+        writes.client.close()
         b.stop()
         if a.proc.poll() is None:
             a.stop()
@@ -207,7 +227,9 @@ def test_wait_replicas_without_replicas_answers_503(redis_target: Target, tmp_pa
     says it is not as safe as asked (503, Redis's NOREPLICAS text)."""
     front = redis_target.serve(tmp_path, "--wait-replicas", "1", "--wait-timeout", "100")
     try:
-        c = _flush(front.url)
+        # FLUSHALL is a write too (applied, then 503 for the missing replica): FLUSHDB is the
+        # same there, without WAIT.
+        _redis_flush()
         r = httpx.post(front.url + "/", json=["XADD", S, "*", "f", "v"], timeout=5)
         assert r.status_code == 503
         assert r.json() == {"error": "NOREPLICAS Not enough good replicas to write."}
@@ -217,8 +239,9 @@ def test_wait_replicas_without_replicas_answers_503(redis_target: Target, tmp_pa
         assert r.status_code == 503, r.text
         assert r.headers["content-type"].startswith("application/problem+json")
         assert r.json()["code"] == "NOREPLICAS"
-        assert c("XLEN", S) == 3  # applied all the same: WAIT cannot take a write back
-        assert c("XRANGE", S, "-", "+", "COUNT", "1")[0][1] == ["f", "v"]  # reads answer 200
+        assert _once(front.url, "XLEN", S) == 3  # applied all the same: WAIT takes nothing back
+        first = _once(front.url, "XRANGE", S, "-", "+", "COUNT", "1")  # reads answer 200
+        assert first[0][1] == ["f", "v"]
     finally:
         front.stop()
 
@@ -252,12 +275,12 @@ def test_metrics_and_info_on_redis(redis_target: Target, tmp_path: Path) -> None
     """/metrics: the front-end's own figures (the keyspace's are Redis's); INFO: Redis's."""
     front = redis_target.serve(tmp_path)
     try:
-        c = _flush(front.url)
-        c("XADD", S, "*", "f", "v")
+        _flush(front.url)
+        _once(front.url, "XADD", S, "*", "f", "v")
         text = httpx.get(front.url + "/metrics").text
         assert "xstreams_http_requests_total" in text
         assert "xstreams_streams " not in text  # no keyspace in this process
-        info = c("INFO", "server")
+        info = _once(front.url, "INFO", "server")
         assert "redis_version:" in info and "xstreams_version" not in info
     finally:
         front.stop()
