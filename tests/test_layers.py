@@ -92,3 +92,13 @@ def test_observe_knows_neither_the_api_nor_storage() -> None:
     """Both report to app.observe (metrics, request IDs); it cannot depend on either."""
     forbidden = ("app.api", "app.storage", "app.main", "app.cli", "app.settings")
     assert not _offenders(APP / "observe", forbidden)
+
+
+def test_backends_sit_below_the_surfaces() -> None:
+    """Surfaces call app.backends; a backend may use the engine (its argument and reply
+    types, its rules) but never the surfaces or the wiring above them."""
+    assert not _offenders(APP / "backends", ("app.api", "app.main", "app.cli", "fastapi"))
+
+
+def test_the_engine_never_imports_a_backend() -> None:
+    assert not _offenders(ENGINE, ("app.backends", "redis"))

@@ -63,11 +63,6 @@ def _read(ks: Keyspace, request: ReadRequest) -> list[StreamRead] | Block | None
     return xread(ks, resolve_read(ks, request))
 
 
-def _trim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
-    info.stream_info(ks, key)  # the missing stream's error, before anything is decided
-    return xtrim(ks, key, spec)
-
-
 class EmbeddedBackend:
     """The engine in this process: one keyspace, one event loop (Redis's single writer)."""
 
@@ -172,7 +167,7 @@ class EmbeddedBackend:
         return self.store.run(Keyspace.delete, key)
 
     async def trim(self, key: str, spec: TrimSpec) -> int:
-        return self.store.run(_trim, key, spec)
+        return self.store.run(xtrim, key, spec)
 
     async def set_id(self, args: XSetIdArgs) -> None:
         self.store.run(xsetid, args)

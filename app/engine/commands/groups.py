@@ -90,8 +90,18 @@ def _xgroup_target(
                 i += 2
             else:
                 raise subcommand_syntax_error(argv)
-    stream = ks.get(argv[2])
-    group = stream.groups.get(argv[3]) if stream is not None else None
+    stream, group = xgroup_target(ks, sub, argv[2], argv[3], mkstream)
+    return stream, group, mkstream, entries_read
+
+
+def xgroup_target(
+    ks: Keyspace, sub: str, key: str, name: str, mkstream: bool = False
+) -> tuple[Stream | None, ConsumerGroup | None]:
+    """The key (and, but for CREATE and DESTROY, the group) an XGROUP subcommand needs, with
+    Redis's errors: the typed operations check through here too, so a caller that never
+    parsed argv (REST, a backend) gets what redis-server answers."""
+    stream = ks.get(key)
+    group = stream.groups.get(name) if stream is not None else None
     if not mkstream:
         if stream is None:
             raise CommandError.err(
@@ -99,14 +109,14 @@ def _xgroup_target(
                 "want to use the MKSTREAM option to create an empty stream automatically."
             )
         if group is None and sub in ("setid", "createconsumer", "delconsumer"):
-            raise NoGroup(f"NOGROUP No such consumer group '{argv[3]}' for key name '{argv[2]}'")
-    return stream, group, mkstream, entries_read
+            raise NoGroup(f"NOGROUP No such consumer group '{name}' for key name '{key}'")
+    return stream, group
 
 
 def xgroup_create(
     ks: Keyspace, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
 ) -> Status:
-    stream = ks.get(key)
+    stream, _ = xgroup_target(ks, "create", key, name, mkstream)
     if id_text == "$":
         sid = stream.last_id if stream is not None else MIN_ID
     else:
@@ -132,6 +142,7 @@ def xgroup_setid(
     ks: Keyspace, key: str, name: str, id_text: str, entries_read: int | None
 ) -> Status:
     """Move a group's last-delivered ID (XGROUP SETID); ``$`` is the stream's last ID."""
+    xgroup_target(ks, "setid", key, name)
     stream, group = _group_or_nogroup(ks, key, name)
     group.last_id = stream.last_id if id_text == "$" else parse_id(id_text)[0]
     group.entries_read = entries_read
@@ -148,7 +159,7 @@ def _setid(ks: Keyspace, argv: list[str]) -> Status:
 
 
 def xgroup_destroy(ks: Keyspace, key: str, name: str) -> int:
-    stream = ks.get(key)
+    stream, _ = xgroup_target(ks, "destroy", key, name)
     if stream is None or stream.groups.pop(name, None) is None:
         return 0
     ks.record(GroupDestroyed(key=key, group=name))
@@ -164,6 +175,7 @@ def _destroy(ks: Keyspace, argv: list[str]) -> int:
 
 def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
     """Create a consumer (XGROUP CREATECONSUMER): 1 if created, 0 if it existed."""
+    xgroup_target(ks, "createconsumer", key, name)
     _, group = _group_or_nogroup(ks, key, name)
     if consumer in group.consumers:
         return 0
@@ -181,6 +193,7 @@ def _createconsumer(ks: Keyspace, argv: list[str]) -> int:
 def xgroup_delconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> int:
     """Delete a consumer and its pending entries (XGROUP DELCONSUMER); returns how many
     pending entries it had."""
+    xgroup_target(ks, "delconsumer", key, name)
     _, group = _group_or_nogroup(ks, key, name)
     pending = group.remove_consumer(consumer)
     if pending is None:
