@@ -26,10 +26,9 @@ def open_backend(
         return EmbeddedBackend(
             store or Store(), timer=timer, pipeline_slice_ms=settings.pipeline_slice_ms
         )
-    import importlib
+    from app.backends.redis import RedisBackend
 
-    redis = importlib.import_module("app.backends.redis")
-    backend: Backend = redis.RedisBackend.from_url(
+    backend: Backend = RedisBackend.from_url(
         settings.backend,
         wait_replicas=settings.wait_replicas,
         wait_timeout_ms=settings.wait_timeout_ms,

@@ -37,6 +37,7 @@ from app.api.errors import json_response
 from app.api.services import services_of
 from app.backends import Backend
 from app.backends.base import checks_commands
+from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
 from app.engine.errors import CommandError
@@ -47,6 +48,15 @@ from app.engine.waiting import ClientGone
 T = TypeVar("T")
 
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+
+# The backend's trouble, not the command's: 503, as REST answers them. Redis unreachable,
+# no connection left for a blocking read, or fewer replicas than --wait-replicas confirmed
+# (the write itself was applied: not to be retried blindly).
+UNAVAILABLE = (RedisUnavailable, BlockPoolExhausted, ReplicasUnavailable)
+
+
+def _status(error: CommandError) -> int:
+    return 503 if isinstance(error, UNAVAILABLE) else 400
 
 
 def _shaper(request: Request) -> Shaper:
@@ -171,7 +181,7 @@ async def _run_one(request: Request, args: list[str]) -> Response:
         return _error(request, e.text, 403)
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
-        return _error(request, e.text)
+        return _error(request, e.text, _status(e))
     except ClientGone:
         return Response(status_code=499)
     # Nothing this reply shows may be taken back by a crash: a write's own record, another
@@ -258,6 +268,8 @@ async def run_pipeline(request: Request) -> Response:
             results = await backend.pipeline(lines)
     except ClientGone:
         return Response(status_code=499)
+    except CommandError as e:  # the whole request's: the backend failed, not one command
+        return _error(request, e.text, _status(e))
     await services.durability.wait_visible(keys)  # once: one group commit
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
 
@@ -335,7 +347,7 @@ async def run_transaction(request: Request) -> Response:
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
-        return _error(request, e.text)
+        return _error(request, e.text, _status(e))
     await durability.wait_visible(keys)
     metrics = services.metrics
     shaper = _shaper(request)
