@@ -128,7 +128,9 @@ def supervise(host: str, port: int, workers: int, overrides: Mapping[str, Any]) 
     """Bind ``host:port`` once and serve it with ``workers`` processes; the exit status."""
     import uvicorn
 
-    sock = uvicorn.Config("app.main:create_app", host=host, port=port).bind_socket()
+    # log_config=None: logging stays as ``serve`` configured it (--log-level, --log-format).
+    config = uvicorn.Config("app.main:create_app", host=host, port=port, log_config=None)
+    sock = config.bind_socket()
     env = {**os.environ, **settings_env(overrides), "XSTREAMS_WORKERS": "1"}
     try:
         return Supervisor(sock, workers, env).run()
