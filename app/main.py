@@ -137,8 +137,14 @@ def create_app(
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys
     app.state.keys_refresh = None
     app.state.metrics = _metrics(settings, store, storage)
-    if backend is None:
-        backend = open_backend(settings, store=store, timer=app.state.metrics)
+    if backend is None and store is not None:
+        # The engine over this store, whatever XSTREAMS_BACKEND says: a caller that passed a
+        # store (tests, `xstreams openapi`) asked for it.
+        backend = EmbeddedBackend(
+            store, timer=app.state.metrics, pipeline_slice_ms=settings.pipeline_slice_ms
+        )
+    elif backend is None:
+        backend = open_backend(settings, timer=app.state.metrics)
     app.state.services = Services(
         settings=settings,
         backend=backend,
