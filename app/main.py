@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -34,6 +36,7 @@ from app.api.rest import (
 )
 from app.api.services import Services
 from app.api.sse import routes as events
+from app.backends import Backend, open_backend
 from app.backends.embedded import EmbeddedBackend
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
@@ -83,14 +86,23 @@ TAGS = [
 ]
 
 
-def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, store: Store | None = None, backend: Backend | None = None
+) -> FastAPI:
+    """The whole service from one ``Settings`` (the environment's when none is given, as each
+    ``--workers`` process builds it). ``store`` (tests): an in-memory engine instead of the
+    durable one; ``backend`` (tests): a backend built by the caller instead of
+    ``settings.backend``'s."""
     settings = settings or Settings()
-    config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
     storage: Storage | None = None
-    if store is None:
+    if isinstance(backend, EmbeddedBackend):
+        store = backend.store
+    elif backend is None and store is None and settings.embedded:
         # Durable by default. A caller that passes its own store keeps it in memory (tests).
         storage = Storage(settings)
+        config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
         store = Store(config=config, journal=storage.writer)
+    # ``store`` is None exactly when Redis serves: nothing of the keyspace lives here.
     app = FastAPI(
         lifespan=_lifespan,
         title="xstreams",
@@ -102,29 +114,42 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         redoc_url=None,
     )
     app.state.settings = settings
-    # The engine enforces two of the limits itself, on every surface (keys per read, entries
-    # per reply); a store passed in (tests) gets them too.
-    store.keyspace.limits = Limits(
-        read_keys=settings.max_read_keys,
-        reply_entries=settings.max_reply_entries,
-        restore_bytes=settings.max_restore_bytes,
-    )
-    app.state.store = store
-    # Storage and the API meet only here: the API sees a Durability (app.durability).
+    if store is not None:
+        # The engine enforces two of the limits itself, on every surface (keys per read,
+        # entries per reply); a store passed in (tests) gets them too.
+        store.keyspace.limits = Limits(
+            read_keys=settings.max_read_keys,
+            reply_entries=settings.max_reply_entries,
+            restore_bytes=settings.max_restore_bytes,
+        )
+    app.state.store = store  # None with Redis: every surface goes through the backend
+    # Storage and the API meet only here: the API sees a Durability (app.durability). With
+    # Redis, a reply waits for Redis's answer (and WAIT, inside the backend): nothing more.
     app.state.storage = storage
     app.state.durability = storage or InMemory()
-    app.state.readiness = Readiness(ReadyState.STARTING if storage else ReadyState.READY)
+    # Embedded with storage: ready once recovered; in memory: at once; Redis: once it answers.
+    ready = store is not None and storage is None
+    app.state.readiness = Readiness(ReadyState.READY if ready else ReadyState.STARTING)
     if storage is not None:
         storage.on_wait = app.state.readiness.set_waiting
-    info.install(store.keyspace, settings, storage, app.state.readiness)
+    if store is not None:
+        info.install(store.keyspace, settings, storage, app.state.readiness)
     app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
     # Who may do what (app/access): the gate resolves credentials, every surface checks.
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys
     app.state.keys_refresh = None
     app.state.metrics = _metrics(settings, store, storage)
+    if backend is None and store is not None:
+        # The engine over this store, whatever XSTREAMS_BACKEND says: a caller that passed a
+        # store (tests, `xstreams openapi`) asked for it.
+        backend = EmbeddedBackend(
+            store, timer=app.state.metrics, pipeline_slice_ms=settings.pipeline_slice_ms
+        )
+    elif backend is None:
+        backend = open_backend(settings, timer=app.state.metrics)
     app.state.services = Services(
         settings=settings,
-        backend=EmbeddedBackend(store),
+        backend=backend,
         durability=app.state.durability,
         readiness=app.state.readiness,
         metrics=app.state.metrics,
@@ -138,15 +163,29 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> Response:
         readiness: Readiness = app.state.readiness
+        backend: Backend = app.state.services.backend
+        # ``backend``: what serves (never its URL, which may hold a password); ``pid``: which
+        # worker process answered, when several share the port.
+        body: dict[str, Any] = {"status": "ready", "backend": backend.name, "pid": os.getpid()}
         if readiness.state is not ReadyState.READY:
-            body = {"status": readiness.state.value, "error": readiness.error}
+            body.update(status=readiness.state.value, error=readiness.error)
             if readiness.waiting is not None:
                 body["reason"] = readiness.waiting
             return json_response(body, 503)
+        if store is None:
+            # Redis: ready while it answers, so a load balancer takes a front-end that lost
+            # it out of rotation.
+            try:
+                await asyncio.wait_for(backend.command(["PING"]), CONNECT_TIMEOUT_S)
+            except Exception as e:
+                body.update(status="unavailable", reason=str(e) or type(e).__name__)
+                return json_response(body, 503)
+            return json_response(body)
         failure = storage.writer.failure if storage else None
         # Still ready while the database is away: committed state is served, writes and reads
         # of what is not durable yet answer 503.
-        return json_response({"status": "ready", "storage": failure.reason if failure else "ok"})
+        body["storage"] = failure.reason if failure else "ok"
+        return json_response(body)
 
     for resource in (streams, entries, reads, groups, consumers, pel, whoami):
         app.include_router(resource.api)
@@ -183,13 +222,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     return app
 
 
-def _metrics(settings: Settings, store: Store, storage: Storage | None) -> Metrics:
+def _metrics(settings: Settings, store: Store | None, storage: Storage | None) -> Metrics:
     """What /metrics shows, pointed at the keyspace and the journal (app.observe)."""
     figures = Metrics(
         group_streams=tuple(settings.metrics_group_streams),
         max_groups=settings.metrics_max_groups,
     )
-    figures.keyspace = store.keyspace
+    figures.keyspace = store.keyspace if store is not None else None  # Redis: its INFO
     if storage is not None:
         writer = storage.writer
         writer.on_commit = figures.journal_committed
@@ -222,26 +261,72 @@ def _authenticator(settings: Settings) -> Authenticator:
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Recovery runs in the background so /readyz can answer 503 meanwhile; a clean shutdown
-    commits the journal and takes a snapshot."""
+    """Recovery (embedded) or the first answer to PING (Redis) runs in the background, so
+    /readyz can answer 503 meanwhile; a clean shutdown commits the journal and takes a
+    snapshot (embedded), and closes the backend's connections."""
+    backend: Backend = app.state.services.backend
     storage: Storage | None = app.state.storage
-    if storage is None:
-        yield
-        return
-    app.state.readiness.state = ReadyState.RECOVERING
-    task = asyncio.create_task(_recover(app, storage))
+    await backend.start()
+    task: asyncio.Task[None] | None = None
+    if storage is not None:
+        app.state.readiness.state = ReadyState.RECOVERING
+        task = asyncio.create_task(_recover(app, storage))
+    elif app.state.readiness.state is not ReadyState.READY:
+        task = asyncio.create_task(_connect(app, backend))
     try:
         yield
     finally:
         refresh: asyncio.Task[None] | None = app.state.keys_refresh
         if refresh is not None:
             refresh.cancel()
-        if not task.done():
+        if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        elif app.state.readiness.state is ReadyState.READY:
+        elif storage is not None and app.state.readiness.state is ReadyState.READY:
             await storage.stop()
+        await backend.close()
+
+
+async def _connect(app: FastAPI, backend: Backend) -> None:
+    """A Redis backend: ready once it answers PING. Until then requests are refused at once
+    with the reason (``Readiness.waiting``), and PING is retried."""
+    readiness: Readiness = app.state.readiness
+    if _unprotected(app):
+        return
+    readiness.state = ReadyState.RECOVERING  # connecting: the state /readyz shows
+    failing = False
+    while True:
+        try:
+            await asyncio.wait_for(backend.command(["PING"]), CONNECT_TIMEOUT_S)
+        except Exception as e:
+            reason = f"the {backend.name} backend does not answer: {e or type(e).__name__}"
+            if not failing:
+                log.warning("%s; retrying", reason)
+            failing = True
+            readiness.set_waiting(reason)
+            await asyncio.sleep(CONNECT_RETRY_S)
+            continue
+        readiness.set_waiting(None)
+        readiness.set_ready()
+        return
+
+
+CONNECT_TIMEOUT_S = 2.0
+CONNECT_RETRY_S = 0.5
+
+
+def _unprotected(app: FastAPI) -> bool:
+    """Protected mode, as Redis's: a non-loopback address with no credentials configured stops
+    the service instead of serving it open (unless --insecure-no-auth)."""
+    settings: Settings = app.state.settings
+    authenticator: Authenticator = app.state.access
+    if authenticator.enabled or settings.insecure_no_auth or _loopback(settings):
+        return False
+    refusal = PROTECTED_MODE.format(host=settings.host)
+    log.critical(refusal)
+    _stop(app, refusal)
+    return True
 
 
 async def _recover(app: FastAPI, storage: Storage) -> None:
@@ -255,12 +340,8 @@ async def _recover(app: FastAPI, storage: Storage) -> None:
         log.critical("recovery failed, stopping: %s", e)
         _stop(app, f"recovery failed: {e}")
         return
-    settings: Settings = app.state.settings
-    if not authenticator.enabled and not settings.insecure_no_auth and not _loopback(settings):
-        refusal = PROTECTED_MODE.format(host=settings.host)
-        log.critical(refusal)
+    if _unprotected(app):
         await storage.stop()
-        _stop(app, refusal)
         return
     app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage), name="keys")
     readiness.set_ready()

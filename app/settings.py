@@ -20,6 +20,10 @@ class FsyncMode(StrEnum):
     OFF = "off"  # no journal: only snapshots (on journal size and on clean shutdown)
 
 
+EMBEDDED = "embedded"
+REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
+
+
 class Settings(BaseSettings):
     """Everything an operator can set; each field has an ``XSTREAMS_<NAME>`` variable."""
 
@@ -27,6 +31,22 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # What stands behind the surfaces (README "Scale out"): "embedded" (the in-process engine,
+    # durable through ``database_url``), or a Redis URL: redis://[user:password@]host:port/db,
+    # rediss://... (TLS), redis+cluster://host:port,host:port (Redis Cluster; any reachable
+    # nodes, the rest are discovered), rediss+cluster://... Credentials and TLS options come
+    # in the URL, as redis-py reads them (?ssl_cert_reqs=required&ssl_ca_certs=/path ...).
+    backend: str = "embedded"
+    # Worker processes sharing the listening socket. More than one needs a stateless backend
+    # (Redis): the embedded keyspace lives in one process.
+    workers: PositiveInt = 1
+    # Redis backend: after each write, WAIT for this many replicas (0: don't), at most
+    # ``wait_timeout_ms``; fewer confirmations answer 503 (the write itself was applied).
+    wait_replicas: int = Field(default=0, ge=0)
+    wait_timeout_ms: PositiveInt = 1_000
+    # Redis backend: connections kept for blocking reads (XREAD / XREADGROUP BLOCK, long
+    # polls, SSE) per process; past them a blocking read is refused at once with an error.
+    redis_block_connections: PositiveInt = 64
     data_dir: Path = Path("./data")
     # Bearer token required by every request when set; None leaves the service open.
     token: str | None = None
@@ -131,6 +151,22 @@ class Settings(BaseSettings):
     # separated by commas: XSTREAMS_METRICS_GROUP_STREAMS='orders-*,billing'.
     metrics_group_streams: Annotated[list[str], NoDecode] = []
     metrics_max_groups: PositiveInt = 1_000
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        scheme, sep, _ = value.partition("://")
+        if value == EMBEDDED or (sep and scheme.lower() in REDIS_SCHEMES):
+            return value
+        raise ValueError(
+            f"unknown backend {scheme!r}: use 'embedded' or a URL starting"
+            f" with {', '.join(s + '://' for s in REDIS_SCHEMES)}"
+        )
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the in-process engine serves (not a Redis server or cluster)."""
+        return self.backend == EMBEDDED
 
     @field_validator("metrics_group_streams", mode="before")
     @classmethod

@@ -147,7 +147,7 @@ def real_redis() -> Iterator[Any]:
 # Each test is marked with the services it needs, from its fixtures and its directory, so that
 # `-m "not (postgres or spark)"` (or `make test-fast`) selects without editing every test.
 REDIS_FIXTURES = frozenset({"real_redis", "pair"})
-SERVER_FIXTURES = frozenset({"server", "browser_server", "auth_server"})
+SERVER_FIXTURES = frozenset({"server", "browser_server", "auth_server", "front"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

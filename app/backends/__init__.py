@@ -1,5 +1,56 @@
 """Backends: what the surfaces call (``Backend``) and what stands behind it."""
 
-from app.backends.base import Backend, ClientGone, Gone, JsonReply
+from __future__ import annotations
 
-__all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]
+from app.backends.base import Backend, ClientGone, CommandTimer, Gone, JsonReply
+from app.engine.store import Store
+from app.settings import Settings
+
+__all__ = [
+    "Backend",
+    "ClientGone",
+    "CommandTimer",
+    "Gone",
+    "JsonReply",
+    "open_backend",
+    "workers_refusal",
+]
+
+
+def open_backend(
+    settings: Settings, *, store: Store | None = None, timer: CommandTimer | None = None
+) -> Backend:
+    """The backend ``settings.backend`` names, not started yet (``start()`` connects).
+
+    ``embedded``: the engine over ``store`` (a new in-memory one if none is given: the caller
+    that wants durability passes the store its journal writes for). A Redis URL: redis-py's
+    client for it, imported only then, so the embedded default needs no Redis library.
+    ``timer`` receives the command endpoint's per-command figures where the backend can time
+    its own work (the embedded engine); Redis's are its own, in INFO commandstats.
+    """
+    if settings.embedded:
+        from app.backends.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(
+            store or Store(), timer=timer, pipeline_slice_ms=settings.pipeline_slice_ms
+        )
+    from app.backends.redis import RedisBackend
+
+    backend: Backend = RedisBackend.from_url(
+        settings.backend,
+        wait_replicas=settings.wait_replicas,
+        wait_timeout_ms=settings.wait_timeout_ms,
+        block_connections=settings.redis_block_connections,
+    )
+    return backend
+
+
+def workers_refusal(settings: Settings) -> str | None:
+    """Why ``settings`` cannot run as several worker processes, or None when they can."""
+    if settings.workers > 1 and settings.embedded:
+        return (
+            f"--workers {settings.workers} needs a shared backend: the embedded engine keeps"
+            " its keyspace in one process, so it serves with one worker (use --backend"
+            " redis://... or redis+cluster://... to run several)"
+        )
+    return None

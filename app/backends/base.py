@@ -58,6 +58,27 @@ JsonReply = Reply
 Gone = Callable[[], Awaitable[None]]
 
 
+class CommandTimer(Protocol):
+    """Where a backend that can time its own work reports each command the command endpoint
+    ran through it (``Metrics`` is one): the engine's time, not a blocked read's wait, as
+    Redis's commandstats. A backend given none, or one that cannot tell (a pass-through whose
+    figures are the server's own, in its INFO commandstats), reports nothing."""
+
+    def command(self, name: str, seconds: float) -> None: ...
+
+    def counted(self, name: str) -> None:
+        """A command that ran inside a transaction timed whole (as ``exec``)."""
+        ...
+
+
+def checks_commands(backend: object) -> bool:
+    """Whether ``backend`` runs the command table itself: a command line the table refuses
+    (unknown command, wrong arity) is then handed to it, to be refused with the same text and
+    counted in its INFO stats as Redis counts a rejected call. Any other backend never sees
+    such a line: the surface refuses it, so nothing outside the table reaches a Redis server."""
+    return bool(getattr(backend, "checks_commands", False))
+
+
 @runtime_checkable
 class Backend(Protocol):
     """Stream operations with Redis 7.0 semantics. Every method may raise ``CommandError``."""

@@ -7,17 +7,27 @@ parks on the store's waiters and stops at once when the client goes away (``Clie
 
 Nothing here awaits durability: the surface makes every answer, errors included, wait for the
 records behind it (``Durability.wait_visible``), which only it knows how to scope.
+
+The command endpoint's three calls keep the engine's fast paths here, behind the protocol:
+consecutive plain XADDs to one key in a pipeline or a transaction run as one engine call and
+one journal record (``commands.bulk``), a long pipeline lets other requests run between its
+commands, and each command is timed for ``/metrics`` (``CommandTimer``) as the engine ran it.
+The surface has checked access before; this backend runs the command table itself
+(``checks_commands``), so a line the table refuses is refused here and counted in INFO's
+stats, as redis-server counts a rejected call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 
-from app.backends.base import Gone, JsonReply
+from app.backends.base import CommandTimer, Gone, JsonReply
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
-from app.engine.commands.bulk import xadd_batch
+from app.engine.commands.bulk import run_at, xadd_batch
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.reads import ReadRequest, resolve_read, xread
 from app.engine.commands.streams import (
@@ -46,7 +56,7 @@ from app.engine.replies import (
 )
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
-from app.engine.waiting import execute, wait
+from app.engine.waiting import wait
 
 
 def _read(ks: Keyspace, request: ReadRequest) -> list[StreamRead] | Block | None:
@@ -58,9 +68,15 @@ class EmbeddedBackend:
 
     name = "embedded"
     stateless = False  # the keyspace lives here: one worker only
+    checks_commands = True  # see app.backends.base.checks_commands
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self, store: Store, *, timer: CommandTimer | None = None, pipeline_slice_ms: int = 5
+    ) -> None:
         self.store = store
+        self.timer = timer
+        # A /pipeline that held the event loop this long lets other requests run, then goes on.
+        self.pipeline_slice_s = pipeline_slice_ms / 1000
 
     async def start(self) -> None:
         return None
@@ -70,19 +86,72 @@ class EmbeddedBackend:
 
     # --- command endpoint -------------------------------------------------------------
     async def command(self, argv: Sequence[str]) -> JsonReply:
-        return await execute(self.store, list(argv))
+        """Run one command; a read that must wait parks until served, timed out or cancelled
+        (the surface cancels it when its client goes away)."""
+        store = self.store
+        cmd = store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
+        timer = self.timer
+        started = time.perf_counter()
+        try:
+            reply = store.execute(argv, cmd=cmd)
+        finally:
+            if timer is not None:  # the engine's time: a blocked read's wait is not in it
+                timer.command(cmd.name, time.perf_counter() - started)
+        if isinstance(reply, Block):  # counted in INFO's stats when it ends, as Redis counts it
+            try:
+                reply = await wait(store, reply)
+            except CommandError as e:
+                store.finished(cmd, e)
+                raise
+            store.finished(cmd)
+        return reply
 
     async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+        """Each command in order, not atomic: other requests may run between them once the
+        pipeline has held the loop ``pipeline_slice_ms`` (by time, not by count: a short
+        pipeline runs whole, so its records share one group commit). Consecutive plain XADDs
+        to one key run as one engine call, each still answered (and counted) as its own."""
+        store = self.store
+        timer = self.timer
         out: list[JsonReply | CommandError] = []
-        for argv in commands:
+        loop = asyncio.get_running_loop()
+        slice_s = self.pipeline_slice_s
+        started = loop.time()
+        i, n = 0, len(commands)
+        while i < n:
+            if loop.time() - started >= slice_s:
+                await asyncio.sleep(0)
+                started = loop.time()
+            run = run_at(store.keyspace, commands, i, serve_between=True)
+            if run:
+                t0 = time.perf_counter()
+                outcomes = store.append_run(run)
+                if timer is not None:
+                    each = (time.perf_counter() - t0) / len(outcomes)
+                    for _ in outcomes:  # counted as the XADDs they are
+                        timer.command("xadd", each)
+                out.extend(outcomes)
+                i += len(outcomes)
+                continue
             try:
-                out.append(await self.command(argv))
+                out.append(await self.command(commands[i]))
             except CommandError as e:
                 out.append(e)
+            i += 1
         return out
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
-        return self.store.execute_atomic(commands)
+        """MULTI/EXEC as one engine step (``Store.execute_atomic``), timed whole as ``exec``
+        with each of its commands counted, as Redis's commandstats count them."""
+        store = self.store
+        started = time.perf_counter()
+        results = store.execute_atomic(commands)  # EXECABORT: raised, nothing ran
+        timer = self.timer
+        if timer is not None:
+            timer.command("exec", time.perf_counter() - started)
+            for args in commands:
+                timer.counted(store.command(args, counted=False).name)
+        return results
 
     # --- streams ----------------------------------------------------------------------
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:

@@ -72,11 +72,36 @@ def serve(
     ] = False,
     ssl_certfile: Annotated[Path | None, typer.Option(help="TLS certificate (PEM).")] = None,
     ssl_keyfile: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            help="embedded (default), or a Redis URL: redis://[user:pass@]host:port/db,"
+            " rediss://... (TLS), redis+cluster://host:port,host:port, rediss+cluster://..."
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Worker processes on the one port (needs a Redis backend)."),
+    ] = None,
+    wait_replicas: Annotated[
+        int | None,
+        typer.Option(min=0, help="Redis: WAIT for this many replicas after each write."),
+    ] = None,
+    wait_timeout: Annotated[
+        int | None, typer.Option(min=1, help="Redis: how long WAIT may take, in ms.")
+    ] = None,
+    fd: Annotated[
+        int | None, typer.Option(hidden=True, help="A worker's inherited listening socket.")
+    ] = None,
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
+    import socket
+
     import uvicorn
+    from pydantic import ValidationError
     from uvicorn.config import LOGGING_CONFIG
 
+    from app.backends import workers_refusal
     from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.server import Server
     from app.main import create_app
@@ -106,12 +131,33 @@ def serve(
             "insecure_no_auth": insecure_no_auth or None,
             "ssl_certfile": ssl_certfile,
             "ssl_keyfile": ssl_keyfile,
+            "backend": backend,
+            "workers": workers,
+            "wait_replicas": wait_replicas,
+            "wait_timeout_ms": wait_timeout,
         }.items()
         if v is not None
     }
-    settings = Settings(**overrides)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in e.errors()
+        )
+        typer.echo(f"error: {problems}", err=True)
+        raise typer.Exit(2) from None
+    refusal = workers_refusal(settings)
+    if refusal is not None:
+        typer.echo(f"error: {refusal}", err=True)
+        raise typer.Exit(2)
     configure_logging(settings.log_level, settings.log_format)
+    if settings.workers > 1 and fd is None:
+        from app.cli.workers import supervise
+
+        raise typer.Exit(supervise(settings.host, settings.port, settings.workers, overrides))
+    if settings.embedded:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
     app = create_app(settings)
     limits = Limits(
         header_timeout_ms=settings.header_timeout_ms,
@@ -137,7 +183,8 @@ def serve(
     server = Server(config, on_shutdown=app.state.sse.close_all)  # end event streams first
     # A failed recovery stops the server instead of serving a wrong state (exit status 1).
     app.state.on_fatal = lambda: setattr(server, "should_exit", True)
-    server.run()
+    # A worker (``--fd``) accepts from the socket its parent bound (app/cli/workers.py).
+    server.run(sockets=[socket.socket(fileno=fd)] if fd is not None else None)
     if app.state.readiness.error is not None:
         typer.echo(f"error: {app.state.readiness.error}", err=True)
         raise typer.Exit(1)

@@ -102,6 +102,10 @@ class Metrics:
         self.commands.add((name,))
         self.command_duration.observe((name,), seconds)
 
+    def counted(self, name: str) -> None:
+        """A command run inside a transaction, which is timed whole (as ``exec``)."""
+        self.commands.add((name,))
+
     def journal_committed(self, seconds: float, records: int) -> None:
         self.journal_commit.observe((), seconds)
         self.journal_group.observe((), float(records))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -178,7 +179,12 @@ async def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
         gate.set()
         r = await pending
         assert r.status_code == 200, r.text
-        assert (await client.get("/readyz")).json() == {"status": "ready", "storage": "ok"}
+        assert (await client.get("/readyz")).json() == {
+            "status": "ready",
+            "backend": "embedded",
+            "pid": os.getpid(),
+            "storage": "ok",
+        }
     readiness: Readiness = app.state.readiness
     assert readiness.state is ReadyState.READY
 

@@ -5,8 +5,12 @@
 ``{"result": ...}`` or ``{"error": "<Redis error text>"}``; nothing else ever comes back.
 Unlike Upstash, XREAD / XREADGROUP BLOCK wait on the server.
 
-Each command run is counted and timed for ``/metrics`` (the engine's time, not a blocked
-read's wait, as Redis's commandstats), and each error answered is counted by its code.
+A request is parsed, checked (the command table's key positions decide access, its flags and
+keys what the answer waits for), handed to the backend (``Services.backend``: its ``command``,
+``pipeline`` or ``multi_exec``) and shaped; nothing here knows which backend answers. The
+embedded engine keeps its fast paths behind those calls (app/backends/embedded.py) and times
+each command for ``/metrics`` (the engine's time, not a blocked read's wait, as Redis's
+commandstats); each error answered is counted by its code here.
 
 These are plain Starlette routes, not FastAPI ones: ``POST /``, ``/pipeline`` and
 ``/multi-exec`` are matched before the ``/v1`` routes and solve no dependencies, which cost
@@ -16,8 +20,9 @@ about 40 % of a one-entry XADD when they went through FastAPI's router (bench/RE
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
+import contextlib
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -29,36 +34,64 @@ from app.api.commands.resp import Shaper
 from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import json_response
-from app.durability import Durability, StorageUnavailable
-from app.engine.blocking import Block
-from app.engine.commands import Command, Reply
-from app.engine.commands.bulk import run_at
+from app.api.services import services_of
+from app.backends import Backend
+from app.backends.base import checks_commands
+from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
+from app.engine.commands import Command, lookup
+from app.engine.commands.table import Access, Flag
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import ScanPage
-from app.engine.store import Store
-from app.engine.waiting import ClientGone, wait
-from app.observe import Metrics
-from app.settings import Settings
+from app.engine.waiting import ClientGone
+
+T = TypeVar("T")
+
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+
+# The backend's trouble, not the command's: 503, as REST answers them. Redis unreachable,
+# no connection left for a blocking read, or fewer replicas than --wait-replicas confirmed
+# (the write itself was applied: not to be retried blindly).
+UNAVAILABLE = (RedisUnavailable, BlockPoolExhausted, ReplicasUnavailable)
+
+
+def _status(error: CommandError) -> int:
+    return 503 if isinstance(error, UNAVAILABLE) else 400
 
 
 def _shaper(request: Request) -> Shaper:
     return Shaper(request.headers.get("upstash-encoding", "").lower() == "base64")
 
 
-def _scope(store: Store, commands: list[list[str]]) -> tuple[bool, list[str] | None]:
-    """Whether any of ``commands`` writes (refused while storage is away), and the keys they
-    name (None: the whole keyspace), whose records their replies wait for."""
-    writes = False
-    keys: list[str] | None = []
-    for args in commands:
+# What a backend that passes commands on to a server (Redis) is not handed: CONFIG SET there
+# would reconfigure the Redis server itself (its files, its memory policy, its replication)
+# from HTTP. Its configuration belongs to its operator; CONFIG GET and INFO pass.
+NOT_PASSED_ON = frozenset({"config|set"})
+
+
+def _lookup(args: list[str], backend: Backend) -> Command:
+    """The table's entry for ``args`` (arity checked), whichever backend runs it: access is
+    decided from its key positions, durability from its flags and keys."""
+    if not args:
+        raise CommandError.err("empty command")
+    cmd = lookup(args)
+    if cmd.name in NOT_PASSED_ON and not checks_commands(backend):
+        raise CommandError.err(
+            f"{cmd.name.replace('|', ' ').upper()} is not served in front of {backend.name}:"
+            " configure the Redis server itself"
+        )
+    return cmd
+
+
+async def _refused(backend: Backend, args: list[str], error: CommandError) -> CommandError:
+    """A line the table refuses: a backend that runs the table itself refuses it again, and
+    counts it (INFO's rejected calls); no other backend ever sees it."""
+    if checks_commands(backend):
         try:
-            cmd = store.command(args, counted=False)  # execute_atomic counts it
-        except CommandError:
-            continue  # refused before it runs: it shows nothing
-        writes = writes or cmd.writes
-        keys = _add_keys(keys, cmd.keys(args))
-    return writes, keys
+            await backend.command(args)
+        except CommandError as e:
+            return e
+    return error
 
 
 def _add_keys(keys: list[str] | None, named: list[str] | None) -> list[str] | None:
@@ -76,217 +109,259 @@ def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
     return grant
 
 
+def _blocks(cmd: Command, args: list[str]) -> bool:
+    """Whether ``args`` may wait on the server (XREAD / XREADGROUP with BLOCK): only then is
+    the client's leaving watched for (an over-eager yes costs a task, never a wrong answer)."""
+    return Flag.MAY_BLOCK in cmd.flags and any(a.lower() == "block" for a in args)
+
+
+async def _unless_gone(call: Awaitable[T], request: Request) -> T:
+    """``call``'s result, or ``ClientGone`` as soon as the client leaves: the call is then
+    cancelled, and a parked read stops waiting at once (it is handed nothing more)."""
+    task = asyncio.ensure_future(call)
+    watcher = asyncio.ensure_future(wait_for_disconnect(request))
+    try:
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        watcher.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    raise ClientGone
+
+
 def _error(request: Request, text: str, status: int = 400) -> Response:
     """A whole request's error answer, counted by its code."""
-    request.app.state.metrics.error(text)
+    services_of(request).metrics.error(text)
     return json_response({"error": text}, status)
 
 
-async def _execute(store: Store, args: list[str], cmd: Command, request: Request) -> Reply:
-    """Run one command (``waiting.execute``), timing the engine's part for the metrics."""
-    metrics: Metrics = request.app.state.metrics
-    started = time.perf_counter()
-    try:
-        reply = store.execute(args, cmd=cmd)
-    finally:
-        metrics.command(cmd.name, time.perf_counter() - started)
-    if isinstance(reply, Block):
-        # A blocked call counts in INFO's stats when it ends, as ``waiting.execute`` counts
-        # it (an error by its code: NOGROUP when the group went away meanwhile).
-        try:
-            reply = await wait(store, reply, lambda: wait_for_disconnect(request))
-        except CommandError as e:
-            store.finished(cmd, e)
-            raise
-        store.finished(cmd)
-    return reply
-
-
-def _listed(grant: Grant, reply: Any) -> Any:
-    """A SCAN page narrowed to the keys the caller may read (its cursor walks on)."""
-    if isinstance(reply, ScanPage) and not grant.admin:
+def _listed(grant: Grant, cmd: Command | None, reply: Any) -> Any:
+    """A SCAN page narrowed to the keys the caller may read (its cursor walks on): the
+    engine's ``ScanPage``, or a pass-through backend's ``[cursor, [key, ...]]``."""
+    if grant.admin:
+        return reply
+    if isinstance(reply, ScanPage):
         return ScanPage(reply.cursor, readable(grant, reply.keys))
+    if (
+        cmd is not None
+        and cmd.access is Access.LIST
+        and isinstance(reply, list)
+        and len(reply) == 2
+    ):
+        return [reply[0], readable(grant, list(reply[1]))]
     return reply
 
 
-async def _run_one(
-    store: Any, args: list[str], request: Request, shaper: Shaper, durability: Durability
-) -> Response:
+async def _run_one(request: Request, args: list[str]) -> Response:
+    """Parse was done; here: access check (the table's key positions), the backend's answer,
+    its durability, and its shape."""
+    services = services_of(request)
+    backend, durability = services.backend, services.durability
     keys: list[str] | None = []
     try:
-        cmd = store.command(args)  # once: for access, the keys, the write check, running
+        try:
+            cmd = _lookup(args, backend)
+        except CommandError as e:
+            raise await _refused(backend, args, e) from None
         grant = _permit(request, cmd, args)
         keys = cmd.keys(args)
         if cmd.writes:
             durability.check_writable()  # refused before it runs: nothing applied
-        reply = await _execute(store, args, cmd, request)
+        if _blocks(cmd, args):
+            reply = await _unless_gone(backend.command(args), request)
+        else:
+            reply = await backend.command(args)
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
-        return _error(request, e.text)
+        return _error(request, e.text, _status(e))
     except ClientGone:
         return Response(status_code=499)
     # Nothing this reply shows may be taken back by a crash: a write's own record, another
     # client's write that a read (or a blocked XREADGROUP served by it) observed.
     await durability.wait_visible(keys)
-    return json_response({"result": shaper(_listed(grant, reply))})
+    return json_response({"result": _shaper(request)(_listed(grant, cmd, reply))})
 
 
 def _commands(request: Request, body: bytes) -> list[list[str]]:
-    settings: Settings = request.app.state.settings
+    settings = services_of(request).settings
     return command_list(body, settings.max_pipeline_commands, settings.max_command_args)
 
 
 async def run_command(request: Request) -> Response:
-    store, durability = request.app.state.store, request.app.state.durability
-    settings: Settings = request.app.state.settings
+    settings = services_of(request).settings
     try:
         args = command_args(await read_body(request), settings.max_command_args)
     except CommandError as e:
         return _error(request, e.text)
-    return await _run_one(store, args, request, _shaper(request), durability)
+    return await _run_one(request, args)
 
 
 async def run_pipeline(request: Request) -> Response:
-    store, durability = request.app.state.store, request.app.state.durability
+    """Every command is checked first (a refused one becomes its own error item and does not
+    run); the rest go to the backend as one pipeline, whose replies are merged back in order."""
+    services = services_of(request)
+    backend = services.backend
     try:
         commands = _commands(request, await read_body(request))
     except CommandError as e:
         return _error(request, e.text)
-    metrics: Metrics = request.app.state.metrics
-    shaper = _shaper(request)
-    out: list[dict[str, Any]] = []
+    grant = principal_of(request.scope).grant
+    admin = grant.admin
+    refusals: dict[int, CommandError] = {}
+    sent: list[list[str]] | None = None  # None while every line so far goes to the backend
+    cmds: list[Command | None] | None = None if admin else []  # of what is sent: SCAN's narrowing
     keys: list[str] | None = []
-    loop = asyncio.get_running_loop()
-    slice_s = request.app.state.settings.pipeline_slice_ms / 1000
-    started = loop.time()
-    i = 0
-    while i < len(commands):
-        if loop.time() - started >= slice_s:
-            # Not atomic: let other requests run between commands, as redis-server serves
-            # other clients between the commands of a pipelined connection. By time, not by
-            # count: a short pipeline runs whole, so its records share one group commit.
-            await asyncio.sleep(0)
-            started = loop.time()
-        fused = _fused_appends(store, commands, i, request, durability, shaper)
-        if fused is not None:
-            keys = _add_keys(keys, [commands[i][1]])
-            out.extend(fused)
-            i += len(fused)
-            continue
-        args = commands[i]
-        i += 1
-        try:
-            cmd = store.command(args)
-            keys = _add_keys(keys, cmd.keys(args))
-            grant = _permit(request, cmd, args)  # NoPerm: this command's error item
-            if cmd.writes:
-                durability.check_writable()
-            reply = await _execute(store, args, cmd, request)
-            out.append({"result": shaper(_listed(grant, reply))})
-        except CommandError as e:
-            metrics.error(e.text)
-            out.append({"error": e.text})
-        except ClientGone:
-            return Response(status_code=499)
-    await durability.wait_visible(keys)  # once: one group commit
-    return json_response(out)
-
-
-def _fused_appends(
-    store: Store,
-    commands: list[list[str]],
-    i: int,
-    request: Request,
-    durability: Durability,
-    shaper: Shaper,
-) -> list[dict[str, Any]] | None:
-    """Consecutive plain XADDs to one key from ``commands[i]`` on, run as one engine call
-    (``commands.bulk``): each still gets its own reply or error. None when there is no such
-    run, or when the first of them would be refused before running (no permission, storage
-    away): then each runs on its own and gets that refusal."""
-    run = run_at(store.keyspace, commands, i, serve_between=True)
-    if not run:
-        return None
+    writes = blocks = False
+    own_table = checks_commands(backend)
+    cmd: Command | None = None
+    name, size = "", -1  # the previous line's: a run of XADDs is looked up once
+    may_block = False
+    for i, args in enumerate(commands):
+        if cmd is None or len(args) != size or args[0] != name or "|" in cmd.name:
+            try:
+                cmd = _lookup(args, backend)
+            except CommandError as e:
+                cmd = None
+                if own_table:  # it refuses (and counts) the line itself
+                    if sent is not None:
+                        sent.append(args)
+                    if cmds is not None:
+                        cmds.append(None)
+                else:
+                    sent = _refuse(refusals, i, e, sent, commands)
+                continue
+            name, size = args[0], len(args)
+            may_block = Flag.MAY_BLOCK in cmd.flags
+        if cmds is not None:
+            try:
+                check_command(grant, cmd, args)
+            except NoPerm as e:  # this command's error item; the others run
+                sent = _refuse(refusals, i, e, sent, commands)
+                continue
+            cmds.append(cmd)
+        if sent is not None:
+            sent.append(args)
+        writes = writes or cmd.writes
+        if may_block and not blocks:
+            blocks = _blocks(cmd, args)
+        if keys is not None:
+            named = cmd.keys(args)
+            if named is None:
+                keys = None
+            elif len(named) != 1 or not keys or keys[-1] != named[0]:
+                keys.extend(named)  # (a run on one key names it once)
+    if writes:
+        services.durability.check_writable()  # refused before any runs: nothing applied
+    lines = commands if sent is None else sent
     try:
-        _permit(request, store.command(commands[i]), commands[i])  # one key, one verdict
-        durability.check_writable()
-    except (CommandError, StorageUnavailable):
-        return None
-    metrics: Metrics = request.app.state.metrics
-    started = time.perf_counter()
-    outcomes = store.append_run(run)
-    each = (time.perf_counter() - started) / len(outcomes)
-    for r in outcomes:  # counted as the XADDs they are
-        metrics.command("xadd", each)
+        if blocks:
+            results = await _unless_gone(backend.pipeline(lines), request)
+        else:
+            results = await backend.pipeline(lines)
+    except ClientGone:
+        return Response(status_code=499)
+    except CommandError as e:  # the whole request's: the backend failed, not one command
+        return _error(request, e.text, _status(e))
+    await services.durability.wait_visible(keys)  # once: one group commit
+    return json_response(_items(request, grant, len(commands), refusals, cmds, results))
+
+
+def _refuse(
+    refusals: dict[int, CommandError],
+    i: int,
+    error: CommandError,
+    sent: list[list[str]] | None,
+    commands: list[list[str]],
+) -> list[list[str]]:
+    """Line ``i`` is answered ``error`` and not sent: what is sent is from now on a list of
+    its own (every line before it went)."""
+    refusals[i] = error
+    return commands[:i] if sent is None else sent
+
+
+def _items(
+    request: Request,
+    grant: Grant,
+    n: int,
+    refusals: dict[int, CommandError],
+    cmds: list[Command | None] | None,
+    results: list[Any],
+) -> list[dict[str, Any]]:
+    """The pipeline's answer, one item a command in its order, each error counted."""
+    metrics = services_of(request).metrics
+    shaper = _shaper(request)
+    shape_id = shaper.id
+    out: list[dict[str, Any]] = []
+    j = 0
+    for i in range(n):
+        r: Any = refusals.get(i) if refusals else None
+        if r is None:
+            r = results[j]
+            cmd = cmds[j] if cmds is not None else None  # (an admin's SCAN is not narrowed)
+            j += 1
+            if type(r) is StreamID:  # the common case (XADD), shaped at once
+                out.append({"result": shape_id(r)})
+                continue
+        else:
+            cmd = None
         if isinstance(r, CommandError):
             metrics.error(r.text)
-    shape_id = shaper.id
-    return [
-        {"result": shape_id(r)}
-        if type(r) is StreamID
-        else {"error": r.text}
-        if isinstance(r, CommandError)
-        else {"result": None}
-        for r in outcomes
-    ]
+            out.append({"error": r.text})
+        else:
+            out.append({"result": shaper(_listed(grant, cmd, r))})
+    return out
 
 
 async def run_transaction(request: Request) -> Response:
-    store, durability = request.app.state.store, request.app.state.durability
+    services = services_of(request)
+    backend, durability = services.backend, services.durability
     try:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
         grant = principal_of(request.scope).grant
-        if not grant.admin:
-            for args in commands:
-                try:
-                    check_command(grant, store.command(args, counted=False), args)
-                except NoPerm:
-                    raise
-                except CommandError:
-                    continue  # an unknown command: EXECABORT below, as Redis answers
-        writes, keys = _scope(store, commands)
+        writes = aborted = False
+        keys: list[str] | None = []
+        for args in commands:
+            try:
+                cmd = _lookup(args, backend)
+            except CommandError:
+                aborted = True  # an unknown command: EXECABORT below, as Redis answers
+                continue
+            if not grant.admin:
+                check_command(grant, cmd, args)
+            writes = writes or cmd.writes
+            keys = _add_keys(keys, cmd.keys(args))
+        if aborted and not checks_commands(backend):
+            raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
         if writes:
             durability.check_writable()
-        started = time.perf_counter()
-        results = store.execute_atomic(commands)
+        results = await backend.multi_exec(commands)
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
-        return _error(request, e.text)
-    _count_transaction(request.app.state.metrics, store, commands, results, started)
+        return _error(request, e.text, _status(e))
     await durability.wait_visible(keys)
+    metrics = services.metrics
     shaper = _shaper(request)
-    return json_response(
-        [
-            {"error": r.text}
-            if isinstance(r, CommandError)
-            else {"result": shaper(_listed(grant, r))}
-            for r in results
-        ]
-    )
-
-
-def _count_transaction(
-    metrics: Metrics,
-    store: Store,
-    commands: list[list[str]],
-    results: list[Reply | CommandError],
-    started: float,
-) -> None:
-    """A transaction is timed whole (``exec``, as Redis's commandstats); each of its commands
-    is counted, and each error it answered."""
-    metrics.command("exec", time.perf_counter() - started)
-    for args, result in zip(commands, results, strict=True):
-        metrics.commands.add((store.command(args).name,))
-        if isinstance(result, CommandError):
-            metrics.error(result.text)
+    out = []
+    for args, r in zip(commands, results, strict=True):
+        if isinstance(r, CommandError):
+            metrics.error(r.text)
+            out.append({"error": r.text})
+        else:
+            out.append({"result": shaper(_listed(grant, None if grant.admin else lookup(args), r))})
+    return json_response(out)
 
 
 async def run_path_command(request: Request) -> Response:
-    store, durability = request.app.state.store, request.app.state.durability
     try:
         body = await read_body(request) if request.method in ("POST", "PUT") else None
         args = path_args(
@@ -298,7 +373,7 @@ async def run_path_command(request: Request) -> Response:
         return _error(request, e.text)
     except UnicodeDecodeError:
         return _error(request, "ERR the request body must be UTF-8 text")
-    return await _run_one(store, args, request, _shaper(request), durability)
+    return await _run_one(request, args)
 
 
 def install(app: FastAPI) -> None:

@@ -1,0 +1,96 @@
+"""The three targets every surface is tested against (issue 14): the same ``xstreams serve``
+subprocess in front of (a) the embedded engine, (b) the real redis-server on
+127.0.0.1:6379 (the tests' own database, ``XSTREAMS_TEST_REDIS_DB``) and (c) a throwaway
+3-master Redis Cluster started from the redis-server binaries (tests/support/redis_cluster.py).
+
+A target is a backend URL; ``Frontend`` is one front-end process serving it. Several
+front-ends may serve one Redis target at once (they keep no state), which is how the
+scale-out tests kill one and carry on through another.
+
+Tests on the Redis targets are marked ``redis`` (the cluster's ``slow`` too): they fail, not
+skip, when a service is missing under ``XSTREAMS_REQUIRE_SERVICES=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES, Server
+
+EMBEDDED, REDIS, CLUSTER = "embedded", "redis", "cluster"
+
+# pytest params: the Redis ones marked, so `-m "not redis"` runs the embedded target alone.
+TARGET_PARAMS = [
+    pytest.param(EMBEDDED, id=EMBEDDED),
+    pytest.param(REDIS, id=REDIS, marks=pytest.mark.redis),
+    pytest.param(CLUSTER, id=CLUSTER, marks=[pytest.mark.redis, pytest.mark.slow]),
+]
+REDIS_PARAMS = TARGET_PARAMS[1:]
+
+READY_TIMEOUT_S = 30.0
+
+
+def require_redis() -> None:
+    """Skip (fail under XSTREAMS_REQUIRE_SERVICES=1) when redis-server is not reachable."""
+    try:
+        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=1):
+            return
+    except OSError:
+        pass
+    msg = f"redis-server is not reachable on {REDIS_HOST}:{REDIS_PORT}"
+    if REQUIRE_SERVICES:
+        pytest.fail(msg + " and XSTREAMS_REQUIRE_SERVICES=1")
+    pytest.skip(msg)
+
+
+def redis_url() -> str:
+    return f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
+
+
+def cluster_url(nodes: list[str]) -> str:
+    return "redis+cluster://" + ",".join(nodes)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # EMBEDDED | REDIS | CLUSTER
+    backend: str  # the --backend value
+
+    @property
+    def redis(self) -> bool:
+        return self.name != EMBEDDED
+
+    def serve(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Frontend:
+        return Frontend(data_dir, "--backend", self.backend, *extra, env=env)
+
+
+class Frontend(Server):
+    """``xstreams serve`` on a free port, returned once /readyz answers 200 (recovered, or its
+    Redis answered PING)."""
+
+    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        super().__init__(data_dir, *extra, env=env)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"xstreams on {self.url} did not become ready")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no goodbye to its clients (a crashed front-end)."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
