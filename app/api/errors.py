@@ -32,6 +32,7 @@ from starlette.requests import ClientDisconnect
 from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
+from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.durability import StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
@@ -42,11 +43,17 @@ log = logging.getLogger("xstreams")
 REST_PREFIX = "/v1"
 PROBLEM_JSON = "application/problem+json"
 
+# The backend's trouble, not the request's: 503 on every surface. Redis unreachable, no
+# connection left for a blocking read, or fewer replicas than --wait-replicas confirmed (the
+# write itself was applied: not to be retried blindly).
+UNAVAILABLE = (RedisUnavailable, BlockPoolExhausted, ReplicasUnavailable)
+
 # The one table, most specific first: an error's status is that of the first class it is.
-_STATUS: tuple[tuple[type[CommandError], int], ...] = (
+_STATUS: tuple[tuple[type[CommandError] | tuple[type[CommandError], ...], int], ...] = (
     (NoPerm, 403),
     (NotFound, 404),
     (Conflict, 409),
+    (UNAVAILABLE, 503),
 )
 
 

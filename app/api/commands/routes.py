@@ -33,11 +33,10 @@ from app.api.access_gate import principal_of
 from app.api.commands.resp import Shaper
 from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
-from app.api.errors import json_response
+from app.api.errors import UNAVAILABLE, json_response
 from app.api.services import services_of
 from app.backends import Backend
 from app.backends.base import checks_commands
-from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
 from app.engine.errors import CommandError
@@ -48,11 +47,6 @@ from app.engine.waiting import ClientGone
 T = TypeVar("T")
 
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
-
-# The backend's trouble, not the command's: 503, as REST answers them. Redis unreachable,
-# no connection left for a blocking read, or fewer replicas than --wait-replicas confirmed
-# (the write itself was applied: not to be retried blindly).
-UNAVAILABLE = (RedisUnavailable, BlockPoolExhausted, ReplicasUnavailable)
 
 
 def _status(error: CommandError) -> int:
