@@ -23,17 +23,17 @@ from bench.machine import facts
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
-ALL_STEPS = frozenset(range(1, 6))
+ALL_STEPS = frozenset(range(1, 7))
 
 
 def _steps(text: str) -> frozenset[int]:
-    """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory)."""
+    """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory, 6 scale-out)."""
     try:
         chosen = frozenset(int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 2,3, got {text!r}") from None
     if not chosen or not chosen <= ALL_STEPS:
-        raise argparse.ArgumentTypeError("workloads are numbered 1 to 5")
+        raise argparse.ArgumentTypeError("workloads are numbered 1 to 6")
     return chosen
 
 
@@ -75,6 +75,12 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
             workloads.measure(group, plan.rounds, log_stderr)
             cells += group
             rows += group_rows
+        if 6 in only:
+            log_stderr(f"6) Redis backend, 1 and 2 workers ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = workloads.scale(fleet, servers, plan, counts)
+            workloads.measure(group, plan.rounds, log_stderr)
+            cells += group
+            rows += group_rows
         if 5 in only:
             log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
             group, group_rows = workloads.memory(fleet, plan, log_stderr)
@@ -87,6 +93,7 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
         "batch/consume ceilings: bare requests/s times the entries a request carries "
         "(100 per batch; 50 for consume+ack: a read and an ack per 100 entries).",
     ]
+    notes += workloads.scaling_notes(cells)
     if plan.quick:
         notes.append(
             f"--quick: memory measured with {plan.memory_entries:,} entries, not 1,000,000."
@@ -113,7 +120,7 @@ def main() -> None:
         type=_steps,
         default=ALL_STEPS,
         help="measure only these workloads, e.g. 2,3 (1 XADD, 2 batch append, 3 XRANGE, "
-        "4 consume+ack, 5 memory); implies --no-report",
+        "4 consume+ack, 5 memory, 6 Redis backend with 1 and 2 workers); implies --no-report",
     )
     args = parser.parse_args()
     if args.only != ALL_STEPS:

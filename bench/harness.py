@@ -123,13 +123,18 @@ class Fleet:
         self.servers.append(server)
         return server
 
-    def xstreams(self, name: str, fsync: str) -> Server:
-        """xstreams through its real CLI (SQLite journal in a temporary data folder)."""
+    def xstreams(
+        self, name: str, fsync: str, backend: str | None = None, workers: int = 1
+    ) -> Server:
+        """xstreams through its real CLI (SQLite journal in a temporary data folder, or in
+        front of Redis with ``backend`` and as many front-end ``workers``)."""
         port = free_port()
         argv = [
             str(VENV_BIN / "xstreams"), "serve", "--host", LOOPBACK, "--port", str(port),
             "--data-dir", str(self.tmpdir(name)), "--fsync", fsync, "--log-level", "warning",
         ]  # fmt: skip
+        if backend is not None:
+            argv += ["--backend", backend, "--workers", str(workers)]
         # A snapshot at shutdown of a million entries would only slow the cleanup down.
         server = self._spawn(name, port, argv, {"XSTREAMS_SNAPSHOT_ON_SHUTDOWN": "false"})
         _wait_port(port, server.proc, 60)

@@ -210,6 +210,60 @@ def xadd(s: Servers, plan: Plan, counts: _RedisCounts) -> tuple[list[Cell], list
     return cells, rows
 
 
+def scale(
+    fleet: Fleet, s: Servers, plan: Plan, counts: _RedisCounts
+) -> tuple[list[Cell], list[Row]]:
+    """6) The Redis backend (issue 14): one XADD per request with 1 and 2 front-end workers
+    in front of one redis-server, beside that redis-server's own XADD rate."""
+    sec = plan.seconds
+    store = fleet.redis("redis-backend")
+    url = f"redis://{harness.LOOPBACK}:{store.port}/0"
+    one = fleet.xstreams("xstreams-redis-1w", "off", backend=url, workers=1)
+    two = fleet.xstreams("xstreams-redis-2w", "off", backend=url, workers=2)
+    cmd = harness.wrk_script(
+        s.scripts, "xadd-scale", "POST", orjson.dumps(["XADD", "w6", "*", *FIELDS])
+    )
+    pairs = dict(zip(FIELDS[::2], FIELDS[1::2], strict=True))
+    rest = harness.wrk_script(s.scripts, "xadd-rest-scale", "POST", orjson.dumps({"fields": pairs}))
+    path = "/v1/streams/w6r/entries"
+    cells = [
+        _wrk_cell("bare_post_scale", "bare POST", "req/s", s.bare, "/", cmd, CLIENTS, sec),
+        _wrk_cell("xs_redis_1w_cmd", "xstreams on Redis, 1 worker, XADD (command)", "req/s",
+                  one, "/", cmd, CLIENTS, sec),
+        _wrk_cell("xs_redis_2w_cmd", "xstreams on Redis, 2 workers, XADD (command)", "req/s",
+                  two, "/", cmd, CLIENTS, sec),
+        _wrk_cell("xs_redis_1w_rest", "xstreams on Redis, 1 worker, XADD (REST)", "req/s",
+                  one, path, rest, CLIENTS, sec),
+        _wrk_cell("xs_redis_2w_rest", "xstreams on Redis, 2 workers, XADD (REST)", "req/s",
+                  two, path, rest, CLIENTS, sec),
+        counts.cell("redis_backend_xadd", "redis XADD (the backend's server)", "req/s", store,
+                    ["XADD", "w6", "*", *FIELDS], CLIENTS, 80_000),
+    ]  # fmt: skip
+    rows = [
+        Row(f"6. XADD on the Redis backend, {n}, {surface}", "req/s", f"xs_redis_{w}_{k}",
+            "redis_backend_xadd", "bare_post_scale")
+        for surface, k in (("command", "cmd"), ("REST", "rest"))
+        for n, w in (("1 worker", "1w"), ("2 workers", "2w"))
+    ]  # fmt: skip
+    return cells, rows
+
+
+def scaling_notes(cells: list[Cell]) -> list[str]:
+    """How much a second front-end worker adds on the Redis backend (the figure issue 14
+    asks for), when workload 6 ran."""
+    found = {c.key: c.summary()["median"] for c in cells if c.samples}
+    notes = []
+    for surface, k in (("command", "cmd"), ("REST", "rest")):
+        one, two = found.get(f"xs_redis_1w_{k}"), found.get(f"xs_redis_2w_{k}")
+        if one and two:
+            notes.append(
+                f"Redis backend, XADD ({surface}): 2 workers serve {two / one:.2f}x what 1 "
+                f"worker serves ({two:,.0f} against {one:,.0f} req/s; 2 cores shared with "
+                "wrk and redis-server)."
+            )
+    return notes
+
+
 def batch(s: Servers, plan: Plan, counts: _RedisCounts) -> tuple[list[Cell], list[Row]]:
     """2) 100 entries per request: /pipeline and the REST batch, fsync off and always."""
     sec = plan.seconds
