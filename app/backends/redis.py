@@ -194,6 +194,19 @@ def _entries(raw: Raw) -> list[Entry]:
     return [_entry(e) for e in raw or []]
 
 
+def _stream_header(m: dict[str, Raw]) -> dict[str, Any]:
+    """The fields XINFO STREAM and XINFO STREAM FULL share, in their reply types' names."""
+    return {
+        "length": int(m["length"]),
+        "radix_tree_keys": int(m["radix-tree-keys"]),
+        "radix_tree_nodes": int(m["radix-tree-nodes"]),
+        "last_generated_id": _sid(m["last-generated-id"]),
+        "max_deleted_entry_id": _sid(m["max-deleted-entry-id"]),
+        "entries_added": int(m["entries-added"]),
+        "recorded_first_entry_id": _sid(m["recorded-first-entry-id"]),
+    }
+
+
 def _opt_int(raw: Raw) -> int | None:
     return None if raw is None else int(raw)
 
@@ -721,13 +734,7 @@ class RedisBackend:
         m = _map(await self._call(key, "XINFO", "STREAM", _b(key)))
         first, last = m["first-entry"], m["last-entry"]
         return StreamInfo(
-            length=int(m["length"]),
-            radix_tree_keys=int(m["radix-tree-keys"]),
-            radix_tree_nodes=int(m["radix-tree-nodes"]),
-            last_generated_id=_sid(m["last-generated-id"]),
-            max_deleted_entry_id=_sid(m["max-deleted-entry-id"]),
-            entries_added=int(m["entries-added"]),
-            recorded_first_entry_id=_sid(m["recorded-first-entry-id"]),
+            **_stream_header(m),
             groups=int(m["groups"]),
             first_entry=None if first is None else _entry(first),
             last_entry=None if last is None else _entry(last),
@@ -768,13 +775,7 @@ class RedisBackend:
                 )
             )
         return StreamFullInfo(
-            length=int(m["length"]),
-            radix_tree_keys=int(m["radix-tree-keys"]),
-            radix_tree_nodes=int(m["radix-tree-nodes"]),
-            last_generated_id=_sid(m["last-generated-id"]),
-            max_deleted_entry_id=_sid(m["max-deleted-entry-id"]),
-            entries_added=int(m["entries-added"]),
-            recorded_first_entry_id=_sid(m["recorded-first-entry-id"]),
+            **_stream_header(m),
             entries=_entries(m["entries"]),
             groups=groups,
         )
