@@ -97,8 +97,40 @@ class ReplyError(str):
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = Server(tmp_path_factory.mktemp("data"))
+def cluster_nodes() -> Iterator[list[str]]:
+    """One 3-master Redis Cluster for the whole session, started on first use."""
+    from tests.support.redis_cluster import cluster_or_skip
+
+    with cluster_or_skip() as nodes:
+        yield nodes
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Any:
+    """What the session's ``server`` serves: the embedded engine unless the directory's
+    conftest parametrizes ``target`` over the three targets (tests/support/targets.py)."""
+    from tests.support.targets import (
+        CLUSTER,
+        EMBEDDED,
+        Target,
+        cluster_url,
+        redis_url,
+        require_redis,
+    )
+
+    name: str = getattr(request, "param", EMBEDDED)
+    if name == EMBEDDED:
+        return Target(EMBEDDED, "embedded")
+    if name == CLUSTER:
+        return Target(CLUSTER, cluster_url(request.getfixturevalue("cluster_nodes")))
+    require_redis()
+    return Target(name, redis_url())
+
+
+@pytest.fixture(scope="session")
+def server(target: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``xstreams serve`` in front of the session's target, ready (/readyz 200)."""
+    srv = target.serve(tmp_path_factory.mktemp(f"data-{target.name}"))
     yield srv
     srv.stop()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -46,7 +46,6 @@ from app.engine.stream import TrimSpec, TrimStrategy
 from app.engine.waiting import ClientGone
 from tests.api.inproc import InprocCommands
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES
-from tests.support.redis_cluster import cluster_or_skip
 
 pytestmark = pytest.mark.redis
 
@@ -117,12 +116,6 @@ def _standalone_url() -> str:
     client.flushdb()
     client.close()
     return f"redis://{REDIS_HOST}:{REDIS_PORT}/{DB}"
-
-
-@pytest.fixture(scope="session")
-def cluster_nodes() -> Iterator[list[str]]:
-    with cluster_or_skip() as nodes:
-        yield nodes
 
 
 def _flush_cluster(nodes: list[str]) -> None:

@@ -9,43 +9,17 @@ import httpx
 import pytest
 
 from tests.conftest import Commands
-from tests.support.targets import (
-    CLUSTER,
-    EMBEDDED,
-    TARGET_PARAMS,
-    Frontend,
-    Target,
-    cluster_url,
-    redis_url,
-    require_redis,
-)
+from tests.support.targets import Frontend, three_targets
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    three_targets(metafunc)
 
 
 @pytest.fixture(scope="session")
-def cluster_nodes() -> Iterator[list[str]]:
-    """One 3-master Redis Cluster for the session, started on first use."""
-    from tests.support.redis_cluster import cluster_or_skip
-
-    with cluster_or_skip() as nodes:
-        yield nodes
-
-
-@pytest.fixture(scope="session", params=TARGET_PARAMS)
-def target(request: pytest.FixtureRequest) -> Target:
-    name: str = request.param
-    if name == EMBEDDED:
-        return Target(EMBEDDED, "embedded")
-    if name == CLUSTER:
-        return Target(CLUSTER, cluster_url(request.getfixturevalue("cluster_nodes")))
-    require_redis()
-    return Target(name, redis_url())
-
-
-@pytest.fixture(scope="session")
-def front(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Frontend]:
-    srv = target.serve(tmp_path_factory.mktemp(f"front-{target.name}"))
-    yield srv
-    srv.stop()
+def front(server: Frontend) -> Frontend:
+    """The session's front-end on the target (tests/conftest.py's ``server``)."""
+    return server
 
 
 @pytest.fixture

@@ -38,6 +38,14 @@ REDIS_PARAMS = TARGET_PARAMS[1:]
 READY_TIMEOUT_S = 30.0
 
 
+def three_targets(metafunc: pytest.Metafunc) -> None:
+    """``pytest_generate_tests`` for a directory whose tests run on every target: each test
+    that reaches ``target`` (through ``server``, ``xs``, ``api``...) runs three times, grouped
+    by target so each front-end starts once."""
+    if "target" in metafunc.fixturenames:
+        metafunc.parametrize("target", TARGET_PARAMS, indirect=True, scope="session")
+
+
 def require_redis() -> None:
     """Skip (fail under XSTREAMS_REQUIRE_SERVICES=1) when redis-server is not reachable."""
     try:
