@@ -44,8 +44,13 @@ def test_redact(text: str, expected: str) -> None:
 
 
 @pytest.fixture
-def redacted(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
-    """caplog's handler with the filter ``xstreams serve`` puts on every handler."""
+def redacted(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[pytest.LogCaptureFixture]:
+    """caplog's handler with the filter ``xstreams serve`` puts on every handler. An in-thread
+    uvicorn an earlier test ran applied uvicorn's logging config, which stops
+    ``uvicorn.access`` from propagating to caplog's root handler: let it through again."""
+    monkeypatch.setattr(logging.getLogger("uvicorn.access"), "propagate", True)
     secrets = RedactSecrets()
     caplog.handler.addFilter(secrets)
     caplog.set_level(logging.INFO)
