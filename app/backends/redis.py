@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -55,6 +56,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from app.backends.base import Gone, JsonReply
 from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.engine.clock import ManualClock
+from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs, no_such_group
 from app.engine.commands.reads import ReadRequest
@@ -74,6 +76,7 @@ from app.engine.replies import (
     PendingRow,
     PendingSummary,
     ScanPage,
+    Status,
     StreamFullInfo,
     StreamInfo,
     StreamRead,
@@ -163,10 +166,57 @@ def _text(exc: ResponseError) -> str:
     return f"{code} {msg}" if code else msg
 
 
-def _error(exc: ResponseError | str) -> CommandError:
+def _error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
     """The engine's class for a Redis error text (``classify``: one table for both
-    backends), so every surface answers an error alike whichever backend made it."""
-    return classify(exc if isinstance(exc, str) else _text(exc))
+    backends), so every surface answers an error alike whichever backend made it. ``args``:
+    the command that failed, whose names the text may quote (``_quoted_bytes``)."""
+    return classify(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
+
+
+def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
+    """hiredis decodes an error reply with ``errors="replace"``: a key or group name that is
+    not UTF-8, quoted in the text ("No such key 's\ufffd'"), lost its bytes. Each argument
+    that is not UTF-8 is put back as the embedded engine quotes it (surrogateescape). UTF-8
+    decoding resynchronises on the ASCII quotes around a name, so the argument decoded alone
+    with "replace" is exactly what the text holds."""
+    if "\ufffd" not in text:
+        return text
+    for a in args:
+        raw = _b(a) if isinstance(a, str) else a
+        if not isinstance(raw, bytes):
+            continue
+        lossy = raw.decode("utf-8", "replace")
+        if "\ufffd" in lossy:
+            text = text.replace(lossy, raw.decode("utf-8", "surrogateescape"))
+    return text
+
+
+def _scan_count(options: Sequence[Arg]) -> int:
+    """SCAN's COUNT among its options (name and value pairs; the last one given, as Redis
+    reads them), else Redis's 10. A malformed one is Redis's to refuse, on the first call."""
+    want = 10
+    for opt, value in zip(options[::2], options[1::2], strict=False):
+        name = _b(opt) if isinstance(opt, str) else opt
+        if isinstance(name, bytes) and name.lower() == b"count":
+            with contextlib.suppress(ValueError, TypeError):
+                want = int(value)
+    return want
+
+
+def _reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
+    """A command's raw reply in the command endpoint's shape. redis-py does not say whether a
+    string came as a simple string (``+OK``) or a bulk one, and the endpoint must (Upstash's
+    base64 encoding leaves simple strings alone): TYPE, PING without a message and every
+    top-level ``OK`` (XGROUP CREATE, XSETID, RESTORE, FLUSHDB...) are simple strings, as the
+    engine's commands answer them; a bulk ``OK`` at the top level only comes from PING or
+    ECHO with that message."""
+    if isinstance(r, bytes) and (
+        name == "type"
+        or (name == "ping" and len(args) == 1)
+        or (r == b"OK" and name not in ("ping", "echo"))
+    ):
+        return Status(_s(r))
+    return _json(r)
 
 
 def _json(r: Raw) -> JsonReply:
@@ -381,7 +431,7 @@ class RedisBackend:
                 return await self._c.execute_command(*args, target_nodes=target)
             return await self._client.execute_command(*args)
         except ResponseError as e:
-            raise _error(e) from None
+            raise _error(e, args) from None
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
             raise RedisUnavailable(str(e)) from None
 
@@ -428,7 +478,7 @@ class RedisBackend:
             return await self._call(key, *args)
         reply, acked = await self._sequence(key, [list(args), self._wait_args()])
         if isinstance(reply, ResponseError):
-            raise _error(reply)
+            raise _error(reply, args)
         self._check_acked(acked)
         return reply
 
@@ -490,7 +540,7 @@ class RedisBackend:
                 raise
             except ResponseError as e:
                 answered = True
-                raise _error(e) from None
+                raise _error(e, args) from None
             answered = True
             return reply
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
@@ -563,7 +613,7 @@ class RedisBackend:
     async def command(self, argv: Sequence[str]) -> JsonReply:
         args = list(argv)
         cmd = _known(args)
-        return _json(await self._run(cmd, args))
+        return _reply(cmd.name, args, await self._run(cmd, args))
 
     async def _run(self, cmd: Command, args: list[str]) -> Raw:
         name = cmd.name
@@ -613,14 +663,21 @@ class RedisBackend:
         index, node_cursor = cursor & ((1 << SCAN_NODE_BITS) - 1), cursor >> SCAN_NODE_BITS
         if cursor < 0 or index >= len(masters):
             raise CommandError.err("invalid cursor")
-        nxt, keys = await self._call(None, "SCAN", node_cursor, *options, node=masters[index])
-        nxt = int(nxt)
-        if nxt == 0:
+        # A master done before the page holds COUNT keys hands over to the next at once: an
+        # empty keyspace ends in one call and a MATCH page is not cut at a node's edge.
+        want = _scan_count(options)
+        found: list[Raw] = []
+        while True:
+            nxt, keys = await self._call(None, "SCAN", node_cursor, *options, node=masters[index])
+            found += keys
+            if int(nxt):
+                return [str((int(nxt) << SCAN_NODE_BITS) | index).encode(), found]
             index += 1
-            new = index if index < len(masters) else 0
-        else:
-            new = (nxt << SCAN_NODE_BITS) | index
-        return [str(new).encode(), keys]
+            if index == len(masters):
+                return [b"0", found]
+            if len(found) >= want:
+                return [str(index).encode(), found]
+            node_cursor = 0
 
     async def _command_read(self, args: list[str]) -> Raw:
         keys = streams_keys(args)
@@ -674,8 +731,9 @@ class RedisBackend:
         if wait:
             lines.append(self._wait_args())
         replies = await self._sequence(None, lines) if lines else []
-        for i, r in zip(sent, replies, strict=False):
-            answers[i] = _error(r) if isinstance(r, ResponseError) else _json(r)
+        for i, line, r in zip(sent, lines, replies, strict=False):
+            name = parsed[i][0].lower()
+            answers[i] = _error(r, line) if isinstance(r, ResponseError) else _reply(name, line, r)
         if wait:
             self._check_acked(replies[-1])
         return answers
@@ -714,7 +772,10 @@ class RedisBackend:
             raise _error(result)
         if writes:
             self._check_acked(replies[-1])
-        return [_error(r) if isinstance(r, ResponseError) else _json(r) for r in result or []]
+        return [
+            _error(r, line) if isinstance(r, ResponseError) else _reply(line[0].lower(), line, r)
+            for line, r in zip(parsed, result or [], strict=False)
+        ]
 
     # --- streams --------------------------------------------------------------------------
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
@@ -837,6 +898,10 @@ class RedisBackend:
         return int(await self._write(key, "XDEL", _b(key), *map(_id, ids)))
 
     async def read(self, args: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
+        if args.block_ms is not None:
+            # The engine's range check, on this host's clock: Redis 7.0 adds the timeout to
+            # its clock unchecked, and a sum past 2**63 would block for ever.
+            block_ms_arg(args.block_ms, int(time.time() * 1000))
         group = args.group is not None
         head: list[Arg] = ["XREADGROUP" if group else "XREAD"]
         if group:
