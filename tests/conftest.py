@@ -22,6 +22,9 @@ REDIS_HOST = os.environ.get("XSTREAMS_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("XSTREAMS_TEST_REDIS_PORT", "6379"))
 # A database index of the tests' own, flushed by them; nothing else on the server is touched.
 REDIS_DB = int(os.environ.get("XSTREAMS_TEST_REDIS_DB", "9"))
+# The database an ``xstreams serve --backend redis://`` under test keeps its keyspace in: not
+# REDIS_DB, which the differential and SDK tests use as the reference beside it.
+TARGET_REDIS_DB = int(os.environ.get("XSTREAMS_TEST_TARGET_REDIS_DB", str((REDIS_DB + 1) % 16)))
 REQUIRE_SERVICES = os.environ.get("XSTREAMS_REQUIRE_SERVICES") == "1"
 
 

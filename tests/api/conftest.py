@@ -13,6 +13,12 @@ import pytest
 
 from tests.api.support import Background
 from tests.conftest import Commands, Server
+from tests.support.targets import three_targets
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here that reaches the session's server runs on the three targets."""
+    three_targets(metafunc)
 
 
 @pytest.fixture

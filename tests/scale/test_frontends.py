@@ -16,7 +16,7 @@ import pytest
 
 from app.cli.workers import settings_env
 from app.settings import FsyncMode, Settings
-from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, Commands
+from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands
 from tests.sse.support import entry_ids, open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
 
@@ -98,7 +98,7 @@ def _once(url: str, *args: object) -> Any:
 def _redis_flush() -> None:
     import redis
 
-    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB)
+    client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=TARGET_REDIS_DB)
     try:
         client.flushdb()
     finally:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import Server
+from tests.support.targets import Target, three_targets
 
 HEARTBEAT_MS = 300
 RETRY_MS = 100
@@ -26,9 +27,14 @@ SSE_ENV = {
 }
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here that reaches a session server runs on the three targets."""
+    three_targets(metafunc)
+
+
 @pytest.fixture(scope="session")
-def sse_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = Server(tmp_path_factory.mktemp("sse"), env=SSE_ENV)
+def sse_server(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = target.serve(tmp_path_factory.mktemp(f"sse-{target.name}"), env=SSE_ENV)
     yield srv
     srv.stop()
 

@@ -1,7 +1,8 @@
 """The three targets every surface is tested against (issue 14): the same ``xstreams serve``
 subprocess in front of (a) the embedded engine, (b) the real redis-server on
-127.0.0.1:6379 (the tests' own database, ``XSTREAMS_TEST_REDIS_DB``) and (c) a throwaway
-3-master Redis Cluster started from the redis-server binaries (tests/support/redis_cluster.py).
+127.0.0.1:6379 (a database of the tests' own, ``XSTREAMS_TEST_TARGET_REDIS_DB``) and (c) a
+throwaway 3-master Redis Cluster started from the redis-server binaries
+(tests/support/redis_cluster.py).
 
 A target is a backend URL; ``Frontend`` is one front-end process serving it. Several
 front-ends may serve one Redis target at once (they keep no state), which is how the
@@ -23,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES, Server
+from tests.conftest import REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES, TARGET_REDIS_DB, Server
 
 EMBEDDED, REDIS, CLUSTER = "embedded", "redis", "cluster"
 
@@ -60,7 +61,7 @@ def require_redis() -> None:
 
 
 def redis_url() -> str:
-    return f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
+    return f"redis://{REDIS_HOST}:{REDIS_PORT}/{TARGET_REDIS_DB}"
 
 
 def cluster_url(nodes: list[str]) -> str:
