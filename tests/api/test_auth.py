@@ -16,15 +16,16 @@ import pytest
 
 from tests.api.support import error_text, json_body, result_of
 from tests.conftest import Commands, Server
+from tests.support.targets import Target
 
 TOKEN = "secret"
 UNAUTHORIZED = {"error": "Unauthorized"}
 
 
 @pytest.fixture(scope="module")
-def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def auth_server(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A server of its own that demands the token ``secret``."""
-    srv = Server(tmp_path_factory.mktemp("auth-data"), "--token", TOKEN)
+    srv = target.serve(tmp_path_factory.mktemp("auth-data"), "--token", TOKEN)
     yield srv
     srv.stop()
 

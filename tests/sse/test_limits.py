@@ -14,22 +14,25 @@ import pytest
 from tests.conftest import Server
 from tests.sse.conftest import SEND_BUFFER_BYTES, SEND_TIMEOUT_MS, SSE_ENV, flushed_client
 from tests.sse.support import add, entry_ids, open_events
+from tests.support.targets import Target
 
 LIFETIME_MS = 600
 
 
 @pytest.fixture(scope="module")
-def capped_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def capped_server(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {**SSE_ENV, "XSTREAMS_SSE_MAX_CONNECTIONS": "2"}
-    srv = Server(tmp_path_factory.mktemp("capped"), env=env)
+    srv = target.serve(tmp_path_factory.mktemp("capped"), env=env)
     yield srv
     srv.stop()
 
 
 @pytest.fixture(scope="module")
-def short_lived_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def short_lived_server(
+    target: Target, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
     env = {**SSE_ENV, "XSTREAMS_SSE_MAX_LIFETIME_MS": str(LIFETIME_MS)}
-    srv = Server(tmp_path_factory.mktemp("short"), env=env)
+    srv = target.serve(tmp_path_factory.mktemp("short"), env=env)
     yield srv
     srv.stop()
 
@@ -159,10 +162,10 @@ async def test_a_burst_past_the_buffer_reaches_a_live_subscriber(
         assert entry_ids(await events.take(1)) == [later]
 
 
-async def test_shutdown_closes_every_stream_cleanly(tmp_path: Path) -> None:
+async def test_shutdown_closes_every_stream_cleanly(target: Target, tmp_path: Path) -> None:
     """On SIGTERM each stream ends with a proper end of body, at once rather than after
     uvicorn's grace period, and the process exits."""
-    srv = Server(tmp_path, env=SSE_ENV)
+    srv = target.serve(tmp_path, env=SSE_ENV)
     try:
         async with (
             httpx.AsyncClient(base_url=srv.url, timeout=10) as client,

@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import Server
 from tests.observe.support import parse, value
 from tests.sse.conftest import SEND_TIMEOUT_MS, SSE_ENV, flushed_client
+from tests.support.targets import Target
 
 MARGIN_S = 4.0  # for a loaded 2-core box
 VALUE = "x" * 4096
@@ -30,9 +31,9 @@ PATH = "/v1/streams/s/events"
 
 
 @pytest.fixture(scope="module")
-def single_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def single_server(target: Target, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     env = {**SSE_ENV, "XSTREAMS_SSE_MAX_CONNECTIONS": "1"}
-    srv = Server(tmp_path_factory.mktemp("stalled"), env=env)
+    srv = target.serve(tmp_path_factory.mktemp("stalled"), env=env)
     yield srv
     srv.stop()
 
