@@ -21,10 +21,15 @@ import pytest
 REDIS_HOST = os.environ.get("XSTREAMS_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("XSTREAMS_TEST_REDIS_PORT", "6379"))
 # A database index of the tests' own, flushed by them; nothing else on the server is touched.
-REDIS_DB = int(os.environ.get("XSTREAMS_TEST_REDIS_DB", "9"))
+# Under pytest-xdist each worker (gw0, gw1...) takes two databases of its own, so workers
+# never flush each other's data.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+REDIS_DB = (int(os.environ.get("XSTREAMS_TEST_REDIS_DB", "9")) + 2 * _WORKER) % 16
 # The database an ``xstreams serve --backend redis://`` under test keeps its keyspace in: not
 # REDIS_DB, which the differential and SDK tests use as the reference beside it.
-TARGET_REDIS_DB = int(os.environ.get("XSTREAMS_TEST_TARGET_REDIS_DB", str((REDIS_DB + 1) % 16)))
+TARGET_REDIS_DB = (
+    int(os.environ.get("XSTREAMS_TEST_TARGET_REDIS_DB", str(REDIS_DB + 1))) + 2 * _WORKER
+) % 16
 REQUIRE_SERVICES = os.environ.get("XSTREAMS_REQUIRE_SERVICES") == "1"
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -49,7 +48,7 @@ from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES
 
 pytestmark = pytest.mark.redis
 
-DB = int(os.environ.get("XSTREAMS_TEST_REDIS_DB", str(REDIS_DB)))
+DB = REDIS_DB
 
 
 # --- the engine side is the embedded backend itself ---------------------------------------
