@@ -155,6 +155,8 @@ def serve(
     if settings.workers > 1 and fd is None:
         from app.cli.workers import supervise
 
+        if not settings.embedded:
+            _migrate_keys(settings)
         raise typer.Exit(supervise(settings.host, settings.port, settings.workers, overrides))
     if settings.embedded:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +190,22 @@ def serve(
     if app.state.readiness.error is not None:
         typer.echo(f"error: {app.state.readiness.error}", err=True)
         raise typer.Exit(1)
+
+
+def _migrate_keys(settings: Any) -> None:
+    """Migrate the API keys' database once, before the workers start, so that they do not
+    race to create its tables. A failure is left to them: each says it (log and /readyz) and
+    keeps trying, as a single front-end does."""
+    import contextlib
+
+    from app.storage.keys import KeyStore
+
+    keys = KeyStore.at(settings.resolved_database_url())
+    try:
+        with contextlib.suppress(Exception):
+            keys.open_now()
+    finally:
+        keys.close()
 
 
 cli.command()(storage.migrate)

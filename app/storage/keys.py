@@ -62,9 +62,17 @@ class KeyStore:
         return await asyncio.to_thread(self._load)
 
     def _load(self) -> list[KeyRecord]:
+        return load_keys(self._opened().engine)
+
+    def open_now(self) -> None:
+        """Open and migrate the database now, blocking, unless done already (the first
+        ``load`` does it otherwise)."""
+        self._opened()
+
+    def _opened(self) -> Database:
         if self._db is None:
             self._db = self._open()
-        return load_keys(self._db.engine)
+        return self._db
 
     def _open(self) -> Database:
         u = make_url(self._url)
