@@ -35,7 +35,13 @@ def _root(
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="TCP port to listen on.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder for the service's data.")] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the default SQLite database: streams and API keys (with a Redis"
+            " backend, the API keys only)."
+        ),
+    ] = None,
     token: Annotated[
         str | None, typer.Option(help="Bearer token every request must carry.")
     ] = None,
