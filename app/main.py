@@ -45,6 +45,8 @@ from app.engine.store import Store
 from app.observe import JournalFigures, Metrics, Observe, SseFigures
 from app.settings import Settings
 from app.storage import Storage
+from app.storage.keys import KeyStore
+from app.storage.writer import describe
 
 log = logging.getLogger("xstreams")
 
@@ -95,6 +97,7 @@ def create_app(
     ``settings.backend``'s."""
     settings = settings or Settings()
     storage: Storage | None = None
+    keys: KeyStore | None = None  # where the API keys are read from, if anywhere
     if isinstance(backend, EmbeddedBackend):
         store = backend.store
     elif backend is None and store is None and settings.embedded:
@@ -102,6 +105,11 @@ def create_app(
         storage = Storage(settings)
         config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
         store = Store(config=config, journal=storage.writer)
+        keys = storage.keys
+    elif backend is None and store is None:
+        # Redis holds the streams; the API keys stay in the SQL database (the same URL
+        # `xstreams keys` writes, shared by every front-end), with no journal beside them.
+        keys = KeyStore.at(settings.resolved_database_url())
     # ``store`` is None exactly when Redis serves: nothing of the keyspace lives here.
     app = FastAPI(
         lifespan=_lifespan,
@@ -137,7 +145,10 @@ def create_app(
     app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
     # Who may do what (app/access): the gate resolves credentials, every surface checks.
     app.state.access = _authenticator(settings)  # before events.install: it follows the keys
+    app.state.key_store = keys
     app.state.keys_refresh = None
+    # Why the API keys could not be read (None: read); /readyz shows it in front of Redis.
+    app.state.keys_problem = None
     app.state.metrics = _metrics(settings, store, storage)
     if backend is None and store is not None:
         # The engine over this store, whatever XSTREAMS_BACKEND says: a caller that passed a
@@ -172,6 +183,8 @@ def create_app(
             if readiness.waiting is not None:
                 body["reason"] = readiness.waiting
             return json_response(body, 503)
+        if store is None and app.state.key_store is not None:
+            body["keys"] = app.state.keys_problem or "ok"
         if store is None:
             # Redis: ready while it answers, so a load balancer takes a front-end that lost
             # it out of rotation.
@@ -279,6 +292,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         refresh: asyncio.Task[None] | None = app.state.keys_refresh
         if refresh is not None:
             refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refresh
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -286,13 +301,18 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         elif storage is not None and app.state.readiness.state is ReadyState.READY:
             await storage.stop()
         await backend.close()
+        keys: KeyStore | None = app.state.key_store
+        if storage is None and keys is not None:
+            keys.close()  # Redis: the keys' own database (Storage closes its own)
 
 
 async def _connect(app: FastAPI, backend: Backend) -> None:
-    """A Redis backend: ready once it answers PING. Until then requests are refused at once
-    with the reason (``Readiness.waiting``), and PING is retried."""
+    """A Redis backend: ready once it answers PING and the API keys are read. Until then
+    requests are refused at once with the reason (``Readiness.waiting``), and PING is
+    retried."""
     readiness: Readiness = app.state.readiness
-    if _unprotected(app):
+    keys: KeyStore | None = app.state.key_store
+    if keys is None and _unprotected(app):  # with keys: once they are known
         return
     readiness.state = ReadyState.RECOVERING  # connecting: the state /readyz shows
     failing = False
@@ -308,8 +328,58 @@ async def _connect(app: FastAPI, backend: Backend) -> None:
             await asyncio.sleep(CONNECT_RETRY_S)
             continue
         readiness.set_waiting(None)
-        readiness.set_ready()
-        return
+        break
+    if keys is not None:
+        await _first_keys(app, keys)
+        if _unprotected(app):
+            return
+        app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, keys), name="keys")
+    readiness.set_ready()
+
+
+async def _first_keys(app: FastAPI, keys: KeyStore) -> None:
+    """Read the API keys before a Redis front-end is ready, as the embedded engine does
+    before it is (a service with keys must never answer as an open one).
+
+    When the key database cannot be read (a PostgreSQL server away, a wrong URL, a data
+    folder that cannot be written), the choice depends on what else is configured. With an
+    admin token or JWT verification, the front-end serves those callers anyway: the streams
+    are Redis's and Redis answers, so a key database outage should not take every front-end
+    out of rotation; API keys are refused (401) until the periodic refresh reads them, and
+    /readyz says why under ``keys``. With nothing else configured, serving would mean serving
+    an open service while keys may exist, so it stays not ready, the reason in /readyz and
+    in each refusal, retrying."""
+    authenticator: Authenticator = app.state.access
+    readiness: Readiness = app.state.readiness
+    others = authenticator.enabled  # the ring is still empty: a token or a JWT verifier
+    told: str | None = None
+    while True:
+        try:
+            authenticator.keys.replace(await keys.load())
+            break
+        except Exception as e:
+            reason = f"cannot read the API keys from {keys.url}: {describe(e)}"
+            if others:
+                log.error(
+                    "%s; serving the admin token and JWTs meanwhile, API keys are refused"
+                    " until it can be read (retrying every %g s)",
+                    reason,
+                    app.state.settings.keys_refresh_ms / 1000,
+                )
+                app.state.keys_problem = reason
+                return
+            waiting = (
+                f"{reason}; no token or JWT is configured, so nothing can be served safely;"
+                f" retrying every {CONNECT_RETRY_S:g} s"
+            )
+            if waiting != told:
+                log.error("%s", waiting)
+                told = waiting
+            readiness.set_waiting(waiting)
+            await asyncio.sleep(CONNECT_RETRY_S)
+    if told is not None:
+        log.warning("the API keys are read from %s now", keys.url)
+        readiness.set_waiting(None)
 
 
 CONNECT_TIMEOUT_S = 2.0
@@ -335,7 +405,7 @@ async def _recover(app: FastAPI, storage: Storage) -> None:
     try:
         await storage.start(app.state.store)
         # Keys before ready: a service with keys must never answer as an open one.
-        authenticator.keys.replace(await storage.load_keys())
+        authenticator.keys.replace(await storage.keys.load())
     except Exception as e:
         log.critical("recovery failed, stopping: %s", e)
         _stop(app, f"recovery failed: {e}")
@@ -343,7 +413,7 @@ async def _recover(app: FastAPI, storage: Storage) -> None:
     if _unprotected(app):
         await storage.stop()
         return
-    app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage), name="keys")
+    app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage.keys), name="keys")
     readiness.set_ready()
 
 
@@ -370,20 +440,25 @@ def _stop(app: FastAPI, error: str) -> None:
         app.state.on_fatal()
 
 
-async def _refresh_keys(app: FastAPI, storage: Storage) -> None:
-    """Re-read the API keys, so ``xstreams keys`` takes effect without a restart; keys that
-    went away (revoked, deleted, expired) end their event streams."""
+async def _refresh_keys(app: FastAPI, keys: KeyStore) -> None:
+    """Re-read the API keys, on either backend, so ``xstreams keys`` takes effect without a
+    restart; keys that went away (revoked, deleted, expired) end their event streams (the
+    ring tells the SSE registry)."""
     ring = app.state.access.keys
     every_s = app.state.settings.keys_refresh_ms / 1000
-    failing = False
+    failing = app.state.keys_problem is not None  # told already (``_first_keys``)
     while True:
         await asyncio.sleep(every_s)
         try:
-            records = await storage.load_keys()
+            records = await keys.load()
         except Exception as e:  # the database is away: keep the keys known so far
+            app.state.keys_problem = f"cannot read the API keys from {keys.url}: {describe(e)}"
             if not failing:
-                log.warning("cannot re-read the API keys, keeping the known ones: %s", e)
+                log.warning("%s; keeping the known ones", app.state.keys_problem)
             failing = True
             continue
+        if failing:
+            log.warning("the API keys are read from %s again", keys.url)
         failing = False
+        app.state.keys_problem = None
         ring.replace(records, time.time_ns() // 1_000_000)

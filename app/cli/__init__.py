@@ -35,7 +35,13 @@ def _root(
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="TCP port to listen on.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder for the service's data.")] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the default SQLite database: streams and API keys (with a Redis"
+            " backend, the API keys only)."
+        ),
+    ] = None,
     token: Annotated[
         str | None, typer.Option(help="Bearer token every request must carry.")
     ] = None,
@@ -155,6 +161,8 @@ def serve(
     if settings.workers > 1 and fd is None:
         from app.cli.workers import supervise
 
+        if not settings.embedded:
+            _migrate_keys(settings)
         raise typer.Exit(supervise(settings.host, settings.port, settings.workers, overrides))
     if settings.embedded:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -188,6 +196,22 @@ def serve(
     if app.state.readiness.error is not None:
         typer.echo(f"error: {app.state.readiness.error}", err=True)
         raise typer.Exit(1)
+
+
+def _migrate_keys(settings: Any) -> None:
+    """Migrate the API keys' database once, before the workers start, so that they do not
+    race to create its tables. A failure is left to them: each says it (log and /readyz) and
+    keeps trying, as a single front-end does."""
+    import contextlib
+
+    from app.storage.keys import KeyStore
+
+    keys = KeyStore.at(settings.resolved_database_url())
+    try:
+        with contextlib.suppress(Exception):
+            keys.open_now()
+    finally:
+        keys.close()
 
 
 cli.command()(storage.migrate)

@@ -2,7 +2,9 @@
 
 They write the service's database directly, so they work whether the service runs or not; a
 running service picks the change up within about a second (it re-reads the keys), and ends
-the event streams of a revoked key.
+the event streams of a revoked key. That database is the one ``serve`` uses, with either
+backend: give both the same ``--data-dir`` / ``--database-url`` (or XSTREAMS_* variables); in
+front of Redis it holds the keys only, and front-ends on several hosts share one URL.
 """
 
 from __future__ import annotations

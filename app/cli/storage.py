@@ -20,7 +20,8 @@ DatabaseUrl = Annotated[
     str | None,
     typer.Option(
         help="SQLAlchemy URL, e.g. postgresql+psycopg://user@host/db (default: SQLite in"
-        " --data-dir). Env: XSTREAMS_DATABASE_URL."
+        " --data-dir). With a Redis backend it holds the API keys only: give every front-end"
+        " and `xstreams keys` the same one. Env: XSTREAMS_DATABASE_URL."
     ),
 ]
 Fsync = Annotated[

@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from app.access.keys import KeyRecord
 from app.engine.store import Store
 from app.settings import FsyncMode, Settings
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
-from app.storage.keys import load_keys
+from app.storage.keys import KeyStore
 from app.storage.recovery import Recovered, recover
 from app.storage.snapshots import Snapshotter
 from app.storage.writable import read_only_reason
@@ -39,6 +38,7 @@ class Storage:
         self.writer = JournalWriter(
             self.db, settings.fsync, snapshot_after_bytes=settings.snapshot_after_bytes
         )
+        self.keys = KeyStore.sharing(self.db)  # the API keys, in the same database
         self.snapshots: Snapshotter | None = None
         # Told why start is waiting (None once it no longer is): the app's readiness.
         self.on_wait: Callable[[str | None], None] | None = None
@@ -50,10 +50,6 @@ class Storage:
 
     async def wait_visible(self, keys: Iterable[str] | None) -> None:
         await self.writer.wait_visible(keys)
-
-    async def load_keys(self) -> list[KeyRecord]:
-        """The API keys as stored now (``xstreams keys`` writes them)."""
-        return await asyncio.to_thread(load_keys, self.db.engine)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
