@@ -10,6 +10,7 @@ from app.access import readable
 from app.api.access_gate import principal_of
 from app.api.errors import no_such_stream
 from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router
+from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.streams import (
     StreamFullInfo,
@@ -124,12 +125,14 @@ async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Tr
     Exactly one of `maxlen` and `minid`; `limit` only with `approximate`."""
     try:
         spec = body.spec()
-    except CommandError:
-        await backend.stream_info(stream)  # a missing stream's 404 first, as the path's
+    except CommandError as e:
+        await explained(backend, stream, None, e)  # a missing stream's 404 first, as the path's
         raise
+    # Act first, explain after (app/api/rest/explain): XTRIM answers 0 for a missing key too,
+    # and only then is the stream looked up, for the path's 404.
     trimmed = await backend.trim(stream, spec)
     if not trimmed:
-        await backend.stream_info(stream)  # XTRIM answers 0 for a missing key; REST 404s
+        await backend.stream_info(stream)
     return Trimmed(trimmed=trimmed)
 
 
