@@ -23,7 +23,7 @@ from app.api.rest.schemas.streams import (
 from app.api.rest.schemas.writes import LastId, Trim, Trimmed
 from app.api.services import BackendDep, ServicesDep
 from app.engine.commands.streams import xsetid_args
-from app.engine.errors import CommandError, NotFound
+from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX, UINT64_MAX
 
 api = router("/v1/streams", "streams")
@@ -48,12 +48,12 @@ async def list_streams(
     SCAN guarantees, a stream present for the whole iteration is listed at least once; a page
     may be empty before the end. Only the streams the caller may read are listed."""
     page = await backend.scan(cursor, match, count)
-    summaries = []
-    for key in readable(principal_of(request.scope).grant, page.keys):
-        try:
-            summaries.append(stream_summary(key, await backend.stream_info(key)))
-        except NotFound:  # deleted since the page was read (a backend that awaits between)
-            continue
+    keys = readable(principal_of(request.scope).grant, page.keys)
+    # One call for the page (one round trip on Redis), not one per key; None: deleted (or
+    # replaced by another type) since the page was read.
+    infos = await backend.stream_infos(keys)
+    pairs = zip(keys, infos, strict=True)
+    summaries = [stream_summary(key, info) for key, info in pairs if info is not None]
     return StreamPage(streams=summaries, next_cursor=page.cursor or None)
 
 
