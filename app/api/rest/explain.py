@@ -18,19 +18,25 @@ Why each reply is explained by one point in time (linearizability), case by case
   reply: 404 if the group is missing there, the argument error (which holds whatever the
   state) otherwise.
 - The act answered 0 (or an empty range), which a missing key or group also gives (XACK,
-  XTRIM, XDEL, XRANGE): it changed nothing. A lookup that finds nothing
-  answers 404 at its point. A lookup that finds the thing answers the 0: at the act's point if
-  it existed then; if it was created in between, at the point just after its creation, where
-  the act would also have found nothing to do: a group made by XGROUP CREATE has an empty PEL.
-  The exceptions are a key or group that appears already holding what the act would have
-  changed or shown (a group created and read from in one MULTI or script, a key moved in by
-  RENAME, COPY or RESTORE, a stream created by an XADD whose entry the trim would remove or
-  the range would show), between two calls a few hundred microseconds apart: REST then
-  answers 0 where Redis would have answered otherwise at either point. Nothing was changed
-  by the request either way; closing that window needs the act and the lookup in one Redis
-  step (MULTI or a script), a round trip on the ambiguous path only, left for when it
-  matters.
-- A count above 0 proves the thing existed at the act's point: no lookup is made.
+  XTRIM, XDEL, XRANGE): it changed nothing. A lookup that finds nothing answers 404 at its
+  point. A lookup that finds the thing answers the 0: at the act's point if it existed then;
+  if it was created in between, at the point just after its creation, where the act would
+  also have found nothing to do (a group made by XGROUP CREATE has an empty PEL). The
+  exceptions are a key or group that appears, one round trip after the act, already holding
+  what the act would have changed or shown: a group created and read from in one MULTI or
+  script, a key moved in by RENAME, COPY or RESTORE, a stream created by an XADD whose entry
+  the trim would remove or the range would show. REST then answers 0 where Redis would have
+  answered otherwise at either point; the request changed nothing either way. Closing that
+  window needs the act and the lookup in one Redis step (MULTI or a script) on the ambiguous
+  path: not done, as no reply has been seen to need it.
+- A count above 0 proves the thing existed at the act's point: no lookup is made (a lookup
+  after could find it destroyed since, and answer 404 for a request that took effect).
+- A write whose reply shows the state it made (a group or consumer created, a group's ID
+  set) reads it with a second call: the write is of its own point, the body of a moment
+  later, as any representation a client reads after its write. Redis has no reply that both
+  creates and shows a group or a consumer.
+- XGROUP DELCONSUMER keeps a look before it: its 0 is both "deleted a consumer with nothing
+  pending" and "no such consumer" (app/api/rest/consumers.py).
 
 On the embedded backend the question does not arise: no backend call awaits, so a route's act
 and its lookup run in one turn of the event loop, with nothing between them.
