@@ -40,7 +40,7 @@ from app.engine.commands.streams import (
     xsetid,
     xtrim,
 )
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.replies import (
@@ -159,6 +159,16 @@ class EmbeddedBackend:
 
     async def stream_info(self, key: str) -> StreamInfo:
         return info.stream_info(self.store.keyspace, key)
+
+    async def stream_infos(self, keys: Sequence[str]) -> list[StreamInfo | None]:
+        """All in one engine step (nothing awaits between keys)."""
+        out: list[StreamInfo | None] = []
+        for key in keys:
+            try:
+                out.append(info.stream_info(self.store.keyspace, key))
+            except (NotFound, WrongType):
+                out.append(None)
+        return out
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
         return info.stream_full_info(self.store.keyspace, key, count)

@@ -257,6 +257,18 @@ def _stream_header(m: dict[str, Raw]) -> dict[str, Any]:
     }
 
 
+def _stream_info(raw: Raw) -> StreamInfo:
+    """An XINFO STREAM reply."""
+    m = _map(raw)
+    first, last = m["first-entry"], m["last-entry"]
+    return StreamInfo(
+        **_stream_header(m),
+        groups=int(m["groups"]),
+        first_entry=None if first is None else _entry(first),
+        last_entry=None if last is None else _entry(last),
+    )
+
+
 def _opt_int(raw: Raw) -> int | None:
     return None if raw is None else int(raw)
 
@@ -792,14 +804,42 @@ class RedisBackend:
         return ScanPage(int(nxt), [_s(k) for k in keys])
 
     async def stream_info(self, key: str) -> StreamInfo:
-        m = _map(await self._call(key, "XINFO", "STREAM", _b(key)))
-        first, last = m["first-entry"], m["last-entry"]
-        return StreamInfo(
-            **_stream_header(m),
-            groups=int(m["groups"]),
-            first_entry=None if first is None else _entry(first),
-            last_entry=None if last is None else _entry(last),
-        )
+        return _stream_info(await self._call(key, "XINFO", "STREAM", _b(key)))
+
+    async def stream_infos(self, keys: Sequence[str]) -> list[StreamInfo | None]:
+        """XINFO STREAM for each key in one pipeline, not a transaction: on redis-server one
+        connection and one round trip; in a cluster redis-py's cluster pipeline sends each
+        master its keys' commands at once, all masters concurrently, and resends one by one
+        any a MOVED / ASK / TRYAGAIN answered (a slot on the move). A key missing or of
+        another type is None; any other error reply raises, as ``stream_info`` would."""
+        if not keys:
+            return []
+        try:
+            if self._cluster:
+                cpipe = self._c.pipeline()
+                for key in keys:
+                    cpipe.execute_command("XINFO", "STREAM", _b(key), target_nodes=self._node(key))
+                replies = await cpipe.execute(raise_on_error=False)
+            else:
+                assert isinstance(self._client, Redis)
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        pipe.execute_command("XINFO", "STREAM", _b(key))
+                    replies = await pipe.execute(raise_on_error=False)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+            raise RedisUnavailable(str(e)) from None
+        out: list[StreamInfo | None] = []
+        for raw in replies:
+            if isinstance(raw, ResponseError):
+                error = _error(raw)
+                if not isinstance(error, NoSuchKey | WrongType):
+                    raise error
+                out.append(None)
+            elif isinstance(raw, (RedisConnectionError, RedisTimeoutError, OSError)):
+                raise RedisUnavailable(str(raw))
+            else:
+                out.append(_stream_info(raw))
+        return out
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
         m = _map(await self._call(key, "XINFO", "STREAM", _b(key), "FULL", "COUNT", count))

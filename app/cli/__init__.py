@@ -99,8 +99,15 @@ def serve(
     fd: Annotated[
         int | None, typer.Option(hidden=True, help="A worker's inherited listening socket.")
     ] = None,
+    supervisor: Annotated[
+        int | None, typer.Option(hidden=True, help="A worker's supervisor: its process ID.")
+    ] = None,
 ) -> None:
     """Start the HTTP service. Flags override the XSTREAMS_* environment."""
+    if supervisor is not None:  # first, before anything is built (app/cli/workers.py)
+        from app.cli.workers import die_with_parent
+
+        die_with_parent(supervisor)
     import socket
 
     import uvicorn

@@ -13,6 +13,11 @@ neither our protocol class (built per run, not importable) nor our shutdown.
 The parent forwards SIGTERM / SIGINT to the workers and waits for them. A worker that dies is
 replaced; one that dies while starting (a refusal, a bad TLS file: every start would fail the
 same way) stops the whole service with its exit status.
+
+A parent that dies without forwarding anything (SIGKILL, the OOM killer) must not leave its
+workers serving on, unsupervised, holding the port: on Linux each worker asks the kernel for
+SIGTERM when its parent goes (``die_with_parent``: PR_SET_PDEATHSIG), and shuts down as on any
+SIGTERM. Elsewhere nothing is done.
 """
 
 from __future__ import annotations
@@ -59,8 +64,42 @@ def settings_env(overrides: Mapping[str, Any]) -> dict[str, str]:
 
 
 def worker_command(fd: int) -> list[str]:
-    """One worker: ``xstreams serve`` accepting from the inherited socket ``fd``."""
-    return [sys.executable, "-m", "app.cli", "serve", "--fd", str(fd)]
+    """One worker: ``xstreams serve`` accepting from the inherited socket ``fd``, told this
+    process is its supervisor (it dies with it)."""
+    return [
+        sys.executable, "-m", "app.cli", "serve",
+        "--fd", str(fd), "--supervisor", str(os.getpid()),
+    ]  # fmt: skip
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(supervisor: int) -> None:
+    """Have the kernel send this worker SIGTERM when its parent dies (Linux's
+    PR_SET_PDEATHSIG), so a supervisor killed without a word takes its workers with it; the
+    worker then shuts down gracefully, as on any SIGTERM (uvicorn's handler, ``Server``).
+
+    The request only covers a parent alive when it is made: one that died since the worker
+    was forked has already made the worker an orphan (its parent is now init or a subreaper),
+    so the parent is checked after, against the ``supervisor`` it was started by, and an
+    orphan sends itself the SIGTERM it missed. The signal follows the thread that forked the
+    worker: the supervisor forks from its one loop (``Supervisor.run``), which lives as long
+    as it does. On other systems, or without a C library to call, nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        failed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0
+    except (OSError, AttributeError):
+        return
+    if failed:
+        log.warning("prctl(PR_SET_PDEATHSIG): %s", os.strerror(ctypes.get_errno()))
+        return
+    if os.getppid() != supervisor:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class Supervisor:

@@ -266,6 +266,28 @@ async def test_scan_lists_streams(pair: Pair) -> None:
         assert seen[0] == seen[1], (match, seen)
 
 
+async def test_stream_infos_of_a_page(pair: Pair) -> None:
+    """A page of keys in one call: each stream's XINFO STREAM, None for a missing key and for
+    a key of another type (listed, then deleted or replaced, between SCAN and the call)."""
+    keys = [f"page:{i}" for i in range(12)]
+    for n, key in enumerate(keys):
+        await pair.both("append", [add(key, ms) for ms in range(1, n + 2)])
+    await pair.both("create_group", keys[3], "g", "0", False, None)
+    await pair.both("delete_entries", keys[5], [sid(1)])
+    await pair.both("append", [add("b\udcff", 7, "x", "\udcfe")])
+    await pair.both("create_group", "empty", "g", "$", True, None)  # MKSTREAM: no entries
+    await _set_string(pair.redis, "a-string")  # the engine has no strings: missing there
+    asked = [keys[0], "missing", *keys[1:6], "a-string", "b\udcff", "empty", *keys[6:], keys[0]]
+    got = await pair.both("stream_infos", asked)
+    assert got == [
+        None if k in ("missing", "a-string") else norm(await pair.engine.stream_info(k))
+        for k in asked
+    ]
+    assert await pair.both("stream_infos", []) == []
+    if pair.redis.name == "redis-cluster":  # the page really spans masters
+        assert len({pair.redis._node(k).name for k in asked}) > 1  # type: ignore[union-attr]
+
+
 async def test_groups_consumers_and_acks(pair: Pair) -> None:
     await pair.both("append", [add("q", ms) for ms in range(1, 6)])
     await pair.both("create_group", "q", "g1", "0", False, None)

@@ -1,17 +1,24 @@
 """The ``--workers`` supervisor (app/cli/workers.py), with stand-in workers: each inherits the
-one listening socket, a worker that dies is replaced, one that fails to start stops all."""
+one listening socket, a worker that dies is replaced, one that fails to start stops all. And
+the real one on redis-server: a supervisor killed outright takes its workers with it."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import httpx
+import pytest
+
 from app.cli.workers import Supervisor
+from tests.sse.support import open_events
+from tests.support.targets import REDIS, Target, redis_url, require_redis
 
 WORKER = """
 import os, socket, sys, time
@@ -73,3 +80,76 @@ def test_a_worker_that_fails_to_start_stops_the_service() -> None:
         sock.close()
     assert time.monotonic() - started < 15
     assert all(proc.poll() is not None for proc, _ in sup.workers)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_whose_supervisor_died_before_it_asked_stops_at_once() -> None:
+    """The parent-death signal only covers a parent alive when it is asked for: a worker whose
+    parent is not the supervisor it was started by (it died first; the worker was adopted)
+    sends itself the SIGTERM it missed."""
+    code = "import sys, time; from app.cli.workers import die_with_parent as d; "
+    run = [sys.executable, "-c", code + "d(int(sys.argv[1])); time.sleep(30)"]
+    orphan = subprocess.run([*run, "1"], timeout=20)  # its parent is this test, not pid 1
+    assert orphan.returncode == -signal.SIGTERM
+    kept = subprocess.Popen([*run, str(os.getpid())])
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            kept.wait(1)  # its parent is the one it names: it serves on
+    finally:
+        kept.kill()
+        kept.wait()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie nobody reaped yet counts: it serves no
+    more, and its sockets are closed)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rpartition(")")[2].split()[0] == "Z"
+
+
+def _worker_pids(url: str) -> set[int]:
+    """Both workers' process IDs, from /readyz on new connections (they take turns)."""
+    pids: set[int] = set()
+    deadline = time.monotonic() + 20
+    while len(pids) < 2 and time.monotonic() < deadline:
+        r = httpx.get(url + "/readyz", headers={"Connection": "close"}, timeout=5)
+        assert r.status_code == 200, r.text
+        pids.add(r.json()["pid"])
+    assert len(pids) == 2, pids
+    return pids
+
+
+@pytest.mark.redis
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+async def test_workers_die_with_a_killed_supervisor(tmp_path: Path) -> None:
+    """SIGKILL leaves the supervisor no moment to stop its workers: the kernel's parent-death
+    signal does, a SIGTERM each, so they shut down as on any SIGTERM (their event streams end
+    cleanly, not cut) and the port is free again within a few seconds."""
+    require_redis()
+    front = Target(REDIS, redis_url()).serve(tmp_path, "--workers", "2")
+    pids: set[int] = set()
+    try:
+        pids = _worker_pids(front.url)
+        assert front.proc.pid not in pids
+        async with (
+            httpx.AsyncClient(base_url=front.url, timeout=10) as client,
+            open_events(client, "/v1/streams/{pdeath}a/events") as a,
+            open_events(client, "/v1/streams/{pdeath}b/events") as b,
+            open_events(client, "/v1/streams/{pdeath}c/events") as c,
+        ):
+            front.kill()  # SIGKILL: no signal handler, nothing forwarded
+            started = time.monotonic()
+            for events in (a, b, c):
+                assert await events.until_end(timeout=8) == []  # a clean end of body
+        _until(lambda: all(_gone(pid) for pid in pids), timeout=10)
+        assert time.monotonic() - started < 8
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", front.port), timeout=2).close()
+    finally:
+        for pid in pids:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+        front.stop()

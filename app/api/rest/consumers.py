@@ -17,6 +17,7 @@ from app.api.rest.common import (
     segment,
     stream_url,
 )
+from app.api.rest.explain import on_group
 from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.entries import FieldsForm, MaybeEntryList
 from app.api.rest.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read
@@ -30,10 +31,9 @@ api = router("/v1/streams/{stream}/groups/{group}/consumers", "consumers")
 
 
 async def _consumers(backend: Backend, stream: str, group: str) -> list[ConsumerInfo]:
-    """The group's consumers (XINFO CONSUMERS), after NOGROUP naming both key and group when
-    either is missing (as every path under a group answers)."""
-    await backend.group(stream, group)
-    return await backend.consumers(stream, group)
+    """The group's consumers (XINFO CONSUMERS), in one call: its "no such key" or NOGROUP
+    becomes NOGROUP naming both key and group, as every path under a group answers."""
+    return await on_group(backend, stream, group, backend.consumers(stream, group))
 
 
 def _named(rows: list[ConsumerInfo], group: str, name: str) -> ConsumerInfo:
@@ -73,14 +73,16 @@ async def create_consumer(
 ) -> Consumer:
     """Create the consumer if it does not exist (XGROUP CREATECONSUMER): 201 with `Location`
     when created, 200 when it was there already (nothing changes)."""
-    await backend.group(stream, group)
-    if await backend.create_consumer(stream, group, consumer):
+    # No look first: XGROUP CREATECONSUMER refuses a missing key or group itself. The
+    # consumer's figures are read after it (XINFO CONSUMERS): the state a moment later, in
+    # which another client may have deleted the consumer or destroyed the group (then 404,
+    # as at that point). Redis has no reply that both creates and shows a consumer.
+    if await on_group(backend, stream, group, backend.create_consumer(stream, group, consumer)):
         response.status_code = 201
         response.headers["Location"] = (
             f"{stream_url(stream)}/groups/{segment(group)}/consumers/{segment(consumer)}"
         )
-    rows = await backend.consumers(stream, group)
-    return schema.consumer(_named(rows, group, consumer))
+    return schema.consumer(_named(await _consumers(backend, stream, group), group, consumer))
 
 
 @api.delete(
@@ -95,8 +97,14 @@ async def delete_consumer(
 ) -> ConsumerDeleted:
     """Delete the consumer (XGROUP DELCONSUMER); its pending entries leave the PEL, and their
     number is returned. Deleting it again answers 404."""
+    # The one look-then-act left: XGROUP DELCONSUMER answers 0 both for a consumer without
+    # pending entries, which it deletes, and for no consumer at all, and Redis 7.0 has no
+    # reply that tells them apart; a look afterwards cannot either (it is gone both ways).
+    # So the 404 is decided on a look before: a consumer deleted by another client between
+    # the two calls is answered 200 with 0 pending, as if this request had deleted it.
     _named(await _consumers(backend, stream, group), group, consumer)
-    return ConsumerDeleted(pending=await backend.delete_consumer(stream, group, consumer))
+    deleted = backend.delete_consumer(stream, group, consumer)
+    return ConsumerDeleted(pending=await on_group(backend, stream, group, deleted))
 
 
 @api.post(

@@ -59,8 +59,9 @@ def _xadd_args(stream: str, body: Append) -> list[XAddArgs]:
 
 
 async def _exists(backend: Backend, stream: str) -> None:
-    """404 unless the stream exists: asked only once a range came back empty, since an
-    entry found shows that it does (the hot path makes one call)."""
+    """404 unless the stream exists: asked only once a range came back empty or XDEL deleted
+    nothing, since an entry found shows that it does (the hot path makes one call). Act
+    first, explain after: app/api/rest/explain says why the reply is still one point's."""
     await backend.stream_info(stream)
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from fastapi import Response
 
+from app.api.errors import no_such_stream
 from app.api.rest.common import GroupName, StreamName, errors, router, segment, stream_url
+from app.api.rest.explain import explained, on_group
 from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup
 from app.api.services import BackendDep
+from app.engine.commands.groups import no_such_group
+from app.engine.errors import CommandError, NotFound
 
 api = router("/v1/streams/{stream}/groups", "groups")
 
@@ -39,9 +43,18 @@ async def create_group(
     """Create a group that delivers entries after `id` (XGROUP CREATE [MKSTREAM]
     [ENTRIESREAD]). A missing stream is a 404 unless `mkstream`; an existing group is a 409
     (BUSYGROUP)."""
-    if not body.mkstream:
-        await backend.stream_info(stream)  # 404 "no such key", as every path to a stream
-    await backend.create_group(stream, body.name, body.id, body.mkstream, body.entries_read)
+    # No look first: XGROUP CREATE refuses a missing key itself (without MKSTREAM), in its
+    # words, answered here as every path to a missing stream answers. The group is shown as
+    # read after it (XINFO GROUPS): a moment later, when another client may have moved or
+    # destroyed it. Redis has no reply that both creates and shows a group.
+    try:
+        await backend.create_group(stream, body.name, body.id, body.mkstream, body.entries_read)
+    except NotFound:
+        raise no_such_stream() from None
+    except CommandError as e:
+        if not body.mkstream:  # a missing stream's 404 first, as the path is read first
+            await explained(backend, stream, None, e)
+        raise
     response.headers["Location"] = f"{stream_url(stream)}/groups/{segment(body.name)}"
     return schema.group(await backend.group(stream, body.name))
 
@@ -85,6 +98,8 @@ async def set_group_id(
 async def delete_group(stream: StreamName, group: GroupName, backend: BackendDep) -> Response:
     """Destroy the group with its consumers and PEL (XGROUP DESTROY); its blocked readers get
     NOGROUP. Destroying it again answers 404."""
-    await backend.group(stream, group)  # NOGROUP naming both when the key or group is missing
-    await backend.destroy_group(stream, group)
+    # One call: XGROUP DESTROY refuses a missing key and answers 0 for a missing group; both
+    # are the path's NOGROUP naming key and group, as of that call.
+    if not await on_group(backend, stream, group, backend.destroy_group(stream, group)):
+        raise no_such_group(stream, group)
     return Response(status_code=204)

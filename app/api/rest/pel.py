@@ -8,6 +8,7 @@ from fastapi import Query
 
 from app.api.encoding import rest_entries
 from app.api.rest.common import Encoded, FieldsParam, GroupName, StreamName, errors, router
+from app.api.rest.explain import on_group, parsed_on_group
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.pel import (
     Ack,
@@ -46,9 +47,13 @@ async def ack_entries(
     stream: StreamName, group: GroupName, body: Ack, backend: BackendDep
 ) -> Acked:
     """Remove the entries from the group's PEL (XACK); IDs not pending are not counted."""
-    await backend.group(stream, group)  # XACK answers 0 there: a path names them, 404
-    ids = [parse_strict_id(x) for x in body.ids]
-    return Acked(acknowledged=await backend.ack(stream, group, ids))
+    ids = await parsed_on_group(
+        backend, stream, group, lambda: [parse_strict_id(x) for x in body.ids]
+    )
+    acknowledged = await backend.ack(stream, group, ids)
+    if not acknowledged:  # XACK answers 0 for a missing key or group too: the path's 404
+        await backend.group(stream, group)  # act first, explain after (app/api/rest/explain)
+    return Acked(acknowledged=acknowledged)
 
 
 @api.get(
@@ -128,21 +133,27 @@ async def claim_entries(
     """Give pending entries idle at least `min_idle_ms` to `consumer` (XCLAIM, with IDLE,
     TIME, RETRYCOUNT, FORCE, JUSTID and LASTID). Entries deleted from the stream leave the PEL
     and are not returned."""
-    await backend.group(stream, group)
-    a = ClaimArgs(
+    # No look first: XCLAIM refuses a missing key or group itself (app/api/rest/explain).
+    a = await parsed_on_group(
+        backend,
         stream,
         group,
-        body.consumer,
-        body.min_idle_ms,
-        [parse_strict_id(x) for x in body.ids],
-        body.idle_ms,
-        body.time_ms,
-        body.retry_count,
-        body.force,
-        body.justid,
-        parse_strict_id(body.last_id) if body.last_id is not None else None,
+        lambda: ClaimArgs(
+            stream,
+            group,
+            body.consumer,
+            body.min_idle_ms,
+            [parse_strict_id(x) for x in body.ids],
+            body.idle_ms,
+            body.time_ms,
+            body.retry_count,
+            body.force,
+            body.justid,
+            parse_strict_id(body.last_id) if body.last_id is not None else None,
+        ),
     )
-    return Encoded(_claimed(await backend.claim(a), body.justid, fields))
+    found = await on_group(backend, stream, group, backend.claim(a))
+    return Encoded(_claimed(found, body.justid, fields))
 
 
 @api.post(
@@ -162,17 +173,12 @@ async def autoclaim_entries(
     """Scan the PEL from `start` and give entries idle at least `min_idle_ms` to `consumer`
     (XAUTOCLAIM, COUNT, JUSTID). Continue from `next_start` until it is `0-0`; `deleted_ids`
     lists pending entries found deleted from the stream (removed from the PEL)."""
-    await backend.group(stream, group)
+    # No look first: XAUTOCLAIM refuses a missing key or group itself (app/api/rest/explain).
+    start = await parsed_on_group(backend, stream, group, lambda: parse_range_start(body.start))
     a = AutoClaimArgs(
-        stream,
-        group,
-        body.consumer,
-        body.min_idle_ms,
-        parse_range_start(body.start),
-        body.count,
-        body.justid,
+        stream, group, body.consumer, body.min_idle_ms, start, body.count, body.justid
     )
-    result = await backend.autoclaim(a)
+    result = await on_group(backend, stream, group, backend.autoclaim(a))
     claimed = _claimed(result.claimed, body.justid, fields)
     return Encoded(
         {

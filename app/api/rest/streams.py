@@ -10,6 +10,7 @@ from app.access import readable
 from app.api.access_gate import principal_of
 from app.api.errors import no_such_stream
 from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router
+from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.streams import (
     StreamFullInfo,
@@ -22,7 +23,7 @@ from app.api.rest.schemas.streams import (
 from app.api.rest.schemas.writes import LastId, Trim, Trimmed
 from app.api.services import BackendDep, ServicesDep
 from app.engine.commands.streams import xsetid_args
-from app.engine.errors import CommandError, NotFound
+from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX, UINT64_MAX
 
 api = router("/v1/streams", "streams")
@@ -47,12 +48,12 @@ async def list_streams(
     SCAN guarantees, a stream present for the whole iteration is listed at least once; a page
     may be empty before the end. Only the streams the caller may read are listed."""
     page = await backend.scan(cursor, match, count)
-    summaries = []
-    for key in readable(principal_of(request.scope).grant, page.keys):
-        try:
-            summaries.append(stream_summary(key, await backend.stream_info(key)))
-        except NotFound:  # deleted since the page was read (a backend that awaits between)
-            continue
+    keys = readable(principal_of(request.scope).grant, page.keys)
+    # One call for the page (one round trip on Redis), not one per key; None: deleted (or
+    # replaced by another type) since the page was read.
+    infos = await backend.stream_infos(keys)
+    pairs = zip(keys, infos, strict=True)
+    summaries = [stream_summary(key, info) for key, info in pairs if info is not None]
     return StreamPage(streams=summaries, next_cursor=page.cursor or None)
 
 
@@ -124,12 +125,14 @@ async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Tr
     Exactly one of `maxlen` and `minid`; `limit` only with `approximate`."""
     try:
         spec = body.spec()
-    except CommandError:
-        await backend.stream_info(stream)  # a missing stream's 404 first, as the path's
+    except CommandError as e:
+        await explained(backend, stream, None, e)  # a missing stream's 404 first, as the path's
         raise
+    # Act first, explain after (app/api/rest/explain): XTRIM answers 0 for a missing key too,
+    # and only then is the stream looked up, for the path's 404.
     trimmed = await backend.trim(stream, spec)
     if not trimmed:
-        await backend.stream_info(stream)  # XTRIM answers 0 for a missing key; REST 404s
+        await backend.stream_info(stream)
     return Trimmed(trimmed=trimmed)
 
 
