@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Commands, Server
-from tests.support.targets import every_target, every_target_with
+from tests.support.targets import REDIS_PARAMS, every_target, every_target_with
 
 
 def load(spark: Any, url: str, stream: str, **options: Any) -> Any:
@@ -209,3 +209,24 @@ def test_a_key_of_another_type_is_named(spark: Any, server: Server, xs: Commands
 
     with Typed(server.url) as client, pytest.raises(Exception, match="is a string, not a"):
         matching_streams(client, parse_options({"url": server.url, "stream": "k"}))
+
+
+@pytest.mark.parametrize("target", REDIS_PARAMS[:1], indirect=True, scope="session")
+def test_a_real_key_of_another_type_in_front_of_redis(
+    server: Server, xs: Commands, real_redis: Any
+) -> None:
+    """In front of Redis, other applications' keys may share the database (the embedded
+    engine holds streams only, hence the stand-ins above): a glob passes them over, naming
+    one is an error."""
+    from app.pipeline.client import Client, SourceError
+    from app.pipeline.options import parse_options
+    from app.pipeline.source import matching_streams
+
+    xs("XADD", "orders-eu", "1-1", "a", "1")
+    real_redis.set("orders-cache", "x")  # the server's database (XSTREAMS_TEST_REDIS_DB)
+    with Client(server.url) as client:
+        glob = parse_options({"url": server.url, "stream": "orders-*"})
+        assert matching_streams(client, glob) == ["orders-eu"]
+        named = parse_options({"url": server.url, "stream": "orders-cache"})
+        with pytest.raises(SourceError, match=r"key 'orders-cache' at .* is a string, not a"):
+            matching_streams(client, named)
