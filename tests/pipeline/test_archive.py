@@ -19,6 +19,7 @@ from app.pipeline.archive import ArchiveError, archive, parse_cutoff
 from app.pipeline.files import Files
 from app.pipeline.report import read_archive
 from tests.conftest import Commands, Server
+from tests.support.targets import every_target
 
 DAY0 = int(datetime(2026, 11, 1, tzinfo=UTC).timestamp() * 1000)
 HOUR = 3_600_000
@@ -88,6 +89,7 @@ def test_archives_entries_below_the_cutoff_by_stream_and_utc_date(
     assert not (out / "_staging").exists() or not any((out / "_staging").iterdir())
 
 
+@every_target
 def test_a_rerun_after_success_archives_nothing_twice(
     spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path
 ) -> None:
@@ -103,6 +105,7 @@ def test_a_rerun_after_success_archives_nothing_twice(
     assert archived(spark, out) == original[:45]
 
 
+@every_target
 def test_trim_removes_exactly_what_was_archived(
     spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path
 ) -> None:
@@ -172,6 +175,7 @@ def test_crash_between_write_and_trim_then_rerun(
     assert_whole(spark, xs, out, original)
 
 
+@every_target
 def test_crash_before_the_commit_is_rolled_back(
     spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -232,6 +236,7 @@ def test_a_failed_verification_commits_nothing(
     assert not (out / "_xstreams" / "runs").exists() or not any((out / "_xstreams/runs").iterdir())
 
 
+@every_target
 def test_a_stream_name_with_glob_characters_is_read_alone(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:
@@ -269,6 +274,7 @@ def test_the_command_line(
     assert missing.exit_code == 1 and "stream 'nope' does not exist" in missing.output
 
 
+@every_target
 def test_the_command_line_archives_each_stream_a_glob_matches(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:

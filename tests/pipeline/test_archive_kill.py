@@ -19,13 +19,14 @@ import pytest
 from app.pipeline.archive import archive
 from app.pipeline.report import read_archive
 from tests.conftest import Commands, Server
+from tests.support.targets import every_target_with
 
 DAY0 = 1_793_491_200_000  # 2026-11-01 00:00 UTC
 N, CUT = 3000, 2000
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("kill_at", ["read ", "committed run"])
+@every_target_with("kill_at", ["read ", "committed run"], on_redis=["read "])
 def test_a_killed_run_is_repaired_by_the_next(
     spark: Any, server: Server, xs: Commands, tmp_path: Path, kill_at: str
 ) -> None:

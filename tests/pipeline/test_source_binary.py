@@ -15,6 +15,7 @@ import pytest
 from app.pipeline.options import OptionError, parse_options
 from app.pipeline.schema import BINARY_ARROW_SCHEMA, entries_batch
 from tests.conftest import Commands, Server
+from tests.support.targets import every_target
 
 VALUE = b"\xff\x00\xc3\xa9\x80"  # a stray byte, NUL, é, a stray continuation byte
 SHOWN = "\\udcff\x00é\\udc80"  # the same in a Spark string
@@ -68,6 +69,7 @@ def load(spark: Any, url: str, **options: str) -> list[Any]:
     return reader.load().orderBy("id").collect()
 
 
+@every_target
 def test_default_strings_show_each_byte(spark: Any, odd: str) -> None:
     rows = load(spark, odd)
     assert [(r.stream, r.id) for r in rows] == [("odd\\udcff", "1-1"), ("odd-plain", "1-2")]
@@ -75,6 +77,7 @@ def test_default_strings_show_each_byte(spark: Any, odd: str) -> None:
     assert rows[0].fields == {"f\\udcfe": SHOWN, "n": "1"}
 
 
+@every_target
 def test_binary_values_are_the_exact_bytes(spark: Any, odd: str) -> None:
     rows = load(spark, odd, binary="true")
     assert [(p.field, bytes(p.value)) for p in rows[0].pairs] == [("f\\udcfe", VALUE), ("n", b"1")]

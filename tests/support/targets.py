@@ -20,6 +20,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -35,6 +36,26 @@ TARGET_PARAMS = [
     pytest.param(CLUSTER, id=CLUSTER, marks=[pytest.mark.redis, pytest.mark.slow]),
 ]
 REDIS_PARAMS = TARGET_PARAMS[1:]
+
+# For one test in a directory that otherwise runs on the embedded target alone (the other
+# tests keep the unparametrized ``target``; the Redis front-ends start only for these).
+every_target = pytest.mark.parametrize("target", TARGET_PARAMS, indirect=True, scope="session")
+
+
+def every_target_with(argname: str, values: list[Any], on_redis: list[Any]) -> Any:
+    """``every_target`` for a test with a parameter of its own: every value on the embedded
+    target, only ``on_redis`` on the Redis ones (where the other values would repeat what
+    the backend plays no part in, at a Spark job each)."""
+    params = [pytest.param(EMBEDDED, v, id=f"{v}-{EMBEDDED}") for v in values]
+    params += [
+        pytest.param(p.values[0], v, marks=p.marks, id=f"{v}-{p.id}")
+        for p in REDIS_PARAMS
+        for v in on_redis
+    ]
+    return pytest.mark.parametrize(
+        ("target", argname), params, indirect=["target"], scope="session"
+    )
+
 
 READY_TIMEOUT_S = 30.0
 
