@@ -205,3 +205,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if names & SERVER_FIXTURES or params.get("xs_mode") == "http":
             item.add_marker(pytest.mark.server)
+        # `make test` runs on pytest-xdist workers with --dist loadgroup: a file's tests stay
+        # on one worker (its module fixtures start once), and so do all the Spark tests (one
+        # Spark session, not one per worker).
+        group = "spark" if "/tests/pipeline/" in path else item.path.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -1,21 +1,36 @@
 """Long polls: XREAD BLOCK on entries and /v1/read, XREADGROUP BLOCK on reads.
 
 Each waits on the server (no polling): the request is answered the moment an entry arrives,
-with an empty list at timeout, and a client that goes away stops waiting at once (the
-in-thread server's store shows its waiter gone).
+with an empty list at timeout, on every target, and a client that goes away stops waiting at
+once (the in-thread server's store shows its waiter gone).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 
 import httpx
 import pytest
 
+from tests.conftest import Server
 from tests.rest.conftest import Local, add
 
 WAKE_LIMIT = 1.0  # seconds: "at once" on a loaded CI box, far below the timeouts used
+
+
+@dataclass
+class Live:
+    url: str
+    client: httpx.Client
+
+
+@pytest.fixture
+def live(server: Server, api: httpx.Client) -> Live:
+    """The session's server on each target (BLOCK there: Redis's, on a pooled connection),
+    its keyspace flushed."""
+    return Live(server.url, api)
 
 
 async def _soon(client: httpx.AsyncClient, path: str, **kw: object) -> None:
@@ -23,9 +38,9 @@ async def _soon(client: httpx.AsyncClient, path: str, **kw: object) -> None:
     await client.post(path, **kw)  # type: ignore[arg-type]
 
 
-async def test_entries_long_poll_wakes_on_append(local: Local) -> None:
-    add(local.client, "s", ("a", "0"), id="1-0")
-    async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
+async def test_entries_long_poll_wakes_on_append(live: Live) -> None:
+    add(live.client, "s", ("a", "0"), id="1-0")
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         started = time.monotonic()
         poll = client.get("/v1/streams/s/entries", params={"after": "$", "block_ms": 10_000})
         r, _ = await asyncio.gather(
@@ -35,31 +50,31 @@ async def test_entries_long_poll_wakes_on_append(local: Local) -> None:
     assert r.json() == {"entries": [{"id": "2-0", "fields": {"a": "1"}}], "next": "2-0"}
 
 
-def test_long_poll_timeout_is_200_with_no_entries(local: Local) -> None:
-    add(local.client, "s", ("a", "0"), id="1-0")
+def test_long_poll_timeout_is_200_with_no_entries(live: Live) -> None:
+    add(live.client, "s", ("a", "0"), id="1-0")
     started = time.monotonic()
-    r = local.client.get("/v1/streams/s/entries", params={"after": "1-0", "block_ms": 200})
+    r = live.client.get("/v1/streams/s/entries", params={"after": "1-0", "block_ms": 200})
     assert r.status_code == 200
     assert r.json() == {"entries": [], "next": None}
     assert 0.2 <= time.monotonic() - started < 0.2 + WAKE_LIMIT
 
 
-def test_after_without_block_answers_at_once(local: Local) -> None:
+def test_after_without_block_answers_at_once(live: Live) -> None:
     for i in range(1, 4):
-        add(local.client, "s", ("a", "1"), id=f"{i}-0")
-    r = local.client.get("/v1/streams/s/entries", params={"after": "1-0", "count": 1})
+        add(live.client, "s", ("a", "1"), id=f"{i}-0")
+    r = live.client.get("/v1/streams/s/entries", params={"after": "1-0", "count": 1})
     assert r.json() == {"entries": [{"id": "2-0", "fields": {"a": "1"}}], "next": "2-0"}
     # A stream that does not exist yet is no error for XREAD: nothing to read.
-    r = local.client.get("/v1/streams/nope/entries", params={"after": "0"})
+    r = live.client.get("/v1/streams/nope/entries", params={"after": "0"})
     assert r.json() == {"entries": [], "next": None}
-    r = local.client.get("/v1/streams/s/entries", params={"after": ">"})
+    r = live.client.get("/v1/streams/s/entries", params={"after": ">"})
     assert r.status_code == 400
-    r = local.client.get("/v1/streams/s/entries", params={"after": "0", "order": "desc"})
+    r = live.client.get("/v1/streams/s/entries", params={"after": "0", "order": "desc"})
     assert r.status_code == 400
 
 
-async def test_long_poll_waits_for_a_stream_to_be_created(local: Local) -> None:
-    async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
+async def test_long_poll_waits_for_a_stream_to_be_created(live: Live) -> None:
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         poll = client.get("/v1/streams/new/entries", params={"after": "$", "block_ms": 10_000})
         r, _ = await asyncio.gather(
             poll, _soon(client, "/v1/streams/new/entries", json={"id": "1-0", "fields": {"a": "1"}})
@@ -67,16 +82,16 @@ async def test_long_poll_waits_for_a_stream_to_be_created(local: Local) -> None:
     assert [e["id"] for e in r.json()["entries"]] == ["1-0"]
 
 
-async def test_several_streams(local: Local) -> None:
-    add(local.client, "a", ("x", "1"), id="1-0")
-    add(local.client, "b", ("x", "1"), id="1-0")
-    r = local.client.get("/v1/read", params=[("stream", "a"), ("stream", "b"), ("after", "0")])
+async def test_several_streams(live: Live) -> None:
+    add(live.client, "a", ("x", "1"), id="1-0")
+    add(live.client, "b", ("x", "1"), id="1-0")
+    r = live.client.get("/v1/read", params=[("stream", "a"), ("stream", "b"), ("after", "0")])
     assert [(s["stream"], len(s["entries"])) for s in r.json()["streams"]] == [("a", 1), ("b", 1)]
     params = [("stream", "a"), ("stream", "b"), ("after", "$"), ("after", "0")]
-    assert [s["stream"] for s in local.client.get("/v1/read", params=params).json()["streams"]] == [
+    assert [s["stream"] for s in live.client.get("/v1/read", params=params).json()["streams"]] == [
         "b"
     ]
-    async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         params = [("stream", "a"), ("stream", "b"), ("after", "$"), ("block_ms", "10000")]
         poll = client.get("/v1/read", params=params)
         r, _ = await asyncio.gather(
@@ -85,17 +100,17 @@ async def test_several_streams(local: Local) -> None:
     assert r.json() == {
         "streams": [{"stream": "b", "entries": [{"id": "2-0", "fields": {"y": "2"}}]}]
     }
-    r = local.client.get("/v1/read", params=[("stream", "a"), ("after", "$"), ("block_ms", "100")])
+    r = live.client.get("/v1/read", params=[("stream", "a"), ("after", "$"), ("block_ms", "100")])
     assert r.json() == {"streams": []}
     bad = [("stream", "a"), ("stream", "b"), ("after", "0"), ("after", "0"), ("after", "0")]
-    assert local.client.get("/v1/read", params=bad).status_code == 400
-    assert local.client.get("/v1/read", params={"stream": "a"}).status_code == 400
+    assert live.client.get("/v1/read", params=bad).status_code == 400
+    assert live.client.get("/v1/read", params={"stream": "a"}).status_code == 400
 
 
-async def test_each_new_entry_goes_to_exactly_one_waiting_consumer(local: Local) -> None:
-    local.client.post("/v1/streams/s/groups", json={"name": "g", "id": "$", "mkstream": True})
+async def test_each_new_entry_goes_to_exactly_one_waiting_consumer(live: Live) -> None:
+    live.client.post("/v1/streams/s/groups", json={"name": "g", "id": "$", "mkstream": True})
     path = "/v1/streams/s/groups/g/consumers/{}/reads"
-    async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         waiters = [
             client.post(path.format(f"c{i}"), json={"block_ms": 2000, "count": 10})
             for i in range(3)
@@ -110,13 +125,13 @@ async def test_each_new_entry_goes_to_exactly_one_waiting_consumer(local: Local)
     assert sorted(len(x) for x in got) == [0, 0, 1]
     winner = next(i for i, x in enumerate(got) if x)
     assert got[winner] == [{"id": "1-0", "fields": {"a": "1"}}]
-    pending = local.client.get("/v1/streams/s/groups/g/pending").json()
+    pending = live.client.get("/v1/streams/s/groups/g/pending").json()
     assert pending["consumers"] == [{"name": f"c{winner}", "pending": 1}]
 
 
-async def test_group_read_gets_nogroup_when_the_group_is_destroyed(local: Local) -> None:
-    local.client.post("/v1/streams/s/groups", json={"name": "g", "id": "$", "mkstream": True})
-    async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
+async def test_group_read_gets_nogroup_when_the_group_is_destroyed(live: Live) -> None:
+    live.client.post("/v1/streams/s/groups", json={"name": "g", "id": "$", "mkstream": True})
+    async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         poll = client.post("/v1/streams/s/groups/g/consumers/a/reads", json={"block_ms": 10_000})
 
         async def destroy() -> None:
