@@ -814,7 +814,8 @@ class RedisBackend:
                 return raw
             # Nothing to serve now: wait, each stream's part within its share of the limit.
             share = max(1, self.limits.reply_entries // len(keys))
-            return await self._xread(_read_head(r, share), keys, ids, True, True, gone)
+            count = min(r.count, share) if r.count else share
+            return await self._xread(_read_head(r, count), keys, ids, True, True, gone)
         head = _read_head(r, r.count if cap is None else cap)
         if not self._cluster and not block:
             raw = await self._call(None, *head, "STREAMS", *map(_b, keys), *ids)
