@@ -36,11 +36,10 @@ from app.api.rest import (
 )
 from app.api.services import Services
 from app.api.sse import routes as events
-from app.backends import Backend, open_backend
+from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
-from app.engine.limits import Limits
 from app.engine.store import Store
 from app.observe import JournalFigures, Metrics, Observe, SseFigures
 from app.settings import Settings
@@ -124,12 +123,9 @@ def create_app(
     app.state.settings = settings
     if store is not None:
         # The engine enforces two of the limits itself, on every surface (keys per read,
-        # entries per reply); a store passed in (tests) gets them too.
-        store.keyspace.limits = Limits(
-            read_keys=settings.max_read_keys,
-            reply_entries=settings.max_reply_entries,
-            restore_bytes=settings.max_restore_bytes,
-        )
+        # entries per reply); a store passed in (tests) gets them too. In front of Redis,
+        # RedisBackend enforces the same ones (open_backend).
+        store.keyspace.limits = service_limits(settings)
     app.state.store = store  # None with Redis: every surface goes through the backend
     # Storage and the API meet only here: the API sees a Durability (app.durability). With
     # Redis, a reply waits for Redis's answer (and WAIT, inside the backend): nothing more.

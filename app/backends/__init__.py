@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.backends.base import Backend, ClientGone, CommandTimer, Gone, JsonReply
+from app.engine.limits import Limits
 from app.engine.store import Store
 from app.settings import Settings
 
@@ -13,8 +14,19 @@ __all__ = [
     "Gone",
     "JsonReply",
     "open_backend",
+    "service_limits",
     "workers_refusal",
 ]
+
+
+def service_limits(settings: Settings) -> Limits:
+    """The limits on the work one command may ask for, as ``settings`` set them: the engine
+    enforces them on its keyspace, ``RedisBackend`` in front of Redis (the same rules)."""
+    return Limits(
+        read_keys=settings.max_read_keys,
+        reply_entries=settings.max_reply_entries,
+        restore_bytes=settings.max_restore_bytes,
+    )
 
 
 def open_backend(
@@ -41,6 +53,7 @@ def open_backend(
         wait_replicas=settings.wait_replicas,
         wait_timeout_ms=settings.wait_timeout_ms,
         block_connections=settings.redis_block_connections,
+        limits=service_limits(settings),
     )
     return backend
 

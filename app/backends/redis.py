@@ -32,6 +32,18 @@ Choices a caller may rely on:
   per slot; any other multi-key command is Redis's (CROSSSLOT). A /multi-exec must name keys
   of one slot only, else the whole transaction is refused with Redis's CROSSSLOT text.
 - FLUSHALL runs as FLUSHDB: the backend's keyspace is its database, not the whole server.
+- ``limits`` (``max_read_keys``, ``max_reply_entries``): the engine's rules and texts
+  (app/engine/limits.py), enforced in front of Redis so that no reply past the limit is ever
+  built here. XREAD naming too many streams is refused before it is sent. A range or read
+  that could pass the limit is sent with COUNT limit+1 and refused when limit+1 came back
+  (XRANGE, XREVRANGE, XREAD, XPENDING); XREADGROUP, XAUTOCLAIM and XINFO STREAM FULL, which
+  change state or have no COUNT that bounds them, run as a script that counts first (one
+  past the limit at most) and only then runs the command, so a refused one changed nothing.
+  With COUNT at most the limit (per stream) the command goes to Redis as given. Two edges:
+  an XREADGROUP ``>`` that blocks (nothing was there) waits with COUNT limit/streams, so a
+  wake-up is served within the limit, not refused; over several cluster slots the count and
+  the reads are one script per slot, so a write racing in between may leave a slot's part
+  unread (never a reply past the limit).
 - ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
   timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
 """
@@ -43,6 +55,7 @@ import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -58,13 +71,28 @@ from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUn
 from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs, no_such_group
-from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.groups import (
+    AutoClaimArgs,
+    ClaimArgs,
+    PendingArgs,
+    no_such_group,
+    parse_xautoclaim,
+    parse_xpending,
+)
+from app.engine.commands.info import full_count
+from app.engine.commands.reads import ReadRequest, parse_read_request
+from app.engine.commands.streams import (
+    DEFAULT_LIMIT,
+    RangeArgs,
+    XAddArgs,
+    XSetIdArgs,
+    parse_range,
+)
 from app.engine.commands.table import COMMANDS, Command, lookup, streams_keys
 from app.engine.errors import CommandError, NoSuchKey, WrongType, classify
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.limits import Limits
 from app.engine.replies import (
     AutoClaim,
     ConsumerFull,
@@ -132,6 +160,78 @@ if t ~= 'stream' then
   return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
 return redis.call('DEL', KEYS[1])
+"""
+
+# Limits (see the module's docstring): count at most ARGV[2] entries the read would answer
+# (KEYS of one slot; ``>``: after the group's last-delivered-id; an ID: the consumer's
+# pending after it), then, unless counting only, run XREADGROUP when they are fewer. A key,
+# group or ID that is not there or not valid counts 0: XREADGROUP then gives Redis's error.
+# ARGV: mode ('count' | 'read'), cap, group, consumer, n, the n words of XREADGROUP's head,
+# the IDs. Replies {1, XREADGROUP's reply}, {0, how many} when refused, or how many ('count').
+_GROUP_READ = """
+local mode, cap, group, consumer = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local nhead = tonumber(ARGV[5])
+local total = 0
+for i = 1, #KEYS do
+  local left = cap - total
+  if left <= 0 then break end
+  local key, id = KEYS[i], ARGV[5 + nhead + i]
+  local ok, rows = false, nil
+  if id == '>' then
+    local found, groups = pcall(redis.call, 'XINFO', 'GROUPS', key)
+    if found then
+      for _, g in ipairs(groups) do
+        local name, last = nil, nil
+        for j = 1, #g, 2 do
+          if g[j] == 'name' then name = g[j + 1] end
+          if g[j] == 'last-delivered-id' then last = g[j + 1] end
+        end
+        if name == group and last then
+          ok, rows = pcall(redis.call, 'XRANGE', key, '(' .. last, '+', 'COUNT', left)
+        end
+      end
+    end
+  else
+    ok, rows = pcall(redis.call, 'XPENDING', key, group, '(' .. id, '+', left, consumer)
+  end
+  if ok then total = total + #rows end
+end
+if mode == 'count' then return total end
+if total >= cap then return {0, total} end
+local argv = {}
+for j = 1, nhead do argv[j] = ARGV[5 + j] end
+argv[#argv + 1] = 'STREAMS'
+for i = 1, #KEYS do argv[#argv + 1] = KEYS[i] end
+for i = 1, #KEYS do argv[#argv + 1] = ARGV[5 + nhead + i] end
+local reply = redis.pcall(unpack(argv))
+if type(reply) == 'table' and reply.err then return reply end
+return {1, reply}
+"""
+# XAUTOCLAIM with a COUNT past the limit (ARGV[1]): refused ({0}) when more than the limit
+# are pending from its start ID on (ARGV[2..]: the command's words after the key).
+_AUTOCLAIM = """
+local limit = tonumber(ARGV[1])
+local ok, rows = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[2], ARGV[5], '+', limit + 1)
+if ok and #rows > limit then return {0} end
+local reply = redis.pcall('XAUTOCLAIM', KEYS[1], unpack(ARGV, 2))
+if type(reply) == 'table' and reply.err then return reply end
+return {1, reply}
+"""
+# XINFO STREAM key FULL COUNT ARGV[2]: refused ({0}) when the stream or a group's PEL holds
+# more than the limit (ARGV[1]).
+_FULL_INFO = """
+local limit = tonumber(ARGV[1])
+if redis.call('TYPE', KEYS[1])['ok'] == 'stream' then
+  if redis.call('XLEN', KEYS[1]) > limit then return {0} end
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    for j = 1, #g, 2 do
+      if g[j] == 'pending' and g[j + 1] > limit then return {0} end
+    end
+  end
+end
+local reply = redis.pcall('XINFO', 'STREAM', KEYS[1], 'FULL', 'COUNT', ARGV[2])
+if type(reply) == 'table' and reply.err then return reply end
+return {1, reply}
 """
 
 
@@ -330,8 +430,10 @@ class RedisBackend:
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
         block_connections: int = 64,
+        limits: Limits | None = None,
     ) -> None:
         self._client = client
+        self.limits = limits or Limits()
         self._cluster = isinstance(client, RedisCluster)
         self.name = "redis-cluster" if self._cluster else "redis"
         self._new_block_pool = block_pools
@@ -350,6 +452,7 @@ class RedisBackend:
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
         block_connections: int = 64,
+        limits: Limits | None = None,
     ) -> RedisBackend:
         """``redis://[user:pass@]host:port/db``, ``rediss://`` (TLS), and for Redis Cluster
         ``redis+cluster://[user:pass@]host:port,host:port`` or ``rediss+cluster://``."""
@@ -367,6 +470,7 @@ class RedisBackend:
                 wait_replicas=wait_replicas,
                 wait_timeout_ms=wait_timeout_ms,
                 block_connections=block_connections,
+                limits=limits,
             )
         if scheme not in ("redis+cluster", "rediss+cluster"):
             raise ValueError(f"unsupported Redis URL scheme {parts.scheme!r}")
@@ -400,6 +504,7 @@ class RedisBackend:
             wait_replicas=wait_replicas,
             wait_timeout_ms=wait_timeout_ms,
             block_connections=block_connections,
+            limits=limits,
         )
 
     async def start(self) -> None:
@@ -504,9 +609,14 @@ class RedisBackend:
             raise ReplicasUnavailable(int(acked), self.wait_replicas)
 
     async def _script(self, script: str, key: str, *args: Arg, write: bool = False) -> Raw:
+        return await self._eval(script, [key], *args, write=write)
+
+    async def _eval(self, script: str, keys: list[str], *args: Arg, write: bool = False) -> Raw:
+        """``script`` over ``keys`` (of one slot in a cluster: routed by the first)."""
+        line = _eval_line(script, keys, args)
         if write:
-            return await self._write(key, "EVAL", script, 1, _b(key), *args)
-        return await self._call(key, "EVAL", script, 1, _b(key), *args)
+            return await self._write(keys[0], *line)
+        return await self._call(keys[0], *line)
 
     # --- blocking reads -------------------------------------------------------------------
     def _reserve(self, n: int) -> None:
@@ -634,6 +744,11 @@ class RedisBackend:
         if name == "flushall":
             args = ["FLUSHDB", *args[1:]]
             name = "flushdb"
+        bounded = _bounded(self.limits, cmd, args)
+        if bounded is not None:  # one key: routed by it
+            key = args[2] if name == "xinfo|stream" else args[1]
+            each = self._write if cmd.writes or bounded.writes else self._call
+            return bounded.finish(await each(key, *bounded.line))
         raw = _argv(args)
         keys = cmd.keys(args)
         if not self._cluster or keys == []:
@@ -692,17 +807,62 @@ class RedisBackend:
             node_cursor = 0
 
     async def _command_read(self, args: list[str]) -> Raw:
-        keys = streams_keys(args)
-        if not keys:  # malformed: Redis gives its error
+        request = _read_request(args)
+        if request is None:  # malformed: Redis gives its error
             return await self._call(None, *_argv(args))
-        start = len(args) - 2 * len(keys)
-        head = _argv(args[: start - 1])
-        ids: list[Arg] = [_b(a) for a in args[start + len(keys) :]]
-        block = any(isinstance(h, bytes) and h.lower() == b"block" for h in head[1:])
-        group = args[0].lower() == "xreadgroup"
+        return await self._read(request, None)
+
+    async def _read(self, r: ReadRequest, gone: Gone | None) -> Raw:
+        """XREAD / XREADGROUP within the limits (the module's docstring), as Redis replies."""
+        self.limits.check_read_keys(r.command, len(r.keys))
+        keys = list(r.keys)
+        ids: list[Arg] = [_b(text) for text in r.ids]  # `$`, `>` or an ID: Redis resolves
+        group = r.group is not None
+        block = r.block_ms is not None
+        cap = self.limits.reply_cap(r.count, len(keys))
+        if cap is not None and group:
+            raw = await self._group_read(r, cap)
+            if raw is not None or not block:
+                return raw
+            # Nothing to serve now: wait, each stream's part within its share of the limit.
+            share = max(1, self.limits.reply_entries // len(keys))
+            count = min(r.count, share) if r.count else share
+            return await self._xread(_read_head(r, count), keys, ids, True, True, gone)
+        head = _read_head(r, r.count if cap is None else cap)
         if not self._cluster and not block:
-            return await self._call(None, *head, "STREAMS", *[_b(k) for k in keys], *ids)
-        return await self._xread(head, keys, ids, block, group, None)
+            raw = await self._call(None, *head, "STREAMS", *map(_b, keys), *ids)
+        else:
+            raw = await self._xread(head, keys, ids, block, group, gone)
+        if cap is not None:
+            raw = _capped_read(self.limits, r.command, cap)(raw)
+        return raw
+
+    async def _group_read(self, r: ReadRequest, cap: int) -> Raw:
+        """XREADGROUP (not blocking) counted first, by ``_GROUP_READ``: refused with nothing
+        delivered when ``cap`` entries would be. Over several cluster slots, every slot is
+        counted (read-only) before any reads, each within what the others left."""
+        keys = list(r.keys)
+        parts: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            parts.setdefault(self._slot(key), []).append(i)
+        if len(parts) == 1:
+            return _group_reply(self.limits, r)(
+                await self._write(keys[0], *_group_line(r, keys, list(r.ids), cap, "read"))
+            )
+        chunks = [([keys[i] for i in idx], [r.ids[i] for i in idx]) for idx in parts.values()]
+        counts = await asyncio.gather(
+            *(self._call(part[0], *_group_line(r, part, ids, cap, "count")) for part, ids in chunks)
+        )
+        total = sum(int(n) for n in counts)
+        if total >= cap:
+            raise self.limits.too_large(r.command)
+        replies = []
+        for (part, part_ids), n in zip(chunks, counts, strict=True):
+            line = _group_line(r, part, part_ids, cap - total + int(n), "read")
+            raw = await self._write(part[0], *line)
+            if isinstance(raw, list) and raw[0] == 1:
+                replies.append(raw[1])  # else a write raced in: that part stays unread
+        return _merge(keys, replies)
 
     async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
         """Not atomic. On redis-server, sent on one connection in one round trip (unless one
@@ -725,6 +885,7 @@ class RedisBackend:
                     raise r
             return out
         answers: list[JsonReply | CommandError] = [None] * len(parsed)
+        finish: dict[int, Callable[[Raw], Raw]] = {}
         sent: list[int] = []
         lines: list[list[Arg]] = []
         writes = False
@@ -736,16 +897,18 @@ class RedisBackend:
                 continue
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            writes = writes or cmd.writes
+            bounded = _bounded(self.limits, cmd, args)
+            if bounded is not None:
+                finish[i] = bounded.finish
+            writes = writes or cmd.writes or (bounded is not None and bounded.writes)
             sent.append(i)
-            lines.append(_argv(args))
+            lines.append(_argv(args) if bounded is None else bounded.line)
         wait = bool(self.wait_replicas and writes)
         if wait:
             lines.append(self._wait_args())
         replies = await self._sequence(None, lines) if lines else []
         for i, line, r in zip(sent, lines, replies, strict=False):
-            name = parsed[i][0].lower()
-            answers[i] = _error(r, line) if isinstance(r, ResponseError) else _reply(name, line, r)
+            answers[i] = _answer(parsed[i], line, r, finish.get(i))
         if wait:
             self._check_acked(replies[-1])
         return answers
@@ -770,12 +933,17 @@ class RedisBackend:
             if len(slots) > 1:
                 raise CommandError(CROSSSLOT)
         lines: list[list[Arg]] = [["MULTI"]]
+        finish: list[Callable[[Raw], Raw] | None] = []
+        writes = False
         for cmd, args in zip(cmds, parsed, strict=True):
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            lines.append(_argv(args))
+            bounded = _bounded(self.limits, cmd, args)
+            finish.append(None if bounded is None else bounded.finish)
+            writes = writes or cmd.writes or (bounded is not None and bounded.writes)
+            lines.append(_argv(args) if bounded is None else bounded.line)
         lines.append(["EXEC"])
-        writes = self.wait_replicas and any(c.writes for c in cmds)
+        writes = bool(self.wait_replicas) and writes
         if writes:
             lines.append(self._wait_args())
         replies = await self._sequence(first, lines)
@@ -785,8 +953,8 @@ class RedisBackend:
         if writes:
             self._check_acked(replies[-1])
         return [
-            _error(r, line) if isinstance(r, ResponseError) else _reply(line[0].lower(), line, r)
-            for line, r in zip(parsed, result or [], strict=False)
+            _answer(args, line, r, f)
+            for args, line, r, f in zip(parsed, lines[1:], result or [], finish, strict=False)
         ]
 
     # --- streams --------------------------------------------------------------------------
@@ -942,24 +1110,7 @@ class RedisBackend:
             # The engine's range check, on this host's clock: Redis 7.0 adds the timeout to
             # its clock unchecked, and a sum past 2**63 would block for ever.
             block_ms_arg(args.block_ms, int(time.time() * 1000))
-        group = args.group is not None
-        head: list[Arg] = ["XREADGROUP" if group else "XREAD"]
-        if group:
-            assert args.group is not None and args.consumer is not None
-            head += ["GROUP", _b(args.group), _b(args.consumer)]
-        if args.count:
-            head += ["COUNT", args.count]
-        if args.block_ms is not None:
-            head += ["BLOCK", args.block_ms]
-        if args.noack:
-            head.append("NOACK")
-        ids: list[Arg] = [_b(text) for text in args.ids]  # `$`, `>` or an ID: Redis resolves
-        block = args.block_ms is not None
-        if not self._cluster and not block:
-            raw = await self._call(None, *head, "STREAMS", *map(_b, args.keys), *ids)
-        else:
-            raw = await self._xread(head, list(args.keys), ids, block, group, gone)
-        return _read_reply(raw)
+        return _read_reply(await self._read(args, gone))
 
     # --- groups and consumers -------------------------------------------------------------
     async def groups(self, key: str) -> list[GroupInfo]:
@@ -1093,6 +1244,171 @@ class RedisBackend:
             argv.append("JUSTID")
         nxt, claimed, deleted = await self._write(args.key, *argv)
         return AutoClaim(_sid(nxt), _claimed(claimed, args.justid), [_sid(x) for x in deleted])
+
+
+# --- limits -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Bounded:
+    """A command sent in another form so that it stays within the limits: ``line`` goes to
+    Redis (one command, on the command's key), ``finish`` turns its reply into the command's
+    reply or raises the engine's ``too_large``."""
+
+    line: list[Arg]
+    finish: Callable[[Raw], Raw]
+    writes: bool = False  # a script that may write (XREADGROUP, XAUTOCLAIM)
+
+
+def _bounded(limits: Limits, cmd: Command, args: list[str]) -> _Bounded | None:
+    """How ``args`` must be sent to stay within ``limits``, or None: as given (within them
+    already, no limit set, or malformed: Redis's own error then). XREAD / XREADGROUP here
+    are the forms one connection can send (a pipeline's, a transaction's, not blocking)."""
+    if not (limits.read_keys or limits.reply_entries):
+        return None
+    name = cmd.name
+    try:
+        if name in ("xread", "xreadgroup"):
+            return _bounded_read(limits, args)
+        if name in ("xrange", "xrevrange"):
+            count = parse_range(args, name == "xrevrange").count
+            cap = limits.reply_cap(count)
+            if cap is None or count == 0:
+                return None
+            line = [*_argv(args[:4]), "COUNT", cap]
+            return _Bounded(line, _capped_list(limits, args[0], cap))
+        if name == "xpending":
+            pending = parse_xpending(args)
+            cap = None if pending is None else limits.reply_cap(pending.count)
+            if pending is None or cap is None or pending.count == 0:
+                return None
+            at = 7 if args[3].lower() == "idle" else 5
+            line = _argv(args)
+            line[at] = cap
+            return _Bounded(line, _capped_list(limits, args[0], cap))
+        if name == "xautoclaim":
+            if not limits.past(parse_xautoclaim(args).count):
+                return None
+            line = _eval_line(_AUTOCLAIM, [args[1]], [limits.reply_entries, *_argv(args)[2:]])
+            return _Bounded(line, _script_reply(limits, args[0]), writes=True)
+        if name == "xinfo|stream":
+            count = full_count(args)
+            if count is None or not limits.past(count):
+                return None
+            line = _eval_line(_FULL_INFO, [args[2]], [limits.reply_entries, count])
+            return _Bounded(line, _script_reply(limits, "xinfo stream full"))
+    except CommandError:
+        return None
+    return None
+
+
+def _bounded_read(limits: Limits, args: list[str]) -> _Bounded | None:
+    r = _read_request(args)
+    if r is None:
+        return None
+    try:
+        limits.check_read_keys(r.command, len(r.keys))
+    except CommandError as e:
+        refused = e
+        return _Bounded(["PING"], lambda _: _raise(refused))  # sent all the same: in order
+    cap = limits.reply_cap(r.count, len(r.keys))
+    if cap is None:
+        return None
+    if r.group is not None:
+        line = _group_line(r, list(r.keys), list(r.ids), cap, "read")
+        return _Bounded(line, _group_reply(limits, r), writes=True)
+    line = [*_read_head(r, cap), "STREAMS", *map(_b, r.keys), *map(_b, r.ids)]
+    return _Bounded(line, _capped_read(limits, r.command, cap))
+
+
+def _raise(e: CommandError) -> Raw:
+    raise e
+
+
+def _read_request(args: list[str]) -> ReadRequest | None:
+    """XREAD / XREADGROUP parsed by the engine (None when it is malformed)."""
+    if not streams_keys(args):
+        return None
+    try:
+        return parse_read_request(Keyspace(ManualClock(int(time.time() * 1000))), args)
+    except CommandError:
+        return None
+
+
+def _read_head(r: ReadRequest, count: int) -> list[Arg]:
+    """XREAD / XREADGROUP up to STREAMS, with ``count`` (0: none)."""
+    head: list[Arg] = [r.command]
+    if r.group is not None:
+        assert r.consumer is not None
+        head += ["GROUP", _b(r.group), _b(r.consumer)]
+    if count:
+        head += ["COUNT", count]
+    if r.block_ms is not None:
+        head += ["BLOCK", r.block_ms]
+    if r.noack:
+        head.append("NOACK")
+    return head
+
+
+def _group_line(r: ReadRequest, keys: list[str], ids: list[str], cap: int, mode: str) -> list[Arg]:
+    """``_GROUP_READ`` over ``keys`` (one slot) and their IDs; XREADGROUP without BLOCK."""
+    assert r.group is not None and r.consumer is not None
+    head = _without_block(_read_head(r, r.count))
+    args: list[Arg] = [mode, cap, _b(r.group), _b(r.consumer), len(head), *head, *map(_b, ids)]
+    return _eval_line(_GROUP_READ, keys, args)
+
+
+def _group_reply(limits: Limits, r: ReadRequest) -> Callable[[Raw], Raw]:
+    return _script_reply(limits, r.command)
+
+
+def _script_reply(limits: Limits, command: str) -> Callable[[Raw], Raw]:
+    """A limit script's reply: ``{1, reply}`` is the command's, ``{0, ...}`` refused."""
+
+    def finish(raw: Raw) -> Raw:
+        if raw[0] != 1:
+            raise limits.too_large(command)
+        return raw[1] if len(raw) > 1 else None
+
+    return finish
+
+
+def _capped_list(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]:
+    """A range sent with COUNT ``cap`` (one past the limit): refused when it came full."""
+
+    def finish(raw: Raw) -> Raw:
+        if isinstance(raw, list) and len(raw) >= cap:
+            raise limits.too_large(command)
+        return raw
+
+    return finish
+
+
+def _capped_read(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]:
+    """XREAD sent with COUNT ``cap`` per stream: refused when ``cap`` came in all."""
+
+    def finish(raw: Raw) -> Raw:
+        if sum(len(entries or []) for _, entries in raw or []) >= cap:
+            raise limits.too_large(command)
+        return raw
+
+    return finish
+
+
+def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
+    return ["EVAL", script, len(keys), *map(_b, keys), *args]
+
+
+def _answer(
+    args: list[str], line: list[Arg], r: Raw, finish: Callable[[Raw], Raw] | None
+) -> JsonReply | CommandError:
+    """One reply of a pipeline or a transaction, in the command endpoint's shape."""
+    if isinstance(r, ResponseError):
+        return _error(r, line)
+    if finish is not None:
+        try:
+            r = finish(r)
+        except CommandError as e:
+            return e
+    return _reply(args[0].lower(), line, r)
 
 
 # --- helpers ------------------------------------------------------------------------------

@@ -52,6 +52,11 @@ class Limits:
             return None
         return self.reply_entries + 1
 
+    def past(self, count: int) -> bool:
+        """Whether a reply that holds up to ``count`` entries (0: no bound) could pass the
+        limit, so the command must look before it answers (XAUTOCLAIM, XINFO STREAM FULL)."""
+        return bool(self.reply_entries) and (count == 0 or count > self.reply_entries)
+
     def too_large(self, command: str) -> CommandError:
         return TooLarge.err(
             f"{command.upper()} reply would hold more than {self.reply_entries} entries "

@@ -7,11 +7,21 @@ Before them, a 16 MB pipeline of PINGs held the event loop for 10.8 s, an unboun
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
+import pytest
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.support.targets import TARGET_PARAMS, Served, served_on
+
+
+@pytest.fixture(params=TARGET_PARAMS)
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Served:
+    """The embedded app in process, or a front-end on a Redis target, with the test's limits:
+    the same refusals either way (RedisBackend enforces the engine's limits)."""
+    return served_on(request, request.param, tmp_path)
 
 
 async def _post(client: httpx.AsyncClient, path: str, body: object) -> tuple[int, object]:
@@ -46,9 +56,9 @@ async def test_arguments_per_command() -> None:
         assert status == 400 and "max_command_args" in body["error"]  # type: ignore[index]
 
 
-async def test_keys_per_read() -> None:
+async def test_keys_per_read(served: Served) -> None:
     """XREAD / XREADGROUP naming more streams than ``max_read_keys``: refused, nothing parked."""
-    async with serve(max_read_keys=3) as c:
+    async with served(max_read_keys=3) as c:
         keys = ["a", "b", "c", "d"]
         for argv in (
             ["XREAD", "BLOCK", "0", "STREAMS", *keys, *["$"] * 4],
@@ -64,9 +74,9 @@ async def test_keys_per_read() -> None:
         assert (status, body) == (200, {"result": None})
 
 
-async def test_reply_entries() -> None:
+async def test_reply_entries(served: Served) -> None:
     """A range or read that would answer more than ``max_reply_entries`` asks for COUNT."""
-    async with serve(max_reply_entries=5) as c:
+    async with served(max_reply_entries=5) as c:
         await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 7)])
         await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
         too_large = (
@@ -110,9 +120,9 @@ async def test_a_pipeline_lets_other_requests_run() -> None:
         assert (await pipeline).status_code == 200
 
 
-async def test_reply_entries_of_pending_claims_and_full_info() -> None:
+async def test_reply_entries_of_pending_claims_and_full_info(served: Served) -> None:
     """XPENDING, XAUTOCLAIM and XINFO STREAM FULL are bounded too, refused before claiming."""
-    async with serve(max_reply_entries=5) as c:
+    async with served(max_reply_entries=5) as c:
         await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 8)])
         await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
         await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "5", "STREAMS", "s", ">"])
@@ -137,3 +147,117 @@ async def test_reply_entries_of_pending_claims_and_full_info() -> None:
         ):
             status, body = await _post(c, "/", argv)
             assert status == 200, (argv, body)
+
+
+TOO_LARGE_5 = (
+    "reply would hold more than 5 entries (max_reply_entries): read it in pages with COUNT 5 "
+    "or less"
+)
+
+
+async def _pending(c: httpx.AsyncClient, key: str = "s") -> list[list[object]]:
+    """XPENDING's rows for group ``g``: ID, consumer, idle, deliveries (idle dropped)."""
+    _, body = await _post(c, "/", ["XPENDING", key, "g", "-", "+", "100"])
+    return [[r[0], r[1], r[3]] for r in body["result"]]  # type: ignore[index]
+
+
+async def test_reply_entries_in_pipelines_and_transactions(served: Served) -> None:
+    """In a pipeline or a transaction, a refused command is that command's error alone; the
+    others run, and a refused XREADGROUP delivers nothing."""
+    async with served(max_reply_entries=5, max_read_keys=3) as c:
+        await _post(c, "/pipeline", [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 7)])
+        await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "0"])
+        for path in ("/pipeline", "/multi-exec"):
+            status, body = await _post(
+                c,
+                path,
+                [
+                    ["XRANGE", "s", "-", "+"],
+                    ["XLEN", "s"],
+                    ["XREAD", "STREAMS", "s", "0"],
+                    ["XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">"],
+                    ["XPENDING", "s", "g", "-", "+", "10"],
+                    ["XREAD", "STREAMS", "s", "s", "s", "s", "0", "0", "0", "0"],
+                    ["XRANGE", "s", "-", "+", "COUNT", "2"],
+                ],
+            )
+            assert status == 200, body
+            assert body == [  # nothing was delivered, so nothing is pending
+                {"error": f"ERR XRANGE {TOO_LARGE_5}"},
+                {"result": 6},
+                {"error": f"ERR XREAD {TOO_LARGE_5}"},
+                {"error": f"ERR XREADGROUP {TOO_LARGE_5}"},
+                {"result": []},
+                {
+                    "error": "ERR too many keys: XREAD names 4 streams, at most 3 are allowed "
+                    "(max_read_keys)"
+                },
+                {"result": [["1-1", ["f", "v"]], ["2-1", ["f", "v"]]]},
+            ], path
+        # Within the limit, XREADGROUP delivers as it always does (through the check).
+        status, body = await _post(
+            c,
+            "/multi-exec",
+            [["XDEL", "s", "1-1"], ["XREADGROUP", "GROUP", "g", "a", "STREAMS", "s", ">"]],
+        )
+        assert status == 200 and len(body[1]["result"][0][1]) == 5, body  # type: ignore[index]
+
+
+async def test_group_history_and_several_streams_count_together(served: Served) -> None:
+    """A history read (an ID, not ``>``) past the limit is refused before it counts a
+    delivery; several streams' parts add up, also over cluster slots."""
+    async with served(max_reply_entries=5) as c:
+        adds = [["XADD", k, f"{i}-1", "f", "v"] for k in ("s", "t") for i in range(1, 4)]
+        await _post(c, "/pipeline", adds)
+        for k in ("s", "t"):
+            await _post(c, "/", ["XGROUP", "CREATE", k, "g", "0"])
+        both = ["STREAMS", "s", "t"]
+        for argv in (
+            ["XREAD", *both, "0", "0"],
+            ["XREAD", "COUNT", "3", *both, "0", "0"],
+            ["XREADGROUP", "GROUP", "g", "a", *both, ">", ">"],
+        ):
+            status, body = await _post(c, "/", argv)
+            assert (status, body) == (400, {"error": f"ERR {argv[0]} {TOO_LARGE_5}"}), argv
+        assert await _pending(c, "s") == [] and await _pending(c, "t") == []
+        status, body = await _post(
+            c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "2", *both, ">", ">"]
+        )
+        assert status == 200 and [len(r[1]) for r in body["result"]] == [2, 2]  # type: ignore[index]
+        await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", "COUNT", "1", *both, ">", ">"])
+        before = await _pending(c, "s") + await _pending(c, "t")
+        assert [row[2] for row in before] == [1] * 6
+        argv = ["XREADGROUP", "GROUP", "g", "a", *both, "0", "0"]
+        status, body = await _post(c, "/", argv)
+        assert (status, body) == (400, {"error": f"ERR XREADGROUP {TOO_LARGE_5}"})
+        assert await _pending(c, "s") + await _pending(c, "t") == before  # not counted
+        status, body = await _post(c, "/", ["XREADGROUP", "GROUP", "g", "a", *both, "1-1", "0"])
+        assert status == 200 and [len(r[1]) for r in body["result"]] == [2, 3]  # type: ignore[index]
+
+
+async def test_reply_entries_of_rest_reads(served: Served) -> None:
+    """The REST read (XREAD under it) is bounded as the command is, with the same problem."""
+    async with served(max_reply_entries=5) as c:
+        await _post(
+            c, "/pipeline", [["XADD", k, f"{i}-1", "f", "v"] for k in "st" for i in (1, 2, 3)]
+        )
+        params = [("stream", "s"), ("stream", "t"), ("after", "0"), ("count", "3")]
+        r = await c.get("/v1/read", params=params)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"] == f"ERR XREAD {TOO_LARGE_5}"
+        r = await c.get("/v1/read", params=[*params[:3], ("count", "2")])
+        assert r.status_code == 200
+        assert [len(s["entries"]) for s in r.json()["streams"]] == [2, 2]
+
+
+async def test_a_blocked_group_read_is_served_within_the_limit(served: Served) -> None:
+    """XREADGROUP ``>`` BLOCK with nothing to serve waits; what wakes it is at most the
+    limit (the embedded refuses past it, Redis is asked for no more)."""
+    async with served(max_reply_entries=5) as c:
+        await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        argv = ["XREADGROUP", "GROUP", "g", "a", "BLOCK", "5000", "STREAMS", "s", ">"]
+        woken = asyncio.create_task(_post(c, "/", argv))
+        await asyncio.sleep(0.5)
+        await _post(c, "/", ["XADD", "s", "1-1", "f", "v"])
+        status, body = await woken
+        assert (status, body) == (200, {"result": [["s", [["1-1", ["f", "v"]]]]]})

@@ -30,6 +30,7 @@ from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.limits import Limits
 from app.engine.replies import (
     ConsumerFull,
     ConsumerInfo,
@@ -792,3 +793,51 @@ async def test_concurrent_batches_are_all_or_none(backend_url: str) -> None:
     finally:
         for f in fronts:
             await f.close()
+
+
+# --- limits -------------------------------------------------------------------------------
+@pytest.fixture
+async def limited(backend_url: str) -> AsyncIterator[RedisBackend]:
+    b = RedisBackend.from_url(backend_url, limits=Limits(read_keys=3, reply_entries=5))
+    await b.start()
+    yield b
+    await b.close()
+
+
+async def test_limits_on_typed_reads(limited: RedisBackend) -> None:
+    """The typed read (REST, SSE) is refused as the command is; a refused group read, by
+    ``>`` or by ID, delivered or counted nothing, also over cluster slots ({a} and {b})."""
+    for key in ("{a}1", "{b}1"):
+        await limited.append([add(key, ms) for ms in (1, 2, 3)])
+        await limited.create_group(key, "g", "0", False, None)
+    keys = ["{a}1", "{b}1"]
+    with pytest.raises(CommandError, match=r"names 4 streams, at most 3 .*max_read_keys"):
+        await limited.read(ReadRequest(["x"] * 4, ["0"] * 4))
+    too_large = r"reply would hold more than 5 entries \(max_reply_entries\)"
+    with pytest.raises(CommandError, match="XREAD " + too_large):
+        await limited.read(ReadRequest(keys, ["0", "0"], count=3))
+    with pytest.raises(CommandError, match="XREADGROUP " + too_large):
+        await limited.read(ReadRequest(keys, [">", ">"], group="g", consumer="c"))
+    assert [(await limited.pending_summary(k, "g")).count for k in keys] == [0, 0]
+    got = await limited.read(ReadRequest(keys, [">", ">"], count=2, group="g", consumer="c"))
+    assert [len(r.entries) for r in got] == [2, 2]
+    got = await limited.read(ReadRequest(keys, [">", ">"], group="g", consumer="c"))
+    assert [len(r.entries) for r in got] == [1, 1]
+    with pytest.raises(CommandError, match="XREADGROUP " + too_large):
+        await limited.read(ReadRequest(keys, ["0", "0"], group="g", consumer="c"))
+    rows = await limited.pending(PendingArgs(keys[0], "g", MIN_ID, MAX_ID, 10))
+    assert [r.delivery_count for r in rows] == [1, 1, 1]  # the refused history read: none
+
+
+async def test_a_woken_group_read_stays_within_the_limit(limited: RedisBackend) -> None:
+    """A blocked XREADGROUP ``>`` woken by more entries than the limit at once (a
+    transaction) is served the limit's worth; the rest stays undelivered, for the next."""
+    await limited.create_group("w", "g", "$", True, None)
+    task = asyncio.ensure_future(
+        limited.read(ReadRequest(["w"], [">"], group="g", consumer="c", block_ms=5000))
+    )
+    await asyncio.sleep(0.2)
+    await limited.multi_exec([["XADD", "w", "*", "f", str(i)] for i in range(8)])
+    got = await asyncio.wait_for(task, 5)
+    assert [len(r.entries) for r in got] == [5]
+    assert (await limited.pending_summary("w", "g")).count == 5

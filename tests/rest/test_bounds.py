@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.support.targets import TARGET_PARAMS, Served, served_on
 
 PROBLEM = "application/problem+json"
 
@@ -52,8 +55,14 @@ async def test_count_past_the_maximum_is_a_400(path: str, params: dict[str, obje
         assert "rest_max_count" in r.json()["error"]
 
 
-async def test_keys_per_read_and_per_event_stream() -> None:
-    async with serve(max_read_keys=2) as c:
+@pytest.fixture(params=TARGET_PARAMS)
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Served:
+    """The embedded app in process, or a front-end on a Redis target, with the test's limits."""
+    return served_on(request, request.param, tmp_path)
+
+
+async def test_keys_per_read_and_per_event_stream(served: Served) -> None:
+    async with served(max_read_keys=2) as c:
         streams = [("stream", k) for k in ("a", "b", "c")]
         r = await c.get("/v1/read", params=[*streams, ("after", "0")])
         assert r.status_code == 400 and "max_read_keys" in r.json()["error"]

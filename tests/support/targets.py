@@ -18,6 +18,8 @@ import os
 import signal
 import socket
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,3 +126,38 @@ class Frontend(Server):
         """SIGKILL: no shutdown, no goodbye to its clients (a crashed front-end)."""
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+
+
+Served = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
+
+
+def served_on(request: pytest.FixtureRequest, name: str, data_dir: Path) -> Served:
+    """For a test that sets settings of its own (limits) on each target: ``served(**settings)``
+    is a client on the embedded app in process (tests/api/inproc.py), or on an ``xstreams
+    serve`` started for it in front of the Redis target with the settings as ``XSTREAMS_*``
+    environment variables, its keyspace flushed first."""
+    backend = None
+    if name == REDIS:
+        require_redis()
+        backend = redis_url()
+    elif name == CLUSTER:
+        backend = cluster_url(request.getfixturevalue("cluster_nodes"))
+
+    @asynccontextmanager
+    async def served(**settings: Any) -> AsyncIterator[httpx.AsyncClient]:
+        if backend is None:
+            from tests.api.inproc import serve
+
+            async with serve(**settings) as client:
+                yield client
+            return
+        env = {f"XSTREAMS_{k.upper()}": str(v) for k, v in settings.items()}
+        front = Frontend(data_dir, "--backend", backend, env=env)
+        try:
+            async with httpx.AsyncClient(base_url=front.url, timeout=30) as client:
+                assert (await client.post("/", json=["FLUSHALL"])).status_code == 200
+                yield client
+        finally:
+            front.stop()
+
+    return served

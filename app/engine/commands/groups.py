@@ -309,13 +309,13 @@ def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
     return out
 
 
-@command("xpending", -3, R, keys=key_at(1), access=Access.CONSUME)
-def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow]:
+def parse_xpending(argv: list[str]) -> PendingArgs | None:
+    """XPENDING's extended form (None: the summary form)."""
     n = len(argv)
     if n != 3 and (n < 6 or n > 9):
         raise SyntaxError_()
     if n == 3:
-        return xpending_summary(ks, argv[1], argv[2])
+        return None
     startidx = 3
     min_idle = 0
     if eq(argv[3], "idle"):
@@ -327,7 +327,15 @@ def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow
     start = parse_range_start(argv[startidx])
     end = parse_range_end(argv[startidx + 1])
     consumer = argv[startidx + 3] if startidx + 3 < n else None
-    a = PendingArgs(argv[1], argv[2], start, end, count, consumer, min_idle)
+    return PendingArgs(argv[1], argv[2], start, end, count, consumer, min_idle)
+
+
+@command("xpending", -3, R, keys=key_at(1), access=Access.CONSUME)
+def _xpending(ks: Keyspace, argv: list[str]) -> PendingSummary | list[PendingRow]:
+    a = parse_xpending(argv)
+    if a is None:
+        return xpending_summary(ks, argv[1], argv[2])
+    count = a.count
     cap = ks.limits.reply_cap(count)
     if cap is None or count == 0:  # COUNT 0 (or negative): an empty reply
         return xpending_range(ks, a)
@@ -526,11 +534,10 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
 @command("xautoclaim", -6, W, keys=key_at(1), access=Access.CONSUME)
 def _xautoclaim(ks: Keyspace, argv: list[str]) -> AutoClaim:
     a = parse_xautoclaim(argv)
-    limit = ks.limits.reply_entries
-    if limit and a.count > limit:
+    if ks.limits.past(a.count):
         # Refused before claiming anything when the reply could pass the limit: a COUNT
         # above it with more entries than that pending from the cursor on.
         _, group = find_group(ks, a.key, a.group)
-        if group.pel.count_from(a.start) > limit:
+        if group.pel.count_from(a.start) > ks.limits.reply_entries:
             raise ks.limits.too_large(argv[0])
     return xautoclaim(ks, a)

@@ -154,12 +154,12 @@ def consumers_info(ks: Keyspace, key: str, group_name: str) -> list[ConsumerInfo
     ]
 
 
-@command("xinfo|stream", -3, R, keys=key_at(2))
-def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
-    _stream(ks, argv[2])
+def full_count(argv: list[str]) -> int | None:
+    """XINFO STREAM's entries per list: None without FULL, else its COUNT (10 when none is
+    given or a negative one is)."""
     rest = argv[3:]
     if not rest:
-        return stream_info(ks, argv[2])
+        return None
     if rest[0].lower() != "full" or len(rest) not in (1, 3):
         raise subcommand_syntax_error(argv)
     count = 10
@@ -169,8 +169,17 @@ def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
         count = int_arg(rest[2])
         if count < 0:
             count = 10
+    return count
+
+
+@command("xinfo|stream", -3, R, keys=key_at(2))
+def _xinfo_stream(ks: Keyspace, argv: list[str]) -> StreamInfo | StreamFullInfo:
+    _stream(ks, argv[2])
+    count = full_count(argv)
+    if count is None:
+        return stream_info(ks, argv[2])
     limit = ks.limits.reply_entries
-    if limit and (count == 0 or count > limit):
+    if ks.limits.past(count):
         s = _stream(ks, argv[2])
         if s.length > limit or any(len(g.pel) > limit for g in s.groups.values()):
             raise ks.limits.too_large("xinfo stream full")
