@@ -32,8 +32,11 @@ java:
 serve: setup
 	$(VENV)/bin/xstreams serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
+# Two workers (the tests wait on servers, sockets and timeouts more than they compute); a
+# file's tests, and all of Spark's, stay on one worker (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: setup-test
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The engine and protocol tests, the differential suite in process (redis-server as the
 # reference, no HTTP): no browser, Spark, PostgreSQL, server subprocess or slow runs.
