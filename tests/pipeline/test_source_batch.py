@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Commands, Server
+from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands, Server
 from tests.support.targets import REDIS_PARAMS, every_target, every_target_with
 
 
@@ -212,18 +212,20 @@ def test_a_key_of_another_type_is_named(spark: Any, server: Server, xs: Commands
 
 
 @pytest.mark.parametrize("target", REDIS_PARAMS[:1], indirect=True, scope="session")
-def test_a_real_key_of_another_type_in_front_of_redis(
-    server: Server, xs: Commands, real_redis: Any
-) -> None:
+def test_a_real_key_of_another_type_in_front_of_redis(server: Server, xs: Commands) -> None:
     """In front of Redis, other applications' keys may share the database (the embedded
     engine holds streams only, hence the stand-ins above): a glob passes them over, naming
     one is an error."""
+    import redis
+
     from app.pipeline.client import Client, SourceError
     from app.pipeline.options import parse_options
     from app.pipeline.source import matching_streams
 
     xs("XADD", "orders-eu", "1-1", "a", "1")
-    real_redis.set("orders-cache", "x")  # the server's database (XSTREAMS_TEST_REDIS_DB)
+    other = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=TARGET_REDIS_DB)  # the server's
+    other.set("orders-cache", "x")
+    other.close()
     with Client(server.url) as client:
         glob = parse_options({"url": server.url, "stream": "orders-*"})
         assert matching_streams(client, glob) == ["orders-eu"]
