@@ -100,6 +100,7 @@ class HttpProtocol(HttpToolsProtocol):
         self._head_since: float | None = None  # when the pending head began (None: none)
         self._body_since: float | None = None  # when the pending body began
         self._head_begun = False  # some of the current request's head has arrived
+        self._looked = False  # the head's deadline passed once with nothing read
         self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -160,6 +161,12 @@ class HttpProtocol(HttpToolsProtocol):
             if self._body_since is not None:
                 self._body_since = now
         if self._head_since is not None and now - self._head_since >= head_s:
+            if not self._head_begun and not self._looked:
+                # Nothing read yet, but a stalled loop may hold bytes it has not read: one
+                # more turn (a timer runs after that turn's reads) before calling it silence.
+                self._looked = True
+                self._timer = self.loop.call_later(0, self._check)
+                return
             self._head_timed_out()
             return
         if self._body_since is not None and now - self._body_since >= body_s:
