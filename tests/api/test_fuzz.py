@@ -4,8 +4,9 @@ Hypothesis draws request bodies of every JSON shape (nested arrays and objects, 
 size, booleans, null, long strings), bytes that are not JSON or not UTF-8, and command argument
 lists named from the command table with hostile arguments (huge and negative numbers, special
 IDs, option words), and sends them to ``/``, ``/pipeline``, ``/multi-exec`` and the path style,
-in process. Every answer must be a well-formed ``{"result"}`` / ``{"error"}`` (or a list of
-them) with a status below 500.
+in process, on each target (the engine; the Redis backend on redis-server and on a cluster,
+where what passes the command table reaches Redis). Every answer must be a well-formed
+``{"result"}`` / ``{"error"}`` (or a list of them) with a status below 500.
 
 CI cost is kept near 30 s by the ``XSTREAMS_FUZZ_EXAMPLES`` budget per test (raise it locally
 for a longer hunt: ``XSTREAMS_FUZZ_EXAMPLES=5000``). BLOCK is never drawn with a value (a
@@ -30,6 +31,14 @@ from app.engine.commands.table import COMMANDS
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
+from tests.support.targets import (
+    CLUSTER,
+    EMBEDDED,
+    TARGET_PARAMS,
+    cluster_url,
+    redis_url,
+    require_redis,
+)
 
 T = TypeVar("T")
 EXAMPLES = int(os.environ.get("XSTREAMS_FUZZ_EXAMPLES", "2000"))
@@ -100,15 +109,32 @@ def run() -> Iterator[Callable[[Coroutine[Any, Any, T]], T]]:
     loop.close()
 
 
-@pytest.fixture(scope="module")
-def client(run: Callable[[Coroutine[Any, Any, Any]], Any]) -> Iterator[httpx.AsyncClient]:
-    app = create_app(Settings(max_reply_entries=1000), store=Store())
+@pytest.fixture(scope="module", params=TARGET_PARAMS)
+def client(
+    request: pytest.FixtureRequest, run: Callable[[Coroutine[Any, Any, Any]], Any]
+) -> Iterator[httpx.AsyncClient]:
+    """The app in process on each target: the engine, or the Redis backend passing what the
+    fuzzer draws through to redis-server and the cluster."""
+    if request.param == EMBEDDED:
+        app = create_app(Settings(max_reply_entries=1000), store=Store())
+    else:
+        if request.param == CLUSTER:
+            url = cluster_url(request.getfixturevalue("cluster_nodes"))
+        else:
+            require_redis()
+            url = redis_url()
+        app = create_app(Settings(max_reply_entries=1000, backend=url))
+        # No lifespan in process: connect here, and be ready as /readyz would say.
+        run(app.state.services.backend.start())
+        app.state.readiness.set_ready()
+        run(app.state.services.backend.command(["FLUSHALL"]))
     transport = httpx.ASGITransport(app=app)
     c = httpx.AsyncClient(transport=transport, base_url="http://xs", timeout=10)
     run(c.post("/", json=["XADD", "s", "1-1", "f", "v"]))
     run(c.post("/", json=["XGROUP", "CREATE", "s", "g", "0"]))
     yield c
     run(c.aclose())
+    run(app.state.services.backend.close())
 
 
 def _well_formed(reply: Any) -> bool:
