@@ -36,7 +36,7 @@ serve: setup
 # file's tests, and all of Spark's, stay on one worker (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: setup-test
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/pytest -n $(TEST_WORKERS)
 
 # The engine and protocol tests, the differential suite in process (redis-server as the
 # reference, no HTTP): no browser, Spark, PostgreSQL, server subprocess or slow runs.
