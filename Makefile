@@ -32,11 +32,13 @@ java:
 serve: setup
 	$(VENV)/bin/xstreams serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
-# Two workers (the tests wait on servers, sockets and timeouts more than they compute); a
-# file's tests, and all of Spark's, stay on one worker (tests/conftest.py).
+# Two workers (the tests wait on servers, sockets and timeouts more than they compute), a
+# file's tests on one worker; then the Spark tests in a process of their own, one Spark
+# session beside nothing else.
 TEST_WORKERS ?= 2
 test: setup-test
-	$(VENV)/bin/pytest -n $(TEST_WORKERS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark"
+	$(VENV)/bin/pytest -m spark
 
 # The engine and protocol tests, the differential suite in process (redis-server as the
 # reference, no HTTP): no browser, Spark, PostgreSQL, server subprocess or slow runs.

@@ -205,18 +205,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
         if names & SERVER_FIXTURES or params.get("xs_mode") == "http":
             item.add_marker(pytest.mark.server)
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`make test` runs on pytest-xdist workers: a file's tests stay on one worker (its module
-    fixtures start once), and all the Spark tests on one (one Spark session, not one per
-    worker). xdist's own ``loadgroup`` cannot say so under pytest 9 (it renames node IDs
-    through an attribute pytest no longer reads)."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class ByFile(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "spark" if path.startswith("tests/pipeline/") else path
-
-    return ByFile(config, log)

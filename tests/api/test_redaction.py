@@ -50,7 +50,10 @@ def redacted(
     """caplog's handler with the filter ``xstreams serve`` puts on every handler. An in-thread
     uvicorn an earlier test ran applied uvicorn's logging config, which stops
     ``uvicorn.access`` from propagating to caplog's root handler: let it through again."""
-    monkeypatch.setattr(logging.getLogger("uvicorn.access"), "propagate", True)
+    access = logging.getLogger("uvicorn.access")
+    monkeypatch.setattr(access, "propagate", True)
+    monkeypatch.setattr(access, "disabled", False)  # a logging config run before may disable it
+    monkeypatch.setattr(access, "level", logging.NOTSET)
     secrets = RedactSecrets()
     caplog.handler.addFilter(secrets)
     caplog.set_level(logging.INFO)
