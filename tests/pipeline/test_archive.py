@@ -105,7 +105,6 @@ def test_a_rerun_after_success_archives_nothing_twice(
     assert archived(spark, out) == original[:45]
 
 
-@every_target
 def test_trim_removes_exactly_what_was_archived(
     spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path
 ) -> None:
@@ -175,7 +174,6 @@ def test_crash_between_write_and_trim_then_rerun(
     assert_whole(spark, xs, out, original)
 
 
-@every_target
 def test_crash_before_the_commit_is_rolled_back(
     spark: Any, server: Server, xs: Commands, original: list[Entry], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -236,7 +234,6 @@ def test_a_failed_verification_commits_nothing(
     assert not (out / "_xstreams" / "runs").exists() or not any((out / "_xstreams/runs").iterdir())
 
 
-@every_target
 def test_a_stream_name_with_glob_characters_is_read_alone(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:
@@ -274,7 +271,6 @@ def test_the_command_line(
     assert missing.exit_code == 1 and "stream 'nope' does not exist" in missing.output
 
 
-@every_target
 def test_the_command_line_archives_each_stream_a_glob_matches(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:

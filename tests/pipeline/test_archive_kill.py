@@ -26,7 +26,7 @@ N, CUT = 3000, 2000
 
 
 @pytest.mark.timeout(300)
-@every_target_with("kill_at", ["read ", "committed run"], on_redis=["read "])
+@every_target_with("kill_at", ["read ", "committed run"], on_redis=[])
 def test_a_killed_run_is_repaired_by_the_next(
     spark: Any, server: Server, xs: Commands, tmp_path: Path, kill_at: str
 ) -> None:

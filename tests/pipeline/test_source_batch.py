@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands, Server
-from tests.support.targets import REDIS_PARAMS, every_target, every_target_with
+from tests.support.targets import REDIS_PARAMS, every_target_with
 
 
 def load(spark: Any, url: str, stream: str, **options: Any) -> Any:
@@ -60,7 +60,6 @@ def test_glob_read_equals_xrange_for_any_partition_count(
     assert first.fields == dict((p.field, p.value) for p in first.pairs)
 
 
-@every_target
 def test_partitions_hold_disjoint_contiguous_id_ranges(
     spark: Any, server: Server, xs: Commands, three_streams: dict[str, int]
 ) -> None:
@@ -102,7 +101,6 @@ def test_start_and_end_take_xrange_syntax(
     assert got == xrange(xs, "orders-eu", start, end)
 
 
-@every_target
 def test_repeated_field_names_keep_every_pair_in_order(
     spark: Any, server: Server, xs: Commands
 ) -> None:
@@ -140,7 +138,6 @@ def failure(spark: Any, url: str, stream: str, **options: Any) -> str:
     return str(info.value)
 
 
-@every_target
 def test_a_missing_stream_is_an_error_not_an_empty_read(
     spark: Any, server: Server, xs: Commands
 ) -> None:

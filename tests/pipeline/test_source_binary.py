@@ -69,7 +69,6 @@ def load(spark: Any, url: str, **options: str) -> list[Any]:
     return reader.load().orderBy("id").collect()
 
 
-@every_target
 def test_default_strings_show_each_byte(spark: Any, odd: str) -> None:
     rows = load(spark, odd)
     assert [(r.stream, r.id) for r in rows] == [("odd\\udcff", "1-1"), ("odd-plain", "1-2")]

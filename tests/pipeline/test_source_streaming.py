@@ -112,7 +112,6 @@ def test_a_restarted_query_writes_every_entry_exactly_once(
     assert max(p["numInputRows"] for p in progress) <= 200  # the per-batch limit
 
 
-@every_target
 def test_starting_position_latest_or_after_an_id(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:
@@ -143,7 +142,6 @@ def test_starting_position_latest_or_after_an_id(
     assert seen == {"latest": ["9-0"], "3-0": ["4-0", "5-0", "9-0"]}
 
 
-@every_target
 def test_group_mode_acknowledges_only_after_the_batch_commits(
     spark: Any, server: Server, xs: Commands, tmp_path: Path
 ) -> None:
@@ -201,7 +199,6 @@ def test_a_missing_group_stops_the_query_with_its_reason(
     assert "NOGROUP" in text and "XGROUP CREATE jobs nogroup 0" in text
 
 
-@every_target
 def test_a_small_budget_is_shared_fairly_between_busy_streams(server: Server, xs: Commands) -> None:
     """Driver side only: which offsets each micro-batch would cover."""
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -228,7 +225,6 @@ def test_a_small_budget_is_shared_fairly_between_busy_streams(server: Server, xs
     reader.stop()
 
 
-@every_target
 def test_a_glob_in_group_mode_covers_the_streams_that_have_the_group(
     server: Server, xs: Commands
 ) -> None:
@@ -252,7 +248,6 @@ def test_a_glob_in_group_mode_covers_the_streams_that_have_the_group(
     reader.stop()
 
 
-@every_target
 def test_entries_deleted_before_the_query_read_them_are_reported(
     server: Server, xs: Commands, caplog: pytest.LogCaptureFixture
 ) -> None:
