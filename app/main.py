@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
 import logging
 import os
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
@@ -41,11 +38,11 @@ from app.backends.embedded import EmbeddedBackend
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
+from app.lifespan import CONNECT_TIMEOUT_S, lifespan
 from app.observe import JournalFigures, Metrics, Observe, SseFigures
 from app.settings import Settings
 from app.storage import Storage
 from app.storage.keys import KeyStore
-from app.storage.writer import describe
 
 log = logging.getLogger("xstreams")
 
@@ -111,7 +108,7 @@ def create_app(
         keys = KeyStore.at(settings.resolved_database_url())
     # ``store`` is None exactly when Redis serves: nothing of the keyspace lives here.
     app = FastAPI(
-        lifespan=_lifespan,
+        lifespan=lifespan,
         title="xstreams",
         version=__version__,
         summary="Redis 7.0 stream semantics served over HTTP.",
@@ -266,195 +263,3 @@ def _authenticator(settings: Settings) -> Authenticator:
             secret=settings.jwt_secret, public_key=public_key, audience=settings.jwt_audience
         )
     return Authenticator(token=settings.token, keys=KeyRing(), jwt=jwt, cookie=settings.auth_cookie)
-
-
-@contextlib.asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Recovery (embedded) or the first answer to PING (Redis) runs in the background, so
-    /readyz can answer 503 meanwhile; a clean shutdown commits the journal and takes a
-    snapshot (embedded), and closes the backend's connections."""
-    backend: Backend = app.state.services.backend
-    storage: Storage | None = app.state.storage
-    await backend.start()
-    task: asyncio.Task[None] | None = None
-    if storage is not None:
-        app.state.readiness.state = ReadyState.RECOVERING
-        task = asyncio.create_task(_recover(app, storage))
-    elif app.state.readiness.state is not ReadyState.READY:
-        task = asyncio.create_task(_connect(app, backend))
-    try:
-        yield
-    finally:
-        refresh: asyncio.Task[None] | None = app.state.keys_refresh
-        if refresh is not None:
-            refresh.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await refresh
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        elif storage is not None and app.state.readiness.state is ReadyState.READY:
-            await storage.stop()
-        await backend.close()
-        keys: KeyStore | None = app.state.key_store
-        if storage is None and keys is not None:
-            keys.close()  # Redis: the keys' own database (Storage closes its own)
-
-
-async def _connect(app: FastAPI, backend: Backend) -> None:
-    """A Redis backend: ready once it answers PING and the API keys are read. Until then
-    requests are refused at once with the reason (``Readiness.waiting``), and PING is
-    retried."""
-    readiness: Readiness = app.state.readiness
-    keys: KeyStore | None = app.state.key_store
-    if keys is None and _unprotected(app):  # with keys: once they are known
-        return
-    readiness.state = ReadyState.RECOVERING  # connecting: the state /readyz shows
-    failing = False
-    while True:
-        try:
-            await asyncio.wait_for(backend.command(["PING"]), CONNECT_TIMEOUT_S)
-        except Exception as e:
-            reason = f"the {backend.name} backend does not answer: {e or type(e).__name__}"
-            if not failing:
-                log.warning("%s; retrying", reason)
-            failing = True
-            readiness.set_waiting(reason)
-            await asyncio.sleep(CONNECT_RETRY_S)
-            continue
-        readiness.set_waiting(None)
-        break
-    if keys is not None:
-        await _first_keys(app, keys)
-        if _unprotected(app):
-            return
-        app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, keys), name="keys")
-    readiness.set_ready()
-
-
-async def _first_keys(app: FastAPI, keys: KeyStore) -> None:
-    """Read the API keys before a Redis front-end is ready, as the embedded engine does
-    before it is (a service with keys must never answer as an open one).
-
-    When the key database cannot be read (a PostgreSQL server away, a wrong URL, a data
-    folder that cannot be written), the choice depends on what else is configured. With an
-    admin token or JWT verification, the front-end serves those callers anyway: the streams
-    are Redis's and Redis answers, so a key database outage should not take every front-end
-    out of rotation; API keys are refused (401) until the periodic refresh reads them, and
-    /readyz says why under ``keys``. With nothing else configured, serving would mean serving
-    an open service while keys may exist, so it stays not ready, the reason in /readyz and
-    in each refusal, retrying."""
-    authenticator: Authenticator = app.state.access
-    readiness: Readiness = app.state.readiness
-    others = authenticator.enabled  # the ring is still empty: a token or a JWT verifier
-    told: str | None = None
-    while True:
-        try:
-            authenticator.keys.replace(await keys.load())
-            break
-        except Exception as e:
-            reason = f"cannot read the API keys from {keys.url}: {describe(e)}"
-            if others:
-                log.error(
-                    "%s; serving the admin token and JWTs meanwhile, API keys are refused"
-                    " until it can be read (retrying every %g s)",
-                    reason,
-                    app.state.settings.keys_refresh_ms / 1000,
-                )
-                app.state.keys_problem = reason
-                return
-            waiting = (
-                f"{reason}; no token or JWT is configured, so nothing can be served safely;"
-                f" retrying every {CONNECT_RETRY_S:g} s"
-            )
-            if waiting != told:
-                log.error("%s", waiting)
-                told = waiting
-            readiness.set_waiting(waiting)
-            await asyncio.sleep(CONNECT_RETRY_S)
-    if told is not None:
-        log.warning("the API keys are read from %s now", keys.url)
-        readiness.set_waiting(None)
-
-
-CONNECT_TIMEOUT_S = 2.0
-CONNECT_RETRY_S = 0.5
-
-
-def _unprotected(app: FastAPI) -> bool:
-    """Protected mode, as Redis's: a non-loopback address with no credentials configured stops
-    the service instead of serving it open (unless --insecure-no-auth)."""
-    settings: Settings = app.state.settings
-    authenticator: Authenticator = app.state.access
-    if authenticator.enabled or settings.insecure_no_auth or _loopback(settings):
-        return False
-    refusal = PROTECTED_MODE.format(host=settings.host)
-    log.critical(refusal)
-    _stop(app, refusal)
-    return True
-
-
-async def _recover(app: FastAPI, storage: Storage) -> None:
-    readiness: Readiness = app.state.readiness
-    authenticator: Authenticator = app.state.access
-    try:
-        await storage.start(app.state.store)
-        # Keys before ready: a service with keys must never answer as an open one.
-        authenticator.keys.replace(await storage.keys.load())
-    except Exception as e:
-        log.critical("recovery failed, stopping: %s", e)
-        _stop(app, f"recovery failed: {e}")
-        return
-    if _unprotected(app):
-        await storage.stop()
-        return
-    app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage.keys), name="keys")
-    readiness.set_ready()
-
-
-PROTECTED_MODE = (
-    "refusing to serve {host} with no credentials configured (protected mode): anyone who can"
-    " reach it could read, write and flush every stream. Set a token (--token), create an API"
-    " key (xstreams keys create --name NAME --read GLOB ...) or accept JWTs (--jwt-secret,"
-    " --jwt-public-key); or bind to 127.0.0.1; or pass --insecure-no-auth to serve it open"
-)
-
-
-def _loopback(settings: Settings) -> bool:
-    if settings.host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(settings.host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
-def _stop(app: FastAPI, error: str) -> None:
-    app.state.readiness.set_failed(error)
-    if app.state.on_fatal is not None:
-        app.state.on_fatal()
-
-
-async def _refresh_keys(app: FastAPI, keys: KeyStore) -> None:
-    """Re-read the API keys, on either backend, so ``xstreams keys`` takes effect without a
-    restart; keys that went away (revoked, deleted, expired) end their event streams (the
-    ring tells the SSE registry)."""
-    ring = app.state.access.keys
-    every_s = app.state.settings.keys_refresh_ms / 1000
-    failing = app.state.keys_problem is not None  # told already (``_first_keys``)
-    while True:
-        await asyncio.sleep(every_s)
-        try:
-            records = await keys.load()
-        except Exception as e:  # the database is away: keep the keys known so far
-            app.state.keys_problem = f"cannot read the API keys from {keys.url}: {describe(e)}"
-            if not failing:
-                log.warning("%s; keeping the known ones", app.state.keys_problem)
-            failing = True
-            continue
-        if failing:
-            log.warning("the API keys are read from %s again", keys.url)
-        failing = False
-        app.state.keys_problem = None
-        ring.replace(records, time.time_ns() // 1_000_000)
