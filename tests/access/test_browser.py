@@ -21,9 +21,9 @@ import httpx
 import jwt
 import pytest
 
-from tests.access.test_service import FAST_KEYS, create_key, keys
 from tests.conftest import Server
 from tests.sse.test_browser import CHROMIUM, CHROMIUM_ARGS, _chromium
+from tests.support.access import FAST_KEYS, create_key, keys
 
 SECRET = "the application's signing secret, shared with xstreams"
 

@@ -10,8 +10,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,31 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.conftest import Server, free_port
-
-FAST_KEYS = {"XSTREAMS_KEYS_REFRESH_MS": "200"}
-
-
-def keys(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", "keys", *args, "--data-dir", str(data)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def create_key(data: Path, name: str, *grant: str) -> str:
-    done = keys(data, "create", "--name", name, *grant)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def until(cond: object, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "not within the time allowed"
-        time.sleep(0.05)
+from tests.support.access import FAST_KEYS, EventTail, create_key, keys, until
 
 
 @pytest.fixture
@@ -67,23 +41,12 @@ def test_a_key_created_while_running_works_and_revoking_it_ends_its_streams(
     admin = {"Authorization": "Bearer admin-secret"}
     httpx.post(srv.url + "/", json=["XADD", "orders", "1-1", "f", "v"], headers=admin)
     # The key's own stream, with the key in the query as EventSource sends it.
-    got: list[str] = []
-    ended = threading.Event()
-
-    def tail() -> None:
-        url = f"{srv.url}/v1/streams/orders/events?last_id=0&access_token={text}"
-        with httpx.stream("GET", url, timeout=30) as r:
-            assert r.status_code == 200
-            for line in r.iter_lines():
-                got.append(line)
-        ended.set()
-
-    t = threading.Thread(target=tail, daemon=True)
-    t.start()
-    until(lambda: "id: 1-1" in got)
+    tail = EventTail(f"{srv.url}/v1/streams/orders/events?last_id=0&access_token={text}")
+    until(lambda: "id: 1-1" in tail.lines)
+    assert tail.status == 200
     done = keys(data, "revoke", "tail")
     assert done.returncode == 0, done.stderr
-    assert ended.wait(10), "the revoked key's stream is still open"
+    assert tail.ended.wait(10), "the revoked key's stream is still open"
     r = httpx.get(f"{srv.url}/v1/streams/orders/events?access_token={text}")
     assert r.status_code == 401
     assert httpx.get(srv.url + "/v1/streams", headers=auth).status_code == 401

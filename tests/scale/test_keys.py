@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.access.test_service import FAST_KEYS, create_key, keys, until
 from tests.conftest import Commands, Server
 from tests.storage.conftest import pg_schema, pg_url  # noqa: F401  (pg_schema: a fixture)
+from tests.support.access import FAST_KEYS, EventTail, create_key, keys, until
 from tests.support.targets import (
     CLUSTER,
     EMBEDDED,
@@ -101,21 +100,12 @@ def test_a_cli_key_is_served_scoped_and_revoked_on_every_target(
         assert admin("XLEN", "orders") == 1 and admin("XLEN", "audit") == 1
 
         # The reader's event stream ends once the key is revoked; the key is refused after.
-        got: list[str] = []
-        ended = threading.Event()
-
-        def tail() -> None:
-            url = f"{front.url}/v1/streams/orders/events?last_id=0&access_token={reader}"
-            with httpx.stream("GET", url, timeout=30) as r:
-                assert r.status_code == 200
-                got.extend(r.iter_lines())
-            ended.set()
-
-        threading.Thread(target=tail, daemon=True).start()
-        until(lambda: "id: 1-1" in got)
+        tail = EventTail(f"{front.url}/v1/streams/orders/events?last_id=0&access_token={reader}")
+        until(lambda: "id: 1-1" in tail.lines)
+        assert tail.status == 200
         done = keys(tmp_path, "revoke", "reader")
         assert done.returncode == 0, done.stderr
-        assert ended.wait(REFRESH_S + 5), "the revoked key's stream is still open"
+        assert tail.ended.wait(REFRESH_S + 5), "the revoked key's stream is still open"
         assert http.get("/v1/streams/orders/entries", headers=_bearer(reader)).status_code == 401
         assert _served(front.url, writer) is False  # write-only: reads are refused (403)
         http.close()

@@ -17,9 +17,9 @@ import httpx
 import jwt
 import pytest
 
-from tests.access.test_service import FAST_KEYS, create_key, until
 from tests.conftest import Server
 from tests.sse.test_browser import _chromium
+from tests.support.access import FAST_KEYS, create_key, until
 from tests.web.tour import CHROMIUM, CHROMIUM_ARGS, WIDTHS
 
 ADMIN = "admin-token-of-the-web-tests"

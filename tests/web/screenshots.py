@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.access.test_service import FAST_KEYS, create_key
 from tests.conftest import Server
+from tests.support.access import FAST_KEYS, create_key
 from tests.web.tour import CHROMIUM, CHROMIUM_ARGS, WIDTHS, open_page, route, shoot, sign_in
 
 ADMIN = "screenshots-admin"
