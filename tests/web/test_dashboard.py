@@ -336,8 +336,9 @@ def test_readable_in_light_and_dark_schemes(dashboard: Dashboard, browser: Any) 
     assert _luminance(seen["dark"]["background"]) < 0.05
 
 
-def test_screenshots_were_saved_under_the_tests_output(dashboard: Dashboard) -> None:
-    """Runs after the tour (pytest keeps file order): each page at both widths."""
+def test_screenshots_were_saved_under_the_tests_output(dashboard: Dashboard, browser: Any) -> None:
+    """Runs after the tour (pytest keeps file order): each page at both widths. Needs the
+    browser as the tour does, so it skips (or fails, in CI) with it rather than alone."""
     saved = sorted(p.name for p in Path(dashboard.shots).glob("*-*.png"))
     assert saved == sorted(
         [f"{n}-{w}.png" for n in ("streams", "stream", "groups", "pending") for w in WIDTHS]
