@@ -59,7 +59,15 @@ _DIGITS_ID = re.compile(r"([0-9]{1,127})-([0-9]{1,127})")
 
 
 def string2ll(s: str) -> int | None:
-    """Redis's strict signed 64-bit parse: optional '-', digits, no leading zeros or blanks."""
+    """Redis's strict signed 64-bit parse: optional '-', digits, no leading zeros or blanks.
+
+    Plain ASCII digits (values, ID parts, counts: nearly every call) are decided by two C
+    string methods instead of the regex."""
+    if s.isdigit() and s.isascii():
+        if s[0] == "0" and len(s) > 1:
+            return None
+        v = int(s)
+        return v if v <= INT64_MAX else None
     if _LL.fullmatch(s) is None:
         return None
     v = int(s)

@@ -13,6 +13,7 @@ from app.engine.ids import string2ll
 LP_EMPTY_BYTES = 7  # 6-byte header + end marker
 _TWO_64 = 1 << 64
 _TWO_63 = 1 << 63
+_INT_FIRST = frozenset("-0123456789")
 
 
 def _backlen(encoded: int) -> int:
@@ -29,6 +30,8 @@ def _backlen(encoded: int) -> int:
 
 def int_size(v: int) -> int:
     """Bytes taken by an integer element (encoding plus back-length)."""
+    if 0 <= v <= 127:  # the common case first: a small delta, count or value
+        return 2
     v %= _TWO_64  # int64 wrap-around, as C's cast does
     if v >= _TWO_63:
         v -= _TWO_64
@@ -57,9 +60,10 @@ def byte_len(s: str) -> int:
 
 def str_size(s: str) -> int:
     """Bytes taken by a string element; integer-looking strings are stored as integers."""
-    as_int = string2ll(s) if len(s) <= 20 else None
-    if as_int is not None:
-        return int_size(as_int)
+    if len(s) <= 20 and s[:1] in _INT_FIRST:  # else string2ll refuses it anyway
+        as_int = string2ll(s)
+        if as_int is not None:
+            return int_size(as_int)
     n = byte_len(s)
     if n < 64:
         enc = 1 + n
