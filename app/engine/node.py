@@ -43,13 +43,14 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, count, repeat
 from operator import add
 from typing import Final
 
 from app.engine.ids import StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, int_size, str_size
+from app.engine.listpack import LP_EMPTY_BYTES, fields_bytes, int_size, str_size
 
 Fields = tuple[str, ...]
 """Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
@@ -134,25 +135,95 @@ class Node:
 
     def append(self, sid: StreamID, fields: Fields) -> None:
         """Add an entry (greater than the stream's last ID) and account its listpack size."""
-        n = len(self.dms)
-        if n:
-            self.lp_bytes += int_size(self.live + 1) - int_size(self.live)
+        self.append_run((sid,), (fields,), 0, 0, 0)
+
+    def append_run(
+        self,
+        ids: Sequence[StreamID],
+        rows: Sequence[Fields],
+        start: int,
+        max_bytes: int,
+        max_entries: int,
+    ) -> int:
+        """``append`` of ``ids[start:]`` while the node has room (the check ``streamAppendItem``
+        makes before each entry; the caller made it for ``ids[start]``); returns the index of
+        the first entry left out. The sizes are accounted entry by entry, since they decide
+        where the node closes, but the strings of the run are packed in one go (``_pack``)."""
         master = self.master
-        names = fields[0::2]
-        nfields = len(names)
-        same = names == self.master_fields
-        size = int_size(_SAMEFIELDS) + int_size(sid.ms - master.ms) + int_size(sid.seq - master.seq)
-        if same:
-            size += sum(map(str_size, fields[1::2])) + int_size(nfields + 3)
-        else:
-            size += int_size(nfields) + sum(map(str_size, fields)) + int_size(2 * nfields + 4)
-        self.lp_bytes += size
+        mms, mseq, mfields = master.ms, master.seq, self.master_fields
+        n = self.live + self.ndeleted
         if n and self.ordered:
-            last = ((master.ms + self.dms[-1]) & MASK64, (master.seq + self.dseq[-1]) & MASK64)
-            if sid < last:  # a plain tuple: StreamID's own constructor is Python code
+            prev = (
+                (mms + self.dms[-1]) & MASK64,
+                (mseq + self.dseq[-1]) & MASK64,
+            )
+        else:
+            prev = None
+        samefields = int_size(_SAMEFIELDS)
+        end = len(ids)
+        i = start
+        all_same = True
+        while i < end:
+            sid, fields = ids[i], rows[i]
+            if i > start and (
+                self.lp_bytes + fields_bytes(fields) >= max_bytes
+                or (max_entries and n >= max_entries)
+            ):
+                break
+            live = self.live
+            if n:
+                self.lp_bytes += int_size(live + 1) - int_size(live)
+            names = fields[0::2]
+            nfields = len(names)
+            same = names == mfields
+            size = samefields + int_size(sid.ms - mms) + int_size(sid.seq - mseq)
+            if same:
+                size += sum(map(str_size, fields[1::2])) + int_size(nfields + 3)
+            else:
+                all_same = False
+                size += int_size(nfields) + sum(map(str_size, fields)) + int_size(2 * nfields + 4)
+            self.lp_bytes += size
+            if prev is not None and sid < prev:
                 self.ordered = False
-        self.put(sid, fields, same)
-        self.live += 1
+            prev = sid if self.ordered else None
+            self.live = live + 1
+            n += 1
+            i += 1
+        self._pack(ids[start:i], rows[start:i], all_same)
+        return i
+
+    def _pack(self, ids: Sequence[StreamID], rows: Sequence[Fields], all_same: bool) -> None:
+        """``put`` of a run at once: the common case (SAMEFIELDS entries in a node of such
+        entries, narrow deltas) with one join and one offsets pass; anything else entry by
+        entry."""
+        if self.wide or not all_same or self.starts is not None:
+            for sid, fields in zip(ids, rows, strict=True):
+                self.put(sid, fields, fields[0::2] == self.master_fields)
+            return
+        mms, mseq = self.master.ms, self.master.seq
+        try:
+            dms = array(self.dms.typecode, [sid.ms - mms for sid in ids])
+            dseq = array(self.dseq.typecode, [sid.seq - mseq for sid in ids])
+        except OverflowError:
+            for sid, fields in zip(ids, rows, strict=True):
+                self.put(sid, fields, True)
+            return
+        strs = [v for fields in rows for v in fields[1::2]]
+        joined = "".join(strs)
+        if self.sep is not None and self.sep in joined:
+            self._new_separator(joined)
+        ends = self.ends
+        new = list(map(add, accumulate(map(len, strs)), count(ends[-1] + 1)))
+        if new and new[-1] > _UMAX[ends.typecode]:
+            self.ends = _unsigned([*ends, *new])
+        else:
+            ends.extend(new)
+        self.dms.extend(dms)
+        self.dseq.extend(dseq)
+        sep = self.sep or _SEPARATORS[0]
+        self.strs += sep.join(strs) + sep
+        if self.deleted is not None:
+            self.deleted.extend(bytes(((len(self.dms) + 7) >> 3) - len(self.deleted)))
 
     def put(self, sid: StreamID, fields: Fields, same: bool) -> None:
         """Pack one entry's ID and strings (no size accounting: ``append`` and loading)."""

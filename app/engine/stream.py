@@ -98,7 +98,11 @@ class Stream:
         nodes = self.nodes
         node = nodes[-1] if nodes else None
         max_bytes, max_entries = self.node_max_bytes, self.node_max_entries
-        for sid, fields in zip(ids, rows, strict=True):
+        if len(ids) != len(rows):
+            raise ValueError("one row of fields per ID")
+        i, end = 0, len(ids)
+        while i < end:
+            sid, fields = ids[i], rows[i]
             if node is None:
                 node = Node(sid, fields)
                 nodes.append(node)
@@ -109,7 +113,7 @@ class Stream:
                 node = Node(sid, fields, node.master_fields)
                 nodes.append(node)
                 self.firsts.append(sid)
-            node.append(sid, fields)
+            i = node.append_run(ids, rows, i, max_bytes, max_entries)
         self.length += len(ids)
         self.entries_added += len(ids)
         self.last_id = ids[-1]
