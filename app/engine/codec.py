@@ -22,6 +22,7 @@ earlier version hold exactly these lists, so the form must not change:
     ["cdel", key, group, name]                     ConsumerDeleted
     ["pel", key, group, id, consumer, delivered_at_ms, delivery_count]  PendingSet
     ["ack", key, group, [id, ...]]                 Acked
+    ["delivered", key, group, consumer, delivered_at_ms, [id, ...]]  Delivered (one XREADGROUP)
 
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
@@ -45,6 +46,7 @@ from app.engine.effects import (
     ConfigSet,
     ConsumerDeleted,
     ConsumerSeen,
+    Delivered,
     Effect,
     EntriesAdded,
     EntriesDeleted,
@@ -367,6 +369,26 @@ KINDS: tuple[Kind[Any], ...] = (
             consumer=_opt_str(w[4]),
             delivered_at_ms=_int(w[5]),
             delivery_count=_int(w[6]),
+        ),
+    ),
+    _kind(
+        "delivered",
+        Delivered,
+        6,
+        lambda e: [
+            "delivered",
+            e.key,
+            e.group,
+            e.consumer,
+            e.delivered_at_ms,
+            [sid_text(s) for s in e.ids],
+        ],
+        lambda w: Delivered(
+            key=_str(w[1]),
+            group=_str(w[2]),
+            consumer=_str(w[3]),
+            delivered_at_ms=_int(w[4]),
+            ids=_sids(w[5]),
         ),
     ),
     _kind(

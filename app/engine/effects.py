@@ -176,6 +176,19 @@ class PendingSet:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Delivered:
+    """New entries delivered to one consumer by XREADGROUP ``>`` (without NOACK): each is now
+    pending for it since ``delivered_at_ms`` with delivery count 1, as a ``PendingSet`` per
+    entry would say, in one effect for the whole read."""
+
+    key: str
+    group: str
+    consumer: str
+    delivered_at_ms: int
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Acked:
     """Pending entries left the group's PEL (XACK; XCLAIM / XAUTOCLAIM of deleted entries)."""
 
@@ -202,6 +215,7 @@ Effect = (
     | ConsumerSeen
     | ConsumerDeleted
     | PendingSet
+    | Delivered
     | Acked
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened

@@ -130,7 +130,6 @@ class ConsumerGroup:
         if start is None:
             return []
         entries = stream.range(start, MAX_ID, count)
-        fresh: list[int] = []
         for entry in entries:
             sid = entry.id
             if sid > self.last_id:
@@ -139,8 +138,15 @@ class ConsumerGroup:
                 elif stream.entries_added:
                     self.entries_read = stream.estimate_entries_read(sid)
                 self.last_id = sid
-            if noack:
-                continue
+        if not noack:
+            self.deliver([e.id for e in entries], consumer, now_ms)
+        return entries
+
+    def deliver(self, ids: list[StreamID], consumer: Consumer, now_ms: int) -> None:
+        """Make ``ids`` pending for ``consumer`` since ``now_ms``, delivery count 1: what
+        XREADGROUP ``>`` does to what it returns (and replay of its ``Delivered`` effect)."""
+        fresh: list[int] = []
+        for sid in ids:
             key = sid.ms << 64 | sid.seq
             if self.pel.lookup(key) is None:
                 fresh.append(key)
@@ -151,7 +157,6 @@ class ConsumerGroup:
             # One value for the whole delivery: owner, time and count are the same.
             self.pel.put_new(fresh, PendingEntry(consumer.name, now_ms, 1))
             consumer.pel.update(fresh)
-        return entries
 
     def read_history(
         self, stream: Stream, consumer: Consumer, after: StreamID, count: int, now_ms: int

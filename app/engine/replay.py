@@ -20,6 +20,7 @@ from app.engine.effects import (
     ConfigSet,
     ConsumerDeleted,
     ConsumerSeen,
+    Delivered,
     Effect,
     EntriesAdded,
     EntriesDeleted,
@@ -117,6 +118,12 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                 if c is None:
                     raise ReplayError(f"pending entry for missing consumer {owner!r}")
             g.set_pending(sid, c, effect.delivered_at_ms, effect.delivery_count)
+        case Delivered(key=key, group=group, consumer=name, delivered_at_ms=at, ids=ids):
+            g = _group(ks, key, group)
+            c = g.consumers.get(name)
+            if c is None:
+                raise ReplayError(f"delivery to missing consumer {name!r}")
+            g.deliver(list(ids), c, at)
         case Acked(key=key, group=group, ids=ids):
             g = _group(ks, key, group)
             for sid in ids:

@@ -20,6 +20,7 @@ from app.engine.effects import (
     ConfigSet,
     ConsumerDeleted,
     ConsumerSeen,
+    Delivered,
     Effect,
     EntriesAdded,
     EntriesDeleted,
@@ -114,6 +115,16 @@ STORED: list[tuple[list[Any], Effect]] = [
         ),
     ),
     (["ack", "s", "g", ["3-0"]], Acked(key="s", group="g", ids=(StreamID(3, 0),))),
+    (
+        ["delivered", "s", "g", "c", 17, ["3-0", "3-1"]],
+        Delivered(
+            key="s",
+            group="g",
+            consumer="c",
+            delivered_at_ms=17,
+            ids=(StreamID(3, 0), StreamID(3, 1)),
+        ),
+    ),
 ]
 
 

@@ -16,11 +16,11 @@ from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record, record_from_wire
 from app.engine.effects import (
     ConfigSet,
+    Delivered,
     Effect,
     EntryAdded,
     GroupUpdated,
     KeyRenamed,
-    PendingSet,
     Record,
     ReplayError,
 )
@@ -147,7 +147,7 @@ def test_a_blocked_reader_served_by_a_write_is_in_that_writes_record() -> None:
     store.execute(["XADD", "s", "5-1", "f", "v"])
     assert got, "the waiter was not served"
     kinds: list[type[Effect]] = [type(effect) for effect in sink.records[-1]]
-    assert kinds[0] is EntryAdded and PendingSet in kinds and GroupUpdated in kinds
+    assert kinds[0] is EntryAdded and Delivered in kinds and GroupUpdated in kinds
 
 
 @pytest.mark.parametrize(

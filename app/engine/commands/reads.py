@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
 from app.engine.commands.table import Access, Flag, command, streams_keys
-from app.engine.effects import consumer_seen, group_updated, pending_set
+from app.engine.effects import Delivered, consumer_seen, group_updated, pending_set
 from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
@@ -236,8 +236,12 @@ def deliver_new(
     if entries:
         ks.record(group_updated(key, group))
         if not noack:
-            for e in entries:
-                ks.record(pending_set(key, group, e.id, group.pel.entry(key_of(e.id))))
+            ids = tuple(e.id for e in entries)
+            ks.record(
+                Delivered(
+                    key=key, group=group.name, consumer=consumer_name, delivered_at_ms=now, ids=ids
+                )
+            )
     return list(entries)
 
 
