@@ -94,3 +94,17 @@ def test_only_refuses_what_names_no_workload(text: str) -> None:
 
     with pytest.raises(argparse.ArgumentTypeError):
         _steps(text)
+
+
+def test_latency_target_is_judged_on_the_p99_and_shown_beside_the_figure() -> None:
+    figures = copy.deepcopy(FIGURES)
+    figures["cells"]["xs_page"] = {**_cell("xstreams SCAN page", "ms/page", [0.5]), "p99_ms": 7.5}
+    figures["cells"]["redis_page"] = _cell("redis SCAN page", "ms/page", [0.1])
+    figures["rows"].append(
+        {"label": "SCAN", "unit": "ms/page", "xstreams": "xs_page", "redis": "redis_page",
+         "bare": None, "target": {"kind": "max", "value": 5.0, "figure": "p99_ms"}}
+    )  # fmt: skip
+    text = report.markdown(figures)
+    assert "| SCAN | ms/page | 0.50 | 0.10 | — | — | 500% | p99 ≤ 5.00 |" in text
+    assert "| SCAN | **missed**: p99 7.50 (target ≤ 5.00), 1.5x over |" in text
+    assert "| ≥ 70% of ceiling |" in text and "| ≤ 150 |" in text  # the other rows' targets
