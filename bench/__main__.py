@@ -2,8 +2,12 @@
 ceiling, measured in one run, with a table, a JSON of every figure and a chart.
 
 Absolute figures drift on a shared 2-core machine, so every xstreams figure stands beside its
-anchors from the same run (issue 7). Outputs go to ``--out`` (default bench/results/,
-git-ignored); the table also replaces the generated part of bench/REPORT.md.
+anchors from the same run (issue 7). Workloads: 1 XADD, 2 batch append, 3 XRANGE, 4
+consume+ack, 5 memory, 6 the Redis backend with 1 and 2 workers (bench/workloads.py), 7
+recovery from the journal and from a snapshot (bench/recovery.py), 8 SCAN / KEYS / REST list
+pages over 100,000 streams (bench/keyspace.py); ``--only 7,8`` picks some. Outputs go to
+``--out`` (default bench/results/, git-ignored); the table also replaces the generated part of
+bench/REPORT.md.
 """
 
 from __future__ import annotations
@@ -19,21 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness, report, workloads
+from bench.keyspace import keyspace
 from bench.machine import facts
+from bench.recovery import recovery
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
-ALL_STEPS = frozenset(range(1, 7))
+ALL_STEPS = frozenset(range(1, 9))
 
 
 def _steps(text: str) -> frozenset[int]:
-    """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory, 6 scale-out)."""
+    """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory, 6 scale-out,
+    7 recovery, 8 keyspace pages)."""
     try:
         chosen = frozenset(int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 2,3, got {text!r}") from None
     if not chosen or not chosen <= ALL_STEPS:
-        raise argparse.ArgumentTypeError("workloads are numbered 1 to 6")
+        raise argparse.ArgumentTypeError(f"workloads are numbered 1 to {max(ALL_STEPS)}")
     return chosen
 
 
@@ -86,6 +93,16 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
             group, group_rows = workloads.memory(fleet, plan, log_stderr)
             cells += group
             rows += group_rows
+        if 7 in only:
+            log_stderr(f"7) recovery ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = recovery(fleet, plan, log_stderr)
+            cells += group
+            rows += group_rows
+        if 8 in only:
+            log_stderr(f"8) keyspace pages ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = keyspace(fleet, servers.bare, plan, log_stderr)
+            cells += group
+            rows += group_rows
     facts["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     notes = [
         "load generators (wrk -t1, redis-benchmark, python -m bench.client) share the 2 cores "
@@ -96,13 +113,28 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
     notes += workloads.scaling_notes(cells)
     if plan.quick:
         notes.append(
-            f"--quick: memory measured with {plan.memory_entries:,} entries, not 1,000,000."
+            f"--quick: memory measured with {plan.memory_entries:,} entries, recovery with "
+            f"{plan.recovery_entries:,}, keyspace pages over {plan.keyspace_streams:,} streams "
+            "(the full run: 1,000,000, 1,000,000 and 100,000)."
+        )
+    if 7 in only:
+        notes.append(
+            "recovery rows: seconds, lower is better; the target is on recover() (the load "
+            "itself); the restart rows add the interpreter start and imports, as redis-server's "
+            "figure (process start until PING answers with loading:0) includes its own start."
+        )
+    if 8 in only:
+        notes.append(
+            "keyspace rows: the median page latency of a whole cursor walk (50 calls for KEYS), "
+            "one request at a time; the target is judged on each round's p99 (the latency table)."
         )
     return {
         "started": started,
         "seconds_total": round(time.monotonic() - t0, 1),
         "config": {"quick": plan.quick, "rounds": plan.rounds, "seconds": plan.seconds,
-                   "memory_entries": plan.memory_entries, "clients": workloads.CLIENTS},
+                   "memory_entries": plan.memory_entries,
+                   "recovery_entries": plan.recovery_entries,
+                   "keyspace_streams": plan.keyspace_streams, "clients": workloads.CLIENTS},
         "machine": facts,
         "cells": {c.key: c.summary() for c in cells},
         "rows": [row.__dict__ for row in rows],
@@ -120,7 +152,8 @@ def main() -> None:
         type=_steps,
         default=ALL_STEPS,
         help="measure only these workloads, e.g. 2,3 (1 XADD, 2 batch append, 3 XRANGE, "
-        "4 consume+ack, 5 memory, 6 Redis backend with 1 and 2 workers); implies --no-report",
+        "4 consume+ack, 5 memory, 6 Redis backend with 1 and 2 workers, 7 recovery from "
+        "journal and snapshot, 8 SCAN/KEYS/REST list pages); implies --no-report",
     )
     args = parser.parse_args()
     if args.only != ALL_STEPS:

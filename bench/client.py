@@ -8,12 +8,21 @@ library, so the client stays well below the server's cost per request.
     python -m bench.client fill --port P --stream s --entries 100000
     python -m bench.client consume --port P --kind cmd|rest|redis --stream s --group g
         --consumers 10 --count 100 --seconds 3
+    python -m bench.client streams --port P --kind http|redis --streams 100000
+    python -m bench.client pages --port P --kind scan|keys|rest|redis-scan|redis-keys|bare
+        --streams 100000
+
+``streams`` makes ``--streams`` streams of one entry each, named ks:000000, ks:000001...;
+``pages`` times one request at a time over that keyspace (workload 8): a whole SCAN or REST
+cursor walk, or KEYS with 100-key patterns from all over the keyspace, and prints each page's
+latency percentiles.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import time
 from typing import Any
 
@@ -39,6 +48,13 @@ class Http:
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
+        return await self._reply(path)
+
+    async def get(self, path: str) -> Any:
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+        return await self._reply(path)
+
+    async def _reply(self, path: str) -> Any:
         head = await self.reader.readuntil(b"\r\n\r\n")
         low = head.lower()
         i = low.index(b"content-length:") + 15
@@ -63,11 +79,14 @@ class Resp:
         return cls(*await asyncio.open_connection("127.0.0.1", port))
 
     async def call(self, *args: str | bytes) -> Any:
-        parts = [f"*{len(args)}\r\n".encode()]
-        for a in args:
-            b = a.encode() if isinstance(a, str) else a
-            parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        self.writer.write(b"".join(parts))
+        self.writer.write(_resp(args))
+        return await self._reply()
+
+    async def pipeline(self, commands: list[list[str]]) -> list[Any]:
+        self.writer.write(b"".join(_resp(c) for c in commands))
+        return [await self._reply() for _ in commands]
+
+    async def _reply(self) -> Any:
         while (reply := self.parser.gets()) is False:
             self.parser.feed(await self.reader.read(1 << 16))
         if isinstance(reply, hiredis.ReplyError):
@@ -76,6 +95,95 @@ class Resp:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _resp(args: list[str] | tuple[str | bytes, ...]) -> bytes:
+    parts = [f"*{len(args)}\r\n".encode()]
+    for a in args:
+        b = a.encode() if isinstance(a, str) else a
+        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(parts)
+
+
+def stream_name(i: int) -> str:
+    """The name of the i-th stream of workload 8's keyspace."""
+    return f"ks:{i:06d}"
+
+
+def key_patterns(streams: int, calls: int) -> list[str]:
+    """KEYS patterns matching 100 streams each (ks:0012* is ks:001200 to ks:001299), spread
+    evenly over the keyspace."""
+    blocks = streams // 100
+    return [f"ks:{blocks * k // calls:04d}*" for k in range(calls)]
+
+
+async def streams(kind: str, port: int, n: int, batch: int = 1000) -> int:
+    """``n`` streams of one entry each, ``batch`` XADDs to a request (or RESP pipeline)."""
+    conn: Http | Resp = await (Resp.open(port) if kind == "redis" else Http.open(port))
+    for start in range(0, n, batch):
+        commands = [
+            ["XADD", stream_name(i), "*", *FIELDS] for i in range(start, min(n, start + batch))
+        ]
+        if isinstance(conn, Resp):
+            await conn.pipeline(commands)
+        else:
+            await conn.post("/pipeline", orjson.dumps(commands))
+    conn.close()
+    return n
+
+
+async def pages(kind: str, port: int, n: int, count: int, calls: int) -> dict[str, Any]:
+    """Time each request of one walk: SCAN / REST cursor pages until the cursor comes back
+    to 0, or ``calls`` KEYS (or bare GET) requests. Checks that a walk saw all ``n`` keys
+    and that each KEYS call matched 100."""
+    redis = kind.startswith("redis")
+    conn: Http | Resp = await (Resp.open(port) if redis else Http.open(port))
+    took: list[float] = []
+    seen: set[str] = set()
+    cursor = "0"
+
+    async def one() -> Any:
+        t0 = time.perf_counter()
+        if isinstance(conn, Resp):
+            if kind == "redis-scan":
+                reply = await conn.call("SCAN", cursor, "COUNT", str(count))
+            else:
+                reply = await conn.call("KEYS", patterns[len(took)])
+        elif kind == "scan":
+            reply = (await conn.post("/", orjson.dumps(["SCAN", cursor, "COUNT", count])))["result"]
+        elif kind == "keys":
+            reply = (await conn.post("/", orjson.dumps(["KEYS", patterns[len(took)]])))["result"]
+        elif kind == "rest":
+            reply = await conn.get(f"/v1/streams?cursor={cursor}&count={count}")
+        else:
+            reply = await conn.get("/")
+        took.append((time.perf_counter() - t0) * 1000)
+        return reply
+
+    patterns = key_patterns(n, calls)
+    if kind in ("scan", "redis-scan", "rest"):
+        while True:
+            reply = await one()
+            if kind == "rest":
+                seen.update(s["name"] for s in reply["streams"])
+                cursor = str(reply["next_cursor"] or 0)
+            else:
+                found = reply[1]
+                seen.update(k.decode() if isinstance(k, bytes) else k for k in found)
+                cursor = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            if cursor == "0":
+                break
+        if len(seen) != n:
+            raise RuntimeError(f"{kind}: a walk saw {len(seen)} streams of {n}")
+    else:
+        for _ in range(calls):
+            reply = await one()
+            if kind != "bare" and len(reply) != 100:
+                raise RuntimeError(f"{kind}: KEYS {patterns[len(took) - 1]} matched {len(reply)}")
+    conn.close()
+    cuts = statistics.quantiles(took, n=100, method="inclusive")
+    return {"requests": len(took), "p50_ms": statistics.median(took), "p99_ms": cuts[98],
+            "max_ms": max(took)}  # fmt: skip
 
 
 async def fill(port: int, stream: str, entries: int, batch: int, connections: int) -> int:
@@ -173,8 +281,28 @@ def main() -> None:
     c.add_argument("--consumers", type=int, default=10)
     c.add_argument("--count", type=int, default=100)
     c.add_argument("--seconds", type=float, default=3.0)
+    k = sub.add_parser("streams")
+    k.add_argument("--port", type=int, required=True)
+    k.add_argument("--kind", choices=["http", "redis"], required=True)
+    k.add_argument("--streams", type=int, required=True)
+    g = sub.add_parser("pages")
+    g.add_argument("--port", type=int, required=True)
+    g.add_argument(
+        "--kind",
+        choices=["scan", "keys", "rest", "redis-scan", "redis-keys", "bare"],
+        required=True,
+    )
+    g.add_argument("--streams", type=int, required=True)
+    g.add_argument("--count", type=int, default=100, help="SCAN COUNT / REST count")
+    g.add_argument("--calls", type=int, default=50, help="KEYS or bare requests")
     args = parser.parse_args()
-    if args.mode == "fill":
+    if args.mode == "streams":
+        made = asyncio.run(streams(args.kind, args.port, args.streams))
+        print(orjson.dumps({"streams": made}).decode())
+    elif args.mode == "pages":
+        got = asyncio.run(pages(args.kind, args.port, args.streams, args.count, args.calls))
+        print(orjson.dumps(got).decode())
+    elif args.mode == "fill":
         t0 = time.perf_counter()
         n = asyncio.run(fill(args.port, args.stream, args.entries, args.batch, args.connections))
         elapsed = time.perf_counter() - t0

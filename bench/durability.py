@@ -277,13 +277,14 @@ took = time.perf_counter() - t
 cpu = time.process_time() - c
 n = store.execute(["XLEN", "s"])
 p = store.execute(["XPENDING", "s", "g"]).count
-print(f"{{took:.2f}} {{hwm_mib()}} {{cpu:.2f}} {{n}} {{p}} {{r.records}}")
+print(f"{{took:.3f}} {{hwm_mib()}} {{cpu:.3f}} {{n}} {{p}} {{r.records}}")
 """
 
 
-def build_journal(db: Db, entries: int, pending: int) -> None:
-    """``entries`` XADD records as the engine writes them, then XGROUP CREATE and one
-    XREADGROUP delivering ``pending`` entries (records made by the engine itself)."""
+def build_journal(db: Db, entries: int, pending: int, fields: list[str] = FIELDS) -> None:
+    """``entries`` XADD records as the engine writes them (``fields`` each, in stream ``s``),
+    then XGROUP CREATE and one XREADGROUP delivering ``pending`` entries to group ``g``
+    (records made by the engine itself). Also used by workload 7 of ``python -m bench``."""
     from app.engine.codec import encode_record
     from app.engine.effects import Record
     from app.engine.store import Store
@@ -298,7 +299,7 @@ def build_journal(db: Db, entries: int, pending: int) -> None:
     seq = 0
     for i in range(entries):
         sid = f"{base_ms + i // 1000}-{i % 1000}"
-        record = [["add", "s", sid, FIELDS]]
+        record = [["add", "s", sid, fields]]
         if i == 0:
             record.insert(0, ["new", "s"])
         seq += 1
@@ -320,7 +321,7 @@ def build_journal(db: Db, entries: int, pending: int) -> None:
     sink = Sink()
     store = Store(journal=sink)
     for i in range(pending):
-        store.execute(["XADD", "s", f"{base_ms + i // 1000}-{i % 1000}", *FIELDS])
+        store.execute(["XADD", "s", f"{base_ms + i // 1000}-{i % 1000}", *fields])
     sink.records.clear()
     store.execute(["XGROUP", "CREATE", "s", "g", "0"])
     store.execute(["XREADGROUP", "GROUP", "g", "c", "COUNT", str(pending), "STREAMS", "s", ">"])
@@ -329,6 +330,9 @@ def build_journal(db: Db, entries: int, pending: int) -> None:
 
 
 def measure_recovery(db: Db) -> tuple[float, int, float, int, int, int]:
+    """Load ``db`` into a fresh store in a process of its own (recover(), as the service
+    does at start): wall s, peak RSS MiB, CPU s, XLEN s, pending of group g, records
+    replayed after the snapshot."""
     out = subprocess.run(
         [sys.executable, "-c", RECOVER_SNIPPET.format(root=str(ROOT), url=db.url)],
         capture_output=True,

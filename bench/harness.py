@@ -124,29 +124,36 @@ class Fleet:
         return server
 
     def xstreams(
-        self, name: str, fsync: str, backend: str | None = None, workers: int = 1
-    ) -> Server:
-        """xstreams through its real CLI (SQLite journal in a temporary data folder, or in
-        front of Redis with ``backend`` and as many front-end ``workers``)."""
+        self, name: str, fsync: str, backend: str | None = None, workers: int = 1,
+        data_dir: Path | None = None, env: dict[str, str] | None = None,
+    ) -> Server:  # fmt: skip
+        """xstreams through its real CLI (SQLite journal in a temporary data folder, or the
+        one in ``data_dir`` to recover from it; or in front of Redis with ``backend`` and as
+        many front-end ``workers``); returned once /readyz answers 200."""
         port = free_port()
+        folder = data_dir if data_dir is not None else self.tmpdir(name)
         argv = [
             str(VENV_BIN / "xstreams"), "serve", "--host", LOOPBACK, "--port", str(port),
-            "--data-dir", str(self.tmpdir(name)), "--fsync", fsync, "--log-level", "warning",
+            "--data-dir", str(folder), "--fsync", fsync, "--log-level", "warning",
         ]  # fmt: skip
         if backend is not None:
             argv += ["--backend", backend, "--workers", str(workers)]
         # A snapshot at shutdown of a million entries would only slow the cleanup down.
-        server = self._spawn(name, port, argv, {"XSTREAMS_SNAPSHOT_ON_SHUTDOWN": "false"})
+        server = self._spawn(
+            name, port, argv, {"XSTREAMS_SNAPSHOT_ON_SHUTDOWN": "false", **(env or {})}
+        )
         _wait_port(port, server.proc, 60)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # listening precedes recovery: wait for /readyz
+            if server.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {server.proc.returncode}")
             try:
                 with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/readyz", timeout=2) as r:
                     if r.status == 200:
                         return server
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.02)  # fine enough for the restart rows of workload 7
         raise RuntimeError(f"{name} never became ready")
 
     def redis(self, name: str, aof_always: bool = False) -> Server:
@@ -161,6 +168,20 @@ class Fleet:
             argv += ["--auto-aof-rewrite-percentage", "0", "--dir", str(self.tmpdir(name))]
         else:
             argv += ["--appendonly", "no"]
+        server = self._spawn(name, port, argv, {})
+        _wait_port(port, server.proc, 20)
+        return server
+
+    def redis_in(self, name: str, folder: Path, appendonly: bool) -> Server:
+        """A redis-server of our own on the data in ``folder``: its AOF (``appendonly``) or
+        its dump.rdb, loaded at start; returned once it listens, which precedes loading."""
+        port = free_port()
+        argv = [
+            "redis-server", "--port", str(port), "--bind", LOOPBACK, "--save", "",
+            "--daemonize", "no", "--loglevel", "warning", "--dir", str(folder),
+            "--dbfilename", "dump.rdb", "--appendonly", "yes" if appendonly else "no",
+            "--appendfsync", "everysec", "--auto-aof-rewrite-percentage", "0",
+        ]  # fmt: skip
         server = self._spawn(name, port, argv, {})
         _wait_port(port, server.proc, 20)
         return server

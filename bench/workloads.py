@@ -1,4 +1,4 @@
-"""The issue's five workloads, as cells measured interleaved and rows the report shows.
+"""Issue 7's workloads 1 to 6, as cells measured interleaved and rows the report shows.
 
 A *cell* is one (server, request shape) measurement; a *group* of cells is measured round by
 round, every cell once a round in a fixed order (A/B/C/A/B/C...), so drift on this shared
@@ -44,11 +44,16 @@ class Plan:
     consume_entries: int = 100_000
     redis_consume_entries: int = 500_000
     memory_entries: int = 1_000_000
+    recovery_entries: int = 1_000_000  # workload 7 (bench/recovery.py)
+    keyspace_streams: int = 100_000  # workload 8 (bench/keyspace.py)
 
     @classmethod
     def make(cls, quick: bool) -> Plan:
         if quick:
-            return cls(True, rounds=3, seconds=2.0, memory_entries=200_000)
+            return cls(
+                True, rounds=3, seconds=2.0, memory_entries=200_000, recovery_entries=100_000,
+                keyspace_streams=10_000,
+            )  # fmt: skip
         return cls(
             False, rounds=5, seconds=5.0, consume_entries=300_000,
             redis_consume_entries=2_000_000,
@@ -103,8 +108,9 @@ def measure(cells: list[Cell], rounds: int, log: Callable[[str], None]) -> None:
             sample = cell.run(r)
             cell.samples.append(sample)
             extra = f" p99 {sample.p99_ms:.1f} ms" if sample.p99_ms is not None else ""
+            rate = f"{sample.rate:,.0f}" if sample.rate >= 100 else f"{sample.rate:.3g}"
             log(
-                f"  round {r + 1}/{rounds} {cell.label}: {sample.rate:,.0f} {cell.unit}{extra}"
+                f"  round {r + 1}/{rounds} {cell.label}: {rate} {cell.unit}{extra}"
                 f" (client {sample.client_cpu:.2f} cores)"
             )
 

@@ -78,7 +78,14 @@ def test_report_keeps_hand_written_text(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "steps"),
-    [("2,3", {2, 3}), ("5", {5}), ("6", {6}), ("1,2,3,4,5", {1, 2, 3, 4, 5}), ("3,3", {3})],
+    [
+        ("2,3", {2, 3}),
+        ("5", {5}),
+        ("6", {6}),
+        ("7,8", {7, 8}),
+        ("1,2,3,4,5", {1, 2, 3, 4, 5}),
+        ("3,3", {3}),
+    ],
 )
 def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None:
     from bench.__main__ import _steps
@@ -86,7 +93,7 @@ def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None
     assert _steps(text) == steps
 
 
-@pytest.mark.parametrize("text", ["", "0", "7", "2,x", "1;2"])
+@pytest.mark.parametrize("text", ["", "0", "9", "2,x", "1;2"])
 def test_only_refuses_what_names_no_workload(text: str) -> None:
     import argparse
 
@@ -94,3 +101,17 @@ def test_only_refuses_what_names_no_workload(text: str) -> None:
 
     with pytest.raises(argparse.ArgumentTypeError):
         _steps(text)
+
+
+def test_latency_target_is_judged_on_the_p99_and_shown_beside_the_figure() -> None:
+    figures = copy.deepcopy(FIGURES)
+    figures["cells"]["xs_page"] = {**_cell("xstreams SCAN page", "ms/page", [0.5]), "p99_ms": 7.5}
+    figures["cells"]["redis_page"] = _cell("redis SCAN page", "ms/page", [0.1])
+    figures["rows"].append(
+        {"label": "SCAN", "unit": "ms/page", "xstreams": "xs_page", "redis": "redis_page",
+         "bare": None, "target": {"kind": "max", "value": 5.0, "figure": "p99_ms"}}
+    )  # fmt: skip
+    text = report.markdown(figures)
+    assert "| SCAN | ms/page | 0.50 | 0.10 | — | — | 500% | p99 ≤ 5.00 |" in text
+    assert "| SCAN | **missed**: p99 7.50 (target ≤ 5.00), 1.5x over |" in text
+    assert "| ≥ 70% of ceiling |" in text and "| ≤ 150 |" in text  # the other rows' targets
