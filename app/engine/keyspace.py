@@ -7,7 +7,7 @@ xstreams holds only streams, so a key is a stream; ``TYPE`` answers ``stream`` o
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,22 +57,25 @@ class StreamMap(dict[str, Stream]):
     engine uses are allowed, so no change can bypass the order.
     """
 
-    __slots__ = ("order",)
+    __slots__ = ("names", "order")
 
     def __init__(self) -> None:
         super().__init__()
         self.order: SortedList = SortedList()  # (scan hash, name)
+        self.names: SortedList = SortedList()  # name: KEYS with a literal prefix
 
     def __setitem__(self, key: str, value: Stream) -> None:
         if not isinstance(key, str):  # a damaged snapshot: refused as a malformed one
             raise TypeError(f"a stream name must be a string, not {type(key).__name__}")
         if key not in self:
             self.order.add((_scan_hash(key), key))
+            self.names.add(key)
         super().__setitem__(key, value)
 
     def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
         self.order.remove((_scan_hash(key), key))
+        self.names.remove(key)
 
     def pop(self, key: str, default: Stream | None = None) -> Stream | None:  # type: ignore[override]
         if key not in self:
@@ -84,6 +87,14 @@ class StreamMap(dict[str, Stream]):
     def clear(self) -> None:
         super().clear()
         self.order.clear()
+        self.names.clear()
+
+    def with_prefix(self, prefix: str) -> Iterator[str]:
+        """The names that start with ``prefix``, in code point order."""
+        for name in self.names.irange(minimum=prefix):
+            if not name.startswith(prefix):
+                return
+            yield name
 
     def _unsupported(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("StreamMap: use [key] =, del, pop or clear (they keep the SCAN order)")
@@ -163,9 +174,14 @@ class Keyspace:
             self.blocked.signal(key)
 
     def keys(self, pattern: str) -> list[str]:
+        """KEYS. A pattern that starts with literal ASCII characters (``orders:*``) looks only
+        at the names with that prefix, found in the name order (Redis walks every key; its
+        order is unspecified, and so is this one)."""
         if pattern == "*":
             return list(self.streams)
-        return [k for k in self.streams if glob_match(pattern, k)]
+        prefix = _literal_prefix(pattern)
+        names = self.streams.with_prefix(prefix) if prefix else self.streams
+        return [k for k in names if glob_match(pattern, k)]
 
     def scan(self, cursor: int, count: int, match: str | None, type_: str | None) -> ScanPage:
         """One SCAN page. Keys are visited in a stable hash order and the cursor is the next
@@ -185,6 +201,17 @@ class Keyspace:
         if type_ is not None and type_.lower() != "stream":
             page = []
         return ScanPage(next_cursor, page)
+
+
+def _literal_prefix(pattern: str) -> str:
+    """The ASCII characters a pattern starts with before any ``*?[\\``: every key it matches
+    starts with them. ASCII only, since the glob compares bytes: a string prefix of other
+    characters is not always a byte prefix of the key (a lone surrogate stands for a byte that
+    may start a character of the key)."""
+    for i, c in enumerate(pattern):
+        if c in "*?[\\" or not c.isascii():
+            return pattern[:i]
+    return pattern
 
 
 def _scan_hash(key: str) -> int:

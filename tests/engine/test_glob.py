@@ -7,6 +7,8 @@ Every row was checked on redis-server 7.0.15: each name in NAMES created with
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from app.engine.glob import glob_match
 from app.engine.store import Store
@@ -176,3 +178,32 @@ def test_long_patterns_match_without_recursion(pattern: str, string: str, expect
     """Patterns far longer than Python's recursion limit answer (checked on redis-server
     7.0.15) instead of raising RecursionError, which the service used to answer with a 500."""
     assert glob_match(pattern, string) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@example(names=["é", "\udcc3x"], pattern="\udcc3*")  # byte C3 then anything: both match
+@given(
+    names=st.lists(st.text(alphabet="ab:é\udcc3\udca9*?[]\\", max_size=6), max_size=25),
+    pattern=st.text(alphabet="ab:é\udcc3*?[]^-\\", max_size=6),
+)
+def test_keys_finds_what_matching_every_key_finds(names: list[str], pattern: str) -> None:
+    """KEYS looks only at the names sharing a pattern's literal prefix: it must find exactly
+    the keys the glob matches among all of them (byte-level, lone surrogates included)."""
+    store = Store()
+    for name in set(names):
+        run(store, "XADD", name, "1-1", "f", "v")
+    # KEYS * takes every key, "" too (Redis's fast path: see test_the_empty_key)
+    expected = sorted(n for n in set(names) if pattern == "*" or glob_match(pattern, n))
+    assert sorted(run(store, "KEYS", pattern)) == expected
+
+
+def test_keys_by_prefix_sees_keys_created_renamed_and_deleted() -> None:
+    store = Store()
+    for name in ("orders:1", "orders:2", "order", "ordersx", "users:1"):
+        run(store, "XADD", name, "1-1", "f", "v")
+    run(store, "RENAME", "users:1", "orders:3")
+    run(store, "DEL", "orders:2")
+    assert sorted(run(store, "KEYS", "orders:*")) == ["orders:1", "orders:3"]
+    assert run(store, "KEYS", "order") == ["order"]
+    run(store, "FLUSHALL")
+    assert run(store, "KEYS", "orders:*") == []
