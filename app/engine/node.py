@@ -196,7 +196,7 @@ class Node:
         """``put`` of a run at once: the common case (SAMEFIELDS entries in a node of such
         entries, narrow deltas) with one join and one offsets pass; anything else entry by
         entry."""
-        if self.wide or not all_same or self.starts is not None:
+        if len(ids) == 1 or self.wide or not all_same or self.starts is not None:
             for sid, fields in zip(ids, rows, strict=True):
                 self.put(sid, fields, fields[0::2] == self.master_fields)
             return

@@ -11,7 +11,7 @@ the one acknowledged (entries out of order, a group reset, counters off).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import assert_never
 
 from app.engine.codec import sid_text
@@ -40,11 +40,12 @@ from app.engine.effects import (
     Trimmed,
 )
 from app.engine.groups import Consumer, ConsumerGroup
+from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
 from app.engine.rdbio import PayloadVersionError
 from app.engine.snapshot import configure, decode_snapshot
-from app.engine.stream import Stream, id_follows
+from app.engine.stream import Fields, Stream, id_follows
 
 
 def apply_record(ks: Keyspace, record: Record) -> None:
@@ -59,14 +60,78 @@ def apply_record(ks: Keyspace, record: Record) -> None:
 
 
 def restore(ks: Keyspace, snapshot: bytes | None, records: Iterable[Record]) -> int:
-    """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many."""
+    """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many.
+
+    A journal is mostly records of one XADD each; consecutive ones to one stream are
+    appended as one batch (``_Appends``), as the bulk path appends a pipeline's XADDs."""
     if snapshot is not None:
         decode_snapshot(snapshot, ks)
     n = 0
+    appends = _Appends()
     for record in records:
-        apply_record(ks, record)
+        if len(record) == 1 and isinstance(record[0], EntryAdded | EntriesAdded):
+            appends.add(ks, record[0])
+        else:
+            appends.end()
+            apply_record(ks, record)
         n += 1
+    appends.end()
     return n
+
+
+class _Appends:
+    """Entries replayed into one stream from consecutive records, appended in one
+    ``append_many`` when another kind of record (or stream) comes. Each entry is checked as
+    its record arrives, so a bad one is refused at its own record; the append itself cannot
+    fail on checked entries."""
+
+    __slots__ = ("ids", "key", "last", "rows", "stream")
+    MOST = 4096  # entries held before they are appended anyway
+
+    def __init__(self) -> None:
+        self.stream: Stream | None = None
+        self.key = ""
+        self.last = MIN_ID
+        self.ids: list[StreamID] = []
+        self.rows: list[Fields] = []
+
+    def add(self, ks: Keyspace, effect: EntryAdded | EntriesAdded) -> None:
+        if self.stream is None or effect.key != self.key:
+            self.end()
+            self.stream = _stream(ks, effect.key)
+            self.key, self.last = effect.key, self.stream.last_id
+        if isinstance(effect, EntryAdded):
+            ids: Sequence[StreamID] = (effect.id,)
+            rows: Sequence[Fields] = (effect.fields,)
+        else:
+            ids, rows = effect.ids, effect.rows
+        self.last = _follows(effect.key, self.last, ids)
+        self.ids += ids
+        self.rows += rows
+        if len(self.ids) >= self.MOST:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.ids and self.stream is not None:
+            self.stream.append_many(self.ids, self.rows)
+            self.ids, self.rows = [], []
+
+    def end(self) -> None:
+        """Append what is held and forget the stream (the next record may delete it)."""
+        self._flush()
+        self.stream = None
+
+
+def _follows(key: str, last: StreamID, ids: Iterable[StreamID]) -> StreamID:
+    """Refuse entries whose IDs do not each exceed the one before (``id_follows``); the last."""
+    for sid in ids:
+        if not id_follows(last, sid):
+            raise ReplayError(
+                f"entry {sid_text(sid)} of {key!r} is not greater than the stream's last ID"
+                f" {sid_text(last)}: IDs would go backwards"
+            )
+        last = sid
+    return last
 
 
 def _stream(ks: Keyspace, key: str) -> Stream:
@@ -88,22 +153,11 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
     match effect:
         case EntryAdded(key=key, id=sid, fields=fields):
             s = _stream(ks, key)
-            if not id_follows(s.last_id, sid):
-                raise ReplayError(
-                    f"entry {sid_text(sid)} of {key!r} is not greater than the stream's last ID"
-                    f" {sid_text(s.last_id)}: IDs would go backwards"
-                )
+            _follows(key, s.last_id, (sid,))
             s.append(sid, fields)
         case EntriesAdded(key=key, ids=ids, rows=rows):
             s = _stream(ks, key)
-            last = s.last_id
-            for sid in ids:
-                if not id_follows(last, sid):
-                    raise ReplayError(
-                        f"entry {sid_text(sid)} of {key!r} is not greater than the stream's"
-                        f" last ID {sid_text(last)}: IDs would go backwards"
-                    )
-                last = sid
+            _follows(key, s.last_id, ids)
             s.append_many(ids, rows)
         case PendingSet():
             g = _group(ks, effect.key, effect.group)

@@ -23,8 +23,10 @@ from app.engine.effects import (
     KeyRenamed,
     Record,
     ReplayError,
+    StreamCreated,
 )
 from app.engine.errors import CommandError
+from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.replay import apply_record
 from app.engine.snapshot import encode_snapshot
@@ -217,3 +219,24 @@ def test_config_set_and_rename_replay_into_the_same_nodes() -> None:
         store.execute(["XADD", "b", "21-0", "f", "v"])
     assert encode_snapshot(loaded.snapshot_view()) == encode_snapshot(original.snapshot_view())
     assert [len(n) for n in loaded.keyspace.streams["b"].nodes] == [7, 2, 2, 2, 2]
+
+
+def test_consecutive_appends_are_checked_one_by_one() -> None:
+    """Replay appends a run of XADD records in one go, but a record whose ID goes backwards
+    is refused by name, and what came before it in the run is the stream's state."""
+    records: list[Record] = [
+        [StreamCreated(key="s"), EntryAdded(key="s", id=StreamID(1, 0), fields=("f", "v"))],
+        [EntryAdded(key="s", id=StreamID(2, 0), fields=("f", "v"))],
+        [EntryAdded(key="s", id=StreamID(3, 0), fields=("f", "v"))],
+        [EntryAdded(key="s", id=StreamID(2, 5), fields=("f", "v"))],
+    ]
+    store = Store(clock=ManualClock())
+    with pytest.raises(ReplayError, match="entry 2-5 of 's' is not greater"):
+        store.restore(None, records)
+    ok = Store(clock=ManualClock())
+    assert ok.restore(None, records[:3]) == 3
+    assert [e.id for e in ok.execute(["XRANGE", "s", "-", "+"])] == [
+        StreamID(1, 0),
+        StreamID(2, 0),
+        StreamID(3, 0),
+    ]
