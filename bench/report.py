@@ -88,6 +88,24 @@ def target_text(row: dict[str, Any]) -> str:
     return text if figure == "median" else f"{figure.removesuffix('_ms')} {text}"
 
 
+TAIL_FACTOR = 3.0
+
+
+def tail_verdicts(resolved: list[dict[str, Any]]) -> list[str]:
+    """One table line per row whose xstreams cell and ceiling both have a p99."""
+    out = []
+    for r in resolved:
+        xs, _, bare = r["cells"]
+        mine, ceiling = xs.get("p99_ms"), bare.get("p99_ms") if bare else None
+        if mine is None or not ceiling:
+            continue
+        ratio = mine / ceiling
+        ok = ratio <= TAIL_FACTOR
+        verdict = "met" if ok else f"**missed**, {ratio / TAIL_FACTOR:.1f}x over"
+        out.append(f"| {r['label']} | {mine:.2f} | {ceiling:.2f} | {ratio:.1f}x | {verdict} |")
+    return out
+
+
 def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
     """Each row with its cells resolved and ratios computed; raises MissingFigure."""
     out = []
@@ -133,6 +151,17 @@ def markdown(figures: dict[str, Any]) -> str:
         )
     lines += ["", "Targets (issues 7 and 13):", "", "| workload | verdict |", "|---|---|"]
     lines += [f"| {r['label']} | {r['verdict']} |" for r in resolved if r["verdict"]]
+    tails = tail_verdicts(resolved)
+    if tails:
+        lines += [
+            "",
+            f"Tail latency (issue 13: the p99 of every row ≤ {TAIL_FACTOR:g}x the p99 of its bare "
+            "ceiling, same run):",
+            "",
+            "| workload | xstreams p99 ms | ceiling p99 ms | ratio | verdict |",
+            "|---|---:|---:|---:|---|",
+            *tails,
+        ]
     lines += [
         "",
         "Latency (median over rounds of each round's percentile) and CPU, per cell:",

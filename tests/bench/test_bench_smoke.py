@@ -57,6 +57,16 @@ def test_table_has_ratios_and_verdicts() -> None:
     assert "| memory | bytes/entry | 400 | 20.0 | — | — | 2000% |" in text
 
 
+def test_tail_latency_against_three_times_the_ceilings_p99() -> None:
+    figures = copy.deepcopy(FIGURES)
+    text = report.markdown(figures)  # 9 ms beside 9 ms
+    assert "| XADD | 9.00 | 9.00 | 1.0x | met |" in text
+    figures["cells"]["xs"]["p99_ms"] = 40.0
+    text = report.markdown(figures)
+    assert "| XADD | 40.00 | 9.00 | 4.4x | **missed**, 1.5x over |" in text
+    assert "| memory | " not in text.split("Tail latency")[1].split("Latency")[0]  # no ceiling
+
+
 def test_missing_anchor_is_an_error() -> None:
     figures = copy.deepcopy(FIGURES)
     del figures["cells"]["redis"]
