@@ -59,8 +59,9 @@ def app() -> Iterator[FastAPI]:
 @pytest.fixture
 async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClient]:
     # The last test's tails go once the server has noticed its clients left: a test starts
-    # with none, so none follows a stream of the last test that FLUSHDB removed.
-    await _settles(lambda: not app.state.sse_tails.by_key)
+    # with none, so none follows a stream of the last test that FLUSHDB removed, and a
+    # subscriber a test finds on a tail is its own.
+    assert await _settles(lambda: not app.state.sse_tails.by_key), "the last test's tails run on"
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
         yield c
 
@@ -140,7 +141,7 @@ async def test_live_gap_when_a_transaction_appends_and_trims(
     it when its previous read found the stream's end: see ``tail._replay``.)"""
     tails = app.state.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events") as events:
-        await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
+        assert await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
         first = add(real_redis, 1)
         assert entry_ids(await events.take(1)) == first
         tx = real_redis.pipeline(transaction=True)
