@@ -27,8 +27,10 @@ _WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or
 REDIS_DB = (int(os.environ.get("XSTREAMS_TEST_REDIS_DB", "9")) + 2 * _WORKER) % 16
 # The database an ``xstreams serve --backend redis://`` under test keeps its keyspace in: not
 # REDIS_DB, which the differential and SDK tests use as the reference beside it.
+# REDIS_DB already carries the worker's offset; an explicit index gets it added here.
+_TARGET_DB_ENV = os.environ.get("XSTREAMS_TEST_TARGET_REDIS_DB")
 TARGET_REDIS_DB = (
-    int(os.environ.get("XSTREAMS_TEST_TARGET_REDIS_DB", str(REDIS_DB + 1))) + 2 * _WORKER
+    REDIS_DB + 1 if _TARGET_DB_ENV is None else int(_TARGET_DB_ENV) + 2 * _WORKER
 ) % 16
 REQUIRE_SERVICES = os.environ.get("XSTREAMS_REQUIRE_SERVICES") == "1"
 

@@ -44,6 +44,10 @@ Choices a caller may rely on:
   wake-up is served within the limit, not refused; over several cluster slots the count and
   the reads are one script per slot, so a write racing in between may leave a slot's part
   unread (never a reply past the limit).
+- A caller cancelled while a command is on its way sees ``CancelledError``, even if the
+  reply came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop
+  a cancellation that lands as the send completes (CPython gh-86296), and a task that
+  ignores being cancelled (an event stream whose client left) would run on (``_cancellable``).
 - ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
   timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
 """
@@ -545,8 +549,8 @@ class RedisBackend:
         try:
             if self._cluster:
                 target = node if node is not None else self._node(key)
-                return await self._c.execute_command(*args, target_nodes=target)
-            return await self._client.execute_command(*args)
+                return await _cancellable(self._c.execute_command(*args, target_nodes=target))
+            return await _cancellable(self._client.execute_command(*args))
         except ResponseError as e:
             raise _error(e, args) from None
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
@@ -578,12 +582,12 @@ class RedisBackend:
                 pool = self._client.connection_pool
                 conn = await pool.get_connection()  # type: ignore[no-untyped-call]
                 try:
-                    return await _exchange(conn, commands, timeout)
+                    return await _cancellable(_exchange(conn, commands, timeout))
                 finally:
                     await pool.release(conn)
             conn = node.acquire_connection()
             try:
-                return await _exchange(conn, commands, timeout)
+                return await _cancellable(_exchange(conn, commands, timeout))
             finally:
                 node.release(conn)
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
@@ -653,10 +657,10 @@ class RedisBackend:
             raise RedisUnavailable(str(e)) from None
         answered = False
         try:
-            await conn.send_command(*args)
+            await _cancellable(conn.send_command(*args))  # not blocked for BLOCK's time
             try:
                 # BLOCK decides how long: no socket timeout (redis-py's default is 5 s).
-                reply = await conn.read_response(timeout=math.inf)
+                reply = await _cancellable(conn.read_response(timeout=math.inf))
             except (MovedError, AskError):
                 answered = True
                 raise
@@ -987,13 +991,13 @@ class RedisBackend:
                 cpipe = self._c.pipeline()
                 for key in keys:
                     cpipe.execute_command("XINFO", "STREAM", _b(key), target_nodes=self._node(key))
-                replies = await cpipe.execute(raise_on_error=False)
+                replies = await _cancellable(cpipe.execute(raise_on_error=False))
             else:
                 assert isinstance(self._client, Redis)
                 async with self._client.pipeline(transaction=False) as pipe:
                     for key in keys:
                         pipe.execute_command("XINFO", "STREAM", _b(key))
-                    replies = await pipe.execute(raise_on_error=False)
+                    replies = await _cancellable(pipe.execute(raise_on_error=False))
         except (RedisConnectionError, RedisTimeoutError, OSError) as e:
             raise RedisUnavailable(str(e)) from None
         out: list[StreamInfo | None] = []
@@ -1479,6 +1483,19 @@ def _decide_ids(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> list[
     if last_text:
         ks.create(batch[0].key).last_id = _sid(last_text)
     return xadd_batch(ks, list(batch))
+
+
+async def _cancellable(aw: Awaitable[T]) -> T:
+    """``aw``, except that a cancellation requested meanwhile is raised even when ``aw``
+    returned: redis-py sends through ``asyncio.wait_for``, which on Python 3.11 returns the
+    send's result and drops a cancellation that arrives as the send completes (CPython
+    gh-86296, fixed in 3.12). The reply was read in full, so the connection stays usable."""
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
+    result = await aw
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
 
 
 async def _exchange(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -16,7 +17,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.api.sse.tail import Tails
+from app.api.sse.tail import READ_BATCH, Tails
+from app.engine.commands.reads import ReadRequest
+from app.engine.replies import StreamRead
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
@@ -56,8 +59,9 @@ def app() -> Iterator[FastAPI]:
 @pytest.fixture
 async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClient]:
     # The last test's tails go once the server has noticed its clients left: a test starts
-    # with none, so none follows a stream of the last test that FLUSHDB removed.
-    await _settles(lambda: not app.state.sse_tails.by_key)
+    # with none, so none follows a stream of the last test that FLUSHDB removed, and a
+    # subscriber a test finds on a tail is its own.
+    assert await _settles(lambda: not app.state.sse_tails.by_key), "the last test's tails run on"
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
         yield c
 
@@ -137,7 +141,7 @@ async def test_live_gap_when_a_transaction_appends_and_trims(
     it when its previous read found the stream's end: see ``tail._replay``.)"""
     tails = app.state.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events") as events:
-        await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
+        assert await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
         first = add(real_redis, 1)
         assert entry_ids(await events.take(1)) == first
         tx = real_redis.pipeline(transaction=True)
@@ -148,6 +152,60 @@ async def test_live_gap_when_a_transaction_appends_and_trims(
         gap = await events.next()
         assert gap.event == "gap" and gap.json() == {"after": first[0], "first_id": ids[3]}
         assert entry_ids(await events.take(2)) == ids[3:]
+
+
+class HeldReplayRead:
+    """The tails' backend, except that the first replay read (``READ_BATCH + 1`` entries) is
+    held until ``release`` and ignores being cancelled meanwhile, as redis-py's send may on
+    Python 3.11 (CPython gh-86296): the source of a stream whose client left runs on."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.taken = False
+        self.held = threading.Event()
+        self.cancelled = threading.Event()
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def read(self, args: ReadRequest, gone: Any = None) -> list[StreamRead]:
+        if args.block_ms is not None or args.count != READ_BATCH + 1 or self.taken:
+            return await self.inner.read(args, gone)  # type: ignore[no-any-return]
+        self.taken = True
+        reads: list[StreamRead] = await self.inner.read(args, gone)
+        self.held.set()  # the reply is in: from here on, a cancellation is dropped
+        while not self.release.is_set():
+            try:
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                self.cancelled.set()  # dropped, as asyncio.wait_for did
+        return reads
+
+
+@pytest.fixture
+def held_read(app: FastAPI, client: httpx.AsyncClient) -> Iterator[HeldReplayRead]:
+    tails = app.state.sse_tails  # none running (``client``): new ones take the wrapper
+    held = tails.backend = HeldReplayRead(tails.backend)
+    yield held
+    held.release.set()
+    tails.backend = held.inner
+
+
+async def test_a_stream_closed_while_replaying_leaves_its_tail(
+    app: FastAPI, client: httpx.AsyncClient, held_read: HeldReplayRead, real_redis: Any
+) -> None:
+    """The client leaves while its subscriber reads, and the cancellation of its source is
+    lost: the subscriber must not join the tail when the read returns (it would stay live
+    there, keeping the tail, until an entry found its outbox closed; and a later test of
+    the same stream took it for its own live subscriber)."""
+    tails = app.state.sse_tails.by_key
+    async with open_events(client, "/v1/streams/s/events"):
+        assert await _settles(held_read.held.is_set)
+    assert await _settles(held_read.cancelled.is_set)  # the server noticed, and cancelled
+    held_read.release.set()
+    assert await _settles(lambda: not tails), "a closed stream's subscriber kept its tail"
+    assert await _settles(lambda: not app.state.sse.open)
 
 
 async def test_group_history_then_new_and_pending(
@@ -191,11 +249,13 @@ async def test_group_missing_is_404_and_destroyed_ends_with_error(
         assert event.event == "error" and event.json()["code"] == "NOGROUP"
 
 
-async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> None:
+async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> bool:
+    """Whether ``check`` holds within ``timeout``."""
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(timeout):
             while not check():
                 await asyncio.sleep(0.05)
+    return check()
 
 
 def _blocked_here(r: Any) -> list[dict[str, Any]]:

@@ -389,6 +389,11 @@ async def _replay(
         reads = {
             key: await read_after(backend, key, sub.positions[key], READ_BATCH + 1) for key in keys
         }
+        if outbox.reason is not None:
+            # Closed while reading (its source is cancelled then, but a cancellation can be
+            # lost on the way: see app/backends/redis.py): joining now would keep it live on
+            # its tails, and them running, until an entry found the outbox closed.
+            return None
         gaps: list[tuple[str, StreamID | None]] = []
         for key in keys:
             entries = reads[key]
