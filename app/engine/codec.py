@@ -37,6 +37,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -165,7 +166,7 @@ def _opt_int(value: Any) -> int | None:
 
 
 def _fields(values: Any) -> Fields:
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+    if not isinstance(values, list) or not all(map(isinstance, values, repeat(str))):
         raise ReplayError(f"expected a list of field names and values, got {values!r}")
     return tuple(values)
 
