@@ -258,6 +258,15 @@ def test_path_style_segments_are_percent_decoded(http: httpx.Client, xs: Command
     assert entries(xs, "u") == [["1-1", ["k", "été"]]]
 
 
+def test_path_style_arguments_may_hold_newlines(http: httpx.Client, xs: Commands) -> None:
+    """A ``%0A`` is an argument's byte like any other: the route matches the whole path, and a
+    trailing empty argument is not redirected away (it used to get an empty 307)."""
+    assert result_of(http.get("/xadd/n%0Al/1-1/f/a%0Ab")) == "1-1"
+    assert entries(xs, "n\nl") == [["1-1", ["f", "a\nb"]]]
+    r = http.get("/xlen/%0A/")  # a trailing slash ends the path, as on ``/xlen/s/``
+    assert (r.status_code, r.json()) == (200, {"result": 0})
+
+
 def test_path_style_post_body_is_last_argument(http: httpx.Client, xs: Commands) -> None:
     """POST body is appended, raw, as the last argument (docs: JSON or Binary Value)."""
     raw = '{"a": [1, 2], "b": "x/y"} \u00e9\n'

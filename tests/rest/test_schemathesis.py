@@ -19,6 +19,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS, load_all_checks
 
+from app.engine.ids import INT64_MAX
 from tests.conftest import Commands, Server
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
@@ -50,14 +51,16 @@ def _examples_exist(server: Server) -> None:
 
 
 def _waits(value: object) -> bool:
-    """A ``block_ms`` the server would wait on (0 is for ever). An invalid one stays in the
-    request: a negative case names it as what the server must refuse, and taking it out
-    would turn the case into a valid request answered 200."""
+    """A ``block_ms`` the server would wait on (0 is for ever, up to the document's maximum,
+    INT64_MAX). An invalid one, past the maximum too, stays in the request: a negative case
+    names it as what the server must refuse, and taking it out would turn the case into
+    another one (``after=0`` generated as an integer is the string "0" on the wire, a valid
+    request answered 200)."""
     if isinstance(value, bool):
         return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and re.fullmatch(r"[0-9]+", value) is not None
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value) is not None:
+        value = int(value)
+    return isinstance(value, int) and 0 <= value <= INT64_MAX
 
 
 @schema.parametrize()

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Route
 
 from app.access import Grant, NoPerm, check_command, readable
@@ -370,6 +371,24 @@ async def run_path_command(request: Request) -> Response:
     return await _run_one(request, args)
 
 
+class _Everything(Convertor[str]):
+    """The path style's catch-all: any path, newlines too. Starlette's ``path`` convertor is
+    ``.*``, which stops at a newline: an argument holding one (``%0A``) matched no route, or
+    matched through the redirect to the path without its trailing slash (``$`` matches
+    before a final newline) and got an empty 307."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("everything", _Everything())
+
+
 def install(app: FastAPI) -> None:
     """``/``, ``/pipeline`` and ``/multi-exec`` go first; the path-style catch-all goes last,
     so call this after every other route is registered."""
@@ -378,7 +397,7 @@ def install(app: FastAPI) -> None:
         Route("/pipeline", run_pipeline, methods=["POST"]),
         Route("/multi-exec", run_transaction, methods=["POST"]),
     ]
-    path_style = Route("/{path:path}", run_path_command, methods=["GET", "POST", "PUT"])
+    path_style = Route("/{path:everything}", run_path_command, methods=["GET", "POST", "PUT"])
     # Starlette adds HEAD to every GET route; a HEAD must not run a command (HEAD /xadd/...
     # used to append), so it gets 405 with Allow, as OPTIONS does until CORS is handled.
     assert path_style.methods is not None
