@@ -262,4 +262,10 @@ def _authenticator(settings: Settings) -> Authenticator:
         jwt = JwtVerifier(
             secret=settings.jwt_secret, public_key=public_key, audience=settings.jwt_audience
         )
-    return Authenticator(token=settings.token, keys=KeyRing(), jwt=jwt, cookie=settings.auth_cookie)
+    return Authenticator(
+        token=settings.token,
+        keys=KeyRing(),
+        jwt=jwt,
+        cookie=settings.auth_cookie,
+        trusted_origins=settings.cors_origins,
+    )

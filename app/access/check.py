@@ -6,6 +6,12 @@ read is XREADGROUP), with the stream named in the path as its key, so the three 
 cannot disagree. What a command needs comes from the command table (``Command.access``, its
 key positions): a multi-key command needs the verb on every key it names.
 
+Who asks matters as well as what they hold: a credential that came in a cookie on a request
+not shown to come from a trusted page (``Principal.writes``, app/access/principal) may run
+only commands that do not write, whatever its grant and whatever the HTTP method. The command
+table's write flag decides, so a GET that writes (the consumer-group event stream is
+XREADGROUP) is refused like a POST.
+
 Refusals carry Redis's own texts: a verb the caller holds on no stream at all refuses the
 command (``NOPERM this user has no permissions to run the 'xadd' command``); a verb held, but
 not on one of the keys, refuses the key (``... to access one of the keys used as arguments``).
@@ -16,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from app.access.grants import Grant, Verb
+from app.access.principal import Principal
 from app.engine.commands.table import Access, Command
 from app.engine.errors import CommandError
 
@@ -36,18 +43,28 @@ class NoPerm(CommandError):
             "NOPERM this user has no permissions to access one of the keys used as arguments"
         )
 
+    @classmethod
+    def cookie(cls, name: str) -> NoPerm:
+        return cls(
+            f"NOPERM a cookie cannot authorize the '{name}' command, which writes, from another"
+            " site: send the credential in the Authorization header or access_token"
+        )
+
 
 _VERBS = {Access.READ: Verb.READ, Access.CONSUME: Verb.CONSUME, Access.WRITE: Verb.WRITE}
 
 
-def check_command(grant: Grant, cmd: Command, argv: list[str]) -> None:
-    """Raise ``NoPerm`` unless ``grant`` may run ``argv`` (``cmd`` is its table entry)."""
-    check_keys(grant, cmd, cmd.keys(argv))
+def check_command(principal: Principal, cmd: Command, argv: list[str]) -> None:
+    """Raise ``NoPerm`` unless ``principal`` may run ``argv`` (``cmd`` is its table entry)."""
+    check_keys(principal, cmd, cmd.keys(argv))
 
 
-def check_keys(grant: Grant, cmd: Command, keys: list[str] | None) -> None:
-    """Raise ``NoPerm`` unless ``grant`` may run ``cmd`` on ``keys`` (None: every key), for a
-    surface that knows the keys from a path rather than an argv."""
+def check_keys(principal: Principal, cmd: Command, keys: list[str] | None) -> None:
+    """Raise ``NoPerm`` unless ``principal`` may run ``cmd`` on ``keys`` (None: every key),
+    for a surface that knows the keys from a path rather than an argv."""
+    if cmd.writes and not principal.writes:
+        raise NoPerm.cookie(cmd.name)
+    grant = principal.grant
     access = cmd.access
     if grant.admin or access is Access.NONE:
         return

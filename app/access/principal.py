@@ -1,12 +1,19 @@
 """Who is asking: credentials from a request, resolved to a principal holding a grant.
 
-Credentials, in the order they are tried: ``Authorization: Bearer <credential>``; the cookie
-named by ``XSTREAMS_AUTH_COOKIE`` (HttpOnly, so a page's scripts never see it); the query
+Credentials, in the order they are tried: ``Authorization: Bearer <credential>``; the query
 parameters ``access_token`` (what EventSource can send) and ``_token`` (the Upstash
-protocol's). The cookie counts only where the surface says it may (``cookie_ok``: reads under
-``/v1``): a browser sends cookies with requests other sites make it send, so a cookie must
-never authorize a write (cross-site request forgery). A credential is the admin token
-(``--token``), an API key (``xs_<id>_<secret>``) or a JWT; the first valid one wins.
+protocol's); last, the cookie named by ``XSTREAMS_AUTH_COOKIE`` (HttpOnly, so a page's scripts
+never see it). A credential is the admin token (``--token``), an API key
+(``xs_<id>_<secret>``) or a JWT; the first valid one wins.
+
+The cookie is the one credential a browser sends by itself, with requests other sites make it
+send (a link, a redirect, a form): cross-site request forgery. So it is read only where the
+surface says it may (``cookie_ok``: GET under ``/v1``), it comes after the credentials a
+client sends on purpose, and a principal it gives may write only when the request shows it
+comes from a page the service trusts (``Principal.writes``): ``Sec-Fetch-Site: same-origin``,
+which a browser sets and no page can forge, or an ``Origin`` on the CORS list. Otherwise it
+may run only commands that do not write (``app.access.check``), whatever the method: the
+consumer-group event stream is a GET, and it runs XREADGROUP.
 
 With nothing configured — no token, no JWT key, no API key in the database — the service is
 open (and protected mode keeps such a service on loopback): every request is the admin.
@@ -15,7 +22,8 @@ open (and protected mode keeps such a service on loopback): every request is the
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import unquote_to_bytes
@@ -43,6 +51,15 @@ class Principal:
     kind: Kind
     key_id: str | None = None  # API keys: what revocation and per-key limits follow
     expires_at_ms: int | None = None
+    # Whether this request may run a command that writes. False for a cookie on a request
+    # not shown to come from a trusted page: it may only read (module docstring).
+    writes: bool = True
+
+    @property
+    def unrestricted(self) -> bool:
+        """Whether every command passes the check (the admin, with nothing held back), so a
+        surface may skip asking it per command."""
+        return self.grant.admin and self.writes
 
     @property
     def scoped(self) -> bool:
@@ -67,11 +84,15 @@ class Authenticator:
         keys: KeyRing | None = None,
         jwt: JwtVerifier | None = None,
         cookie: str | None = None,
+        trusted_origins: Iterable[str] = (),
     ) -> None:
         self._token = token.encode() if token else None
         self.keys = keys if keys is not None else KeyRing()
         self._jwt = jwt
         self._cookie = cookie
+        # Origins whose requests a cookie may authorize writes for: the CORS list ("*" is no
+        # origin: it never vouches for a request).
+        self._trusted = frozenset(o.encode("latin-1") for o in trusted_origins if o != "*")
 
     @property
     def enabled(self) -> bool:
@@ -89,32 +110,48 @@ class Authenticator:
         """The caller's principal, or None (401): no credential, or none valid now."""
         if not self.enabled:
             return OPEN
-        for credential in self._credentials(headers, query, cookie_ok):
+        for credential in self._sent(headers, query):
             principal = self._resolve(credential, now_ms)
             if principal is not None:
                 return principal
+        if cookie_ok and self._cookie:
+            for credential in self._cookies(headers):
+                principal = self._resolve(credential, now_ms)
+                if principal is not None:
+                    return replace(principal, writes=self._trusted_request(headers))
         return None
 
-    def _credentials(
-        self, headers: list[tuple[bytes, bytes]], query: bytes, cookie_ok: bool
-    ) -> list[bytes]:
+    def _sent(self, headers: list[tuple[bytes, bytes]], query: bytes) -> list[bytes]:
+        """The credentials a client sends on purpose: a bearer header, then the query's."""
         found: list[bytes] = []
-        cookies: list[bytes] = []
         for name, value in headers:
             if name == b"authorization":
                 scheme, _, given = value.partition(b" ")
                 if scheme.lower() == b"bearer" and given.strip():
                     found.append(given.strip())
-            elif name == b"cookie" and self._cookie and cookie_ok:
-                cookies.append(value)
-        for raw in cookies:
-            found.extend(self._from_cookie(raw))
         if query:
             for pair in query.split(b"&"):
                 name, _, value = pair.partition(b"=")
                 if name in QUERY_CREDENTIALS and value:
                     found.append(unquote_to_bytes(value.replace(b"+", b" ")))
         return found
+
+    def _cookies(self, headers: list[tuple[bytes, bytes]]) -> list[bytes]:
+        found: list[bytes] = []
+        for name, value in headers:
+            if name == b"cookie":
+                found.extend(self._from_cookie(value))
+        return found
+
+    def _trusted_request(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """Whether the browser says the request comes from this origin, or from an origin on
+        the CORS list. A browser sets both headers itself (a page cannot); a request with
+        neither (an old browser, a script) is not trusted: it sends its credential instead."""
+        fetch_site = [v for n, v in headers if n == b"sec-fetch-site"]
+        origin = [v for n, v in headers if n == b"origin"]
+        if fetch_site == [b"same-origin"]:
+            return True
+        return len(origin) == 1 and origin[0] in self._trusted
 
     def _from_cookie(self, raw: bytes) -> list[bytes]:
         jar: SimpleCookie = SimpleCookie()

@@ -53,8 +53,9 @@ class AccessGate:
             scope["headers"],
             scope.get("query_string", b""),
             time.time_ns() // 1_000_000,
-            # A cookie authorizes reads under /v1 only (event streams, REST reads): never a
-            # write, nor the command endpoint, whose path style writes with a plain GET.
+            # A cookie is read for GET under /v1 only (event streams, REST reads), never for
+            # the command endpoint; and what it authorizes there may write only on a request
+            # from a trusted page (app.access.principal: the check refuses the rest).
             cookie_ok=scope["method"] == "GET" and path.startswith("/v1/"),
         )
         if principal is None:

@@ -6,6 +6,10 @@ the page a read-only JWT: its EventSource tails ``orders`` with it and receives 
 its attempt to append (``fetch`` with the same token, through a CORS preflight) is refused
 with a 403 problem the page can read. A second EventSource uses a read-only API key: revoking
 the key with ``xstreams keys revoke`` ends that stream, and the browser's reconnect is refused.
+
+A page on another site sends the browser, top level, to a group's event stream while the
+user's credential sits in the SameSite=Lax cookie: the cookie goes along, and the service
+refuses to consume with it; the service's own origin, with the same cookie, consumes.
 """
 
 from __future__ import annotations
@@ -135,3 +139,117 @@ def test_a_page_on_another_origin_tails_with_a_read_only_jwt(
         srv.url + "/", json=["XRANGE", "orders", "-", "+"],
         headers={"Authorization": "Bearer admin"},
     ).json()["result"]] == ["a", "b", "c"]  # fmt: skip
+
+
+ATTACK = """<!doctype html>
+<meta charset="utf-8">
+<p>Cute cats.</p>
+<script>location.href = TARGET;</script>
+"""
+
+DASHBOARD = """<!doctype html>
+<meta charset="utf-8">
+<script>
+  const seen = {entries: [], errors: 0};
+  const source = new EventSource("/v1/streams/orders/groups/billing/consumers/dash/events");
+  source.addEventListener("entry", (e) => seen.entries.push(JSON.parse(e.data).id));
+  source.onerror = () => seen.errors++;
+  window.seen = seen;
+</script>
+"""
+
+
+class _Attacker(BaseHTTPRequestHandler):
+    """Another site's web server: its page sends the visitor on to the group event stream."""
+
+    page = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_cross_site_navigation_with_the_cookie_consumes_nothing(tmp_path: Path) -> None:
+    """The application set the user's JWT in the ``xstreams_token`` cookie (SameSite=Lax), as
+    README's example does. A page on another site (``localhost`` is another site than
+    ``127.0.0.1``) navigates the browser, top level, to the group's event stream with
+    ``noack=true``: Lax sends the cookie with it. The service refuses (403: the cookie was
+    read, and it may not write from there), and the group is as it was: cursor, consumers,
+    backlog. A page of the service's own origin, with the same cookie, consumes as before."""
+    srv = Server(tmp_path, "--token", "admin", "--jwt-secret", SECRET)
+    web = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    admin = httpx.Client(base_url=srv.url, headers={"Authorization": "Bearer admin"}, timeout=10)
+    token = jwt.encode(
+        {
+            "sub": "alice",
+            "exp": int(time.time()) + 600,
+            "xstreams": {"read": ["orders"], "consume": ["orders"]},
+        },
+        SECRET,
+        algorithm="HS256",
+    )
+    try:
+        first = admin.post("/", json=["XADD", "orders", "*", "item", "a"]).json()["result"]
+        created = admin.post("/", json=["XGROUP", "CREATE", "orders", "billing", "0"])
+        assert created.json() == {"result": "OK"}
+        events = f"{srv.url}/v1/streams/orders/groups/billing/consumers/mallory/events?noack=true"
+        _Attacker.page = ATTACK.replace("TARGET", json.dumps(events)).encode()
+        with _chromium() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                context = browser.new_context()
+                context.add_cookies(
+                    [
+                        {
+                            "name": "xstreams_token",
+                            "value": token,
+                            "domain": "127.0.0.1",
+                            "path": "/",
+                            "httpOnly": True,
+                            "sameSite": "Lax",
+                        }
+                    ]
+                )
+                page = context.new_page()
+                with page.expect_response(lambda r: "/events" in r.url) as landed:
+                    page.goto(f"http://localhost:{web.server_port}/cats", wait_until="commit")
+                response = landed.value
+                sent = response.request.all_headers()
+                assert sent.get("sec-fetch-site") == "cross-site"
+                assert "xstreams_token=" in sent.get("cookie", "")  # Lax sent it
+                assert response.status == 403, response.status
+                assert response.json()["code"] == "NOPERM"
+                # The group is untouched: no consumer, cursor and backlog where they were.
+                groups = admin.post("/", json=["XINFO", "GROUPS", "orders"]).json()["result"]
+                assert groups[0][1::2] == ["billing", 0, 0, "0-0", None, 1]
+                # The service's own origin (a dashboard), with the same cookie, consumes.
+                page.route(
+                    f"{srv.url}/app",
+                    lambda route: route.fulfill(
+                        status=200, content_type="text/html", body=DASHBOARD
+                    ),
+                )
+                page.goto(f"{srv.url}/app")
+                page.wait_for_function("window.seen.entries.length >= 1", timeout=10_000)
+                assert page.evaluate("window.seen.entries") == [first]
+                # The dashboard's own files are served to the browser as before.
+                ui = page.goto(f"{srv.url}/ui/")
+                assert ui is not None and ui.status == 200
+            finally:
+                browser.close()
+        consumers = admin.post("/", json=["XINFO", "CONSUMERS", "orders", "billing"]).json()
+        assert [c[1] for c in consumers["result"]] == ["dash"]
+        pending = admin.post("/", json=["XPENDING", "orders", "billing"]).json()["result"]
+        assert pending[0] == 1 and pending[3] == [["dash", "1"]]
+    finally:
+        admin.close()
+        web.shutdown()
+        web.server_close()
+        srv.stop()

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from app.access import ADMIN, Grant, GrantError, NoPerm, Verb, check_command, readable
+from app.access import (
+    ADMIN,
+    Grant,
+    GrantError,
+    Kind,
+    NoPerm,
+    Principal,
+    Verb,
+    check_command,
+    readable,
+)
 from app.engine.commands import COMMANDS, lookup
 from app.engine.commands.table import Access
 
@@ -63,6 +73,11 @@ LINES: list[tuple[list[str], str]] = [
 GRANTS = {"read": READER, "consume": WORKER, "write": PRODUCER}
 
 
+def who(grant: Grant) -> Principal:
+    """A caller holding ``grant`` through a credential it sent (a header, the query)."""
+    return Principal("caller", grant, Kind.KEY)
+
+
 def test_every_command_is_in_the_table_of_cases() -> None:
     names = {n for n, c in COMMANDS.items() if not c.subcommands}
     names |= {s.name for c in COMMANDS.values() for s in c.subcommands.values()}
@@ -74,13 +89,13 @@ def test_every_command_is_in_the_table_of_cases() -> None:
 def test_each_verb_reaches_exactly_its_commands(argv: list[str], needs: str) -> None:
     cmd = lookup(argv)
     assert cmd.access is Access(needs)
-    check_command(ADMIN, cmd, argv)  # admin runs everything
+    check_command(who(ADMIN), cmd, argv)  # admin runs everything
     for verb, grant in GRANTS.items():
         if needs in ("none",) or needs == verb or (needs == "list" and verb == "read"):
-            check_command(grant, cmd, argv)
+            check_command(who(grant), cmd, argv)
         else:
             with pytest.raises(NoPerm) as e:
-                check_command(grant, cmd, argv)
+                check_command(who(grant), cmd, argv)
             assert e.value.text == NO_CMD.format(cmd.name)
 
 
@@ -96,7 +111,7 @@ def test_each_verb_reaches_exactly_its_commands(argv: list[str], needs: str) -> 
 )
 def test_a_verb_held_elsewhere_refuses_the_key(grant: Grant, argv: list[str]) -> None:
     with pytest.raises(NoPerm) as e:
-        check_command(grant, lookup(argv), argv)
+        check_command(who(grant), lookup(argv), argv)
     assert e.value.text == NO_KEY
 
 
@@ -105,10 +120,10 @@ def test_globs_are_redis_globs() -> None:
     for key, ok in [("a1", True), ("a10", False), ("bx", True), ("c*", True), ("cx", False)]:
         argv = ["XLEN", key]
         if ok:
-            check_command(g, lookup(argv), argv)
+            check_command(who(g), lookup(argv), argv)
         else:
             with pytest.raises(NoPerm):
-                check_command(g, lookup(argv), argv)
+                check_command(who(g), lookup(argv), argv)
 
 
 def test_scan_lists_only_what_may_be_read() -> None:

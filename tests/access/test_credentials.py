@@ -11,16 +11,20 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from app.access import (
+    ADMIN,
     Authenticator,
     Grant,
     JwtVerifier,
     KeyRecord,
     KeyRing,
     Kind,
+    NoPerm,
+    check_command,
     hash_secret,
     new_key,
     split_key,
 )
+from app.engine.commands import lookup
 
 NOW_MS = 1_800_000_000_000
 SECRET = "an application secret of enough length"
@@ -167,3 +171,63 @@ def test_jwt_with_a_public_key(alg: str) -> None:
     auth = Authenticator(jwt=JwtVerifier(public_key=pem.decode()))
     p = auth.authenticate(bearer(mint({}, key=private, alg=alg)), b"", NOW_MS)
     assert p is not None and p.kind is Kind.JWT
+
+
+# The consumer-group event stream's command: a GET that writes (the group's cursor, consumers).
+CONSUME = ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "orders", ">"]
+READS = [["XRANGE", "orders", "-", "+"], ["XPENDING", "orders", "g"], ["XLEN", "orders"]]
+TRUSTED = "https://app.example.com"
+
+
+@pytest.mark.parametrize(
+    ("extra", "trusted"),
+    [
+        ([], False),  # a browser too old to say, or a script: it sends a credential instead
+        ([(b"sec-fetch-site", b"cross-site")], False),  # a link or redirect from another site
+        ([(b"sec-fetch-site", b"same-site")], False),  # a sibling host is another origin
+        ([(b"sec-fetch-site", b"none")], False),  # typed in the address bar, a bookmark
+        ([(b"origin", b"https://evil.example")], False),
+        ([(b"origin", b"null")], False),
+        ([(b"origin", b"*")], False),  # "*" on the CORS list vouches for nobody
+        ([(b"sec-fetch-site", b"same-origin")], True),  # a page of the service's own
+        ([(b"origin", TRUSTED.encode())], True),  # a page on the CORS list
+        ([(b"sec-fetch-site", b"cross-site"), (b"origin", TRUSTED.encode())], True),
+    ],
+)
+def test_a_cookie_writes_only_for_a_trusted_page(
+    extra: list[tuple[bytes, bytes]], trusted: bool
+) -> None:
+    grant = Grant.of(read=["orders"], consume=["orders"], write=["orders"])
+    record, text = key_record(grant=grant)
+    ring = KeyRing([record])
+    admin_writes = [["FLUSHALL"], ["XGROUP", "DESTROY", "orders", "g"]]
+    for credential, granted, writes in [(text, grant, []), ("admin-token", ADMIN, admin_writes)]:
+        auth = Authenticator(
+            token="admin-token", keys=ring, cookie="xs", trusted_origins=[TRUSTED, "*"]
+        )
+        headers = [(b"cookie", b"xs=" + credential.encode()), *extra]
+        p = auth.authenticate(headers, b"", NOW_MS, cookie_ok=True)
+        assert p is not None and p.grant == granted
+        for argv in READS:  # reads pass, whatever page asked
+            check_command(p, lookup(argv), argv)
+        for argv in [CONSUME, ["XADD", "orders", "*", "f", "v"], *writes]:
+            if trusted:
+                check_command(p, lookup(argv), argv)
+            else:
+                with pytest.raises(NoPerm) as e:
+                    check_command(p, lookup(argv), argv)
+                assert e.value.text.startswith("NOPERM a cookie cannot authorize")
+                assert f"'{lookup(argv).name}'" in e.value.text
+
+
+def test_a_credential_sent_on_purpose_wins_over_the_cookie() -> None:
+    """A header or query credential is not the browser's doing: it writes from any page, and
+    is tried before the cookie, so a cookie sent along does not hold it back."""
+    writer = Grant.of(consume=["orders"])
+    record, text = key_record(grant=writer)
+    auth = Authenticator(token="admin-token", keys=KeyRing([record]), cookie="xs")
+    cross = [(b"cookie", b"xs=admin-token"), (b"sec-fetch-site", b"cross-site")]
+    for headers, query in [(cross + bearer(text), b""), (cross, b"access_token=" + text.encode())]:
+        p = auth.authenticate(headers, query, NOW_MS, cookie_ok=True)
+        assert p is not None and p.key_id == record.key_id and p.writes
+        check_command(p, lookup(CONSUME), CONSUME)

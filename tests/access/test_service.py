@@ -233,6 +233,36 @@ def test_a_cookie_reads_but_never_writes(tmp_path: Path) -> None:
         srv.stop()
 
 
+def test_a_cookie_consumes_a_group_only_from_a_trusted_page(tmp_path: Path) -> None:
+    """The group event stream is a GET that runs XREADGROUP: with the cookie alone it is
+    refused unless the browser says the page is the service's own or on the CORS list."""
+    page = "https://app.example.com"
+    srv = Server(tmp_path, "--token", "t", "--cors-origin", page)
+    admin = {"Authorization": "Bearer t"}
+    http = httpx.Client(base_url=srv.url, timeout=10, cookies={"xstreams_token": "t"})
+    try:
+        httpx.post(srv.url + "/", json=["XADD", "orders", "1-1", "f", "v"], headers=admin)
+        httpx.post(srv.url + "/", json=["XGROUP", "CREATE", "orders", "g", "0"], headers=admin)
+        events = "/v1/streams/orders/groups/g/consumers/mallory/events?noack=true"
+        for site in ({}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}):
+            r = http.get(events, headers=site)
+            assert r.status_code == 403, (site, r.text)
+            assert r.json()["code"] == "NOPERM" and "cookie" in r.json()["detail"]
+            # Reads still pass with the cookie from anywhere (XPENDING reads).
+            assert http.get("/v1/streams/orders/groups/g/pending", headers=site).status_code == 200
+        group = httpx.post(srv.url + "/", json=["XINFO", "GROUPS", "orders"], headers=admin)
+        assert group.json()["result"][0][1::2] == ["g", 0, 0, "0-0", None, 1]  # nothing moved
+        for trusted in ({"Sec-Fetch-Site": "same-origin"}, {"Origin": page}):
+            with http.stream("GET", events, headers=trusted) as r:
+                assert r.status_code == 200, trusted
+                lines = r.iter_lines()
+                assert next(line for line in lines if line.startswith("id:")) == "id: 1-1"
+            httpx.post(srv.url + "/", json=["XGROUP", "SETID", "orders", "g", "0"], headers=admin)
+    finally:
+        http.close()
+        srv.stop()
+
+
 def test_a_refused_socket_is_not_left_open(tmp_path: Path) -> None:
     """Sanity: protected mode's refusal leaves no listener behind."""
     port = free_port()

@@ -98,10 +98,10 @@ def _add_keys(keys: list[str] | None, named: list[str] | None) -> list[str] | No
 
 def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
     """The caller's grant, once it may run ``args`` (else ``NoPerm``)."""
-    grant = principal_of(request.scope).grant
-    if not grant.admin:
-        check_command(grant, cmd, args)
-    return grant
+    principal = principal_of(request.scope)
+    if not principal.unrestricted:
+        check_command(principal, cmd, args)
+    return principal.grant
 
 
 def _blocks(cmd: Command, args: list[str]) -> bool:
@@ -208,11 +208,12 @@ async def run_pipeline(request: Request) -> Response:
         commands = _commands(request, await read_body(request))
     except CommandError as e:
         return _error(request, e.text)
-    grant = principal_of(request.scope).grant
-    admin = grant.admin
+    principal = principal_of(request.scope)
+    grant = principal.grant
     refusals: dict[int, CommandError] = {}
     sent: list[list[str]] | None = None  # None while every line so far goes to the backend
-    cmds: list[Command | None] | None = None if admin else []  # of what is sent: SCAN's narrowing
+    # Of what is sent: each line's check, and SCAN's narrowing. None: nothing to check.
+    cmds: list[Command | None] | None = None if principal.unrestricted else []
     keys: list[str] | None = []
     writes = blocks = False
     own_table = checks_commands(backend)
@@ -237,7 +238,7 @@ async def run_pipeline(request: Request) -> Response:
             may_block = Flag.MAY_BLOCK in cmd.flags
         if cmds is not None:
             try:
-                check_command(grant, cmd, args)
+                check_command(principal, cmd, args)
             except NoPerm as e:  # this command's error item; the others run
                 sent = _refuse(refusals, i, e, sent, commands)
                 continue
@@ -321,7 +322,8 @@ async def run_transaction(request: Request) -> Response:
     try:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
-        grant = principal_of(request.scope).grant
+        principal = principal_of(request.scope)
+        grant = principal.grant
         writes = aborted = False
         keys: list[str] | None = []
         for args in commands:
@@ -330,8 +332,8 @@ async def run_transaction(request: Request) -> Response:
             except CommandError:
                 aborted = True  # an unknown command: EXECABORT below, as Redis answers
                 continue
-            if not grant.admin:
-                check_command(grant, cmd, args)
+            if not principal.unrestricted:
+                check_command(principal, cmd, args)
             writes = writes or cmd.writes
             keys = _add_keys(keys, cmd.keys(args))
         if aborted and not checks_commands(backend):

@@ -110,11 +110,11 @@ class RestRoute(APIRoute):
             query: bytes = request.scope["query_string"]
             if b"%" in query:
                 request._query_params = QueryParams(query_pairs(query))
-            grant = principal_of(request.scope).grant
-            if not grant.admin:
+            principal = principal_of(request.scope)
+            if not principal.unrestricted:
                 # The stream in the path, or the streams a multi-stream read names.
                 named = keys if keys is not None else request.query_params.getlist("stream")
-                check_keys(grant, model, named or None)
+                check_keys(principal, model, named or None)
             if request.method in _WRITES:
                 request._body = await read_body(request)
                 _decode_json(request)
