@@ -131,8 +131,8 @@ def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
                 elif code == "204" and response.get("description") == "Successful Response":
                     response["description"] = "Done: nothing to return."
     # Credentials (README "Access"): a bearer header anywhere; for EventSource, which cannot
-    # send headers, a query parameter or the cookie (reads only). No credential at all works
-    # only on a service with none configured.
+    # send headers, a query parameter or the cookie (reads, unless the page is trusted). No
+    # credential at all works only on a service with none configured.
     doc.setdefault("components", {})["securitySchemes"] = {
         "bearer": {
             "type": "http",
@@ -152,7 +152,8 @@ def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
             "in": "cookie",
             "name": cookie or "xstreams_token",
             "description": "The same credential in an HttpOnly cookie (XSTREAMS_AUTH_COOKIE);"
-            " read for GET requests only, never for a write.",
+            " read for GET requests only, and never for a command that writes (the group event"
+            " stream) unless the page is of this origin or on the CORS list.",
         },
     }
     doc["security"] = [{}, {"bearer": []}, {"accessToken": []}, {"cookie": []}]
