@@ -208,10 +208,13 @@ def create_app(
     app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
     if settings.cors_origins:
         # Outermost: a preflight is answered before loading or credentials are looked at.
+        # Named origins are answered with themselves and credentials; "*" (alone: Settings)
+        # with "*" and never credentials, which the Fetch standard forbids beside it: so no
+        # origin that is not named ever gets a credentialed answer.
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_credentials=True,
+            allow_credentials=settings.cors_origins != ["*"],
             allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=[
                 "Authorization",

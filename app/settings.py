@@ -134,6 +134,7 @@ class Settings(BaseSettings):
     auth_cookie: str | None = "xstreams_token"
     keys_refresh_ms: PositiveInt = 1_000
     # Browser origins allowed to call the API (CORS, credentials included); none by default.
+    # ["*"] alone: every origin, without credentials (README "Access", CORS).
     cors_origins: list[str] = []
     # Protected mode, as Redis's: a non-loopback host with no credentials configured refuses
     # to start unless this is set.
@@ -162,6 +163,18 @@ class Settings(BaseSettings):
             f"unknown backend {scheme!r}: use 'embedded' or a URL starting"
             f" with {', '.join(s + '://' for s in REDIS_SCHEMES)}"
         )
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _cors(cls, value: list[str]) -> list[str]:
+        # "*" is served as "*" without credentials (a browser never pairs the two); beside
+        # named origins it would be unclear which of the two a page gets.
+        if "*" in value and len(value) > 1:
+            raise ValueError(
+                "'*' allows every origin, without credentials: give it alone, or name the"
+                " origins that may call with credentials"
+            )
+        return value
 
     @property
     def embedded(self) -> bool:
