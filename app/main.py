@@ -263,7 +263,10 @@ def _authenticator(settings: Settings) -> Authenticator:
             else None
         )
         jwt = JwtVerifier(
-            secret=settings.jwt_secret, public_key=public_key, audience=settings.jwt_audience
+            secret=settings.jwt_secret,
+            public_key=public_key,
+            audience=settings.jwt_audience,
+            max_lifetime_ms=settings.jwt_max_lifetime_ms,
         )
     return Authenticator(
         token=settings.token,

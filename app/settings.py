@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     jwt_secret: str | None = None
     jwt_public_key_file: Path | None = None
     jwt_audience: str | None = None
+    # The furthest a JWT's ``exp`` may lie ahead: a token minted for longer is refused (401).
+    jwt_max_lifetime_ms: PositiveInt = 24 * 60 * 60 * 1000
     # The cookie that may carry a credential (API key or JWT), an HttpOnly cookie the
     # application sets for its pages; read for GET requests under /v1 only (reads and event
     # streams: a cookie never authorizes a write). None: no cookie is read.

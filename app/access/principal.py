@@ -174,7 +174,7 @@ class Authenticator:
                 record.name, record.grant, Kind.KEY, record.key_id, record.expires_at_ms
             )
         if self._jwt is not None and JwtVerifier.looks_like(text):
-            verified = self._jwt.verify(text)
+            verified = self._jwt.verify(text, now_ms)
             if verified is not None:
                 return Principal(
                     verified.subject, verified.grant, Kind.JWT, None, verified.expires_at_ms

@@ -5,6 +5,12 @@ grant (``{"read": ["orders-*"], "consume": [...], "write": [...], "admin": false
 verifies the signature (HS256 with a shared secret, or RS256 / ES256 with the application's
 public key), ``exp`` (required: a token that never expires is refused), ``nbf`` and, when
 configured, ``aud``. The token is never stored; its ``sub`` names the caller in logs.
+
+``exp`` must be an integer (RFC 7519's NumericDate, as every minting library writes it):
+PyJWT alone also takes ``"99999999999"`` and ``1e300``. And it may lie no further ahead than
+``max_lifetime_ms`` (``XSTREAMS_JWT_MAX_LIFETIME_MS``, a day by default): a token is a
+bearer credential nobody can revoke, so one minted by mistake for years must not work for
+years.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ __all__ = ["CLAIM", "JwtVerifier", "VerifiedToken"]
 
 CLAIM = "xstreams"
 LEEWAY_S = 5  # clock skew between the application and xstreams
+MAX_LIFETIME_MS = 24 * 60 * 60 * 1000  # the default of XSTREAMS_JWT_MAX_LIFETIME_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,7 @@ class JwtVerifier:
         secret: str | None = None,
         public_key: str | None = None,
         audience: str | None = None,
+        max_lifetime_ms: int = MAX_LIFETIME_MS,
     ) -> None:
         if secret is not None and public_key is None:
             self._key, self._algorithms = secret, ["HS256"]
@@ -43,14 +51,16 @@ class JwtVerifier:
         else:
             raise ValueError("a JWT verifier needs exactly one of a secret or a public key")
         self._audience = audience
+        self._max_lifetime_ms = max_lifetime_ms
 
     @staticmethod
     def looks_like(text: str) -> bool:
         return text.count(".") == 2
 
-    def verify(self, token: str) -> VerifiedToken | None:
+    def verify(self, token: str, now_ms: int) -> VerifiedToken | None:
         """The token's grant, or None when it is not valid now (bad signature, expired, not
-        yet valid, wrong audience, no or malformed grant claim)."""
+        yet valid, wrong audience, no or malformed grant claim, an ``exp`` that is not an
+        integer or lies beyond the maximum lifetime from ``now_ms``)."""
         try:
             claims = jwt.decode(
                 token,
@@ -63,7 +73,11 @@ class JwtVerifier:
             grant = Grant.from_json(claims.get(CLAIM))
         except (jwt.PyJWTError, GrantError, ValueError):
             return None
+        exp = claims["exp"]
+        if type(exp) is not int:  # not bool, str or float
+            return None
+        expires_at_ms = exp * 1000
+        if expires_at_ms > now_ms + self._max_lifetime_ms + LEEWAY_S * 1000:
+            return None
         subject = claims.get("sub")
-        return VerifiedToken(
-            subject if isinstance(subject, str) else "jwt", grant, int(claims["exp"]) * 1000
-        )
+        return VerifiedToken(subject if isinstance(subject, str) else "jwt", grant, expires_at_ms)

@@ -67,6 +67,10 @@ def serve(
         Path | None, typer.Option(help="PEM public key of RS256/ES256 JWTs (a file).")
     ] = None,
     jwt_audience: Annotated[str | None, typer.Option(help="Required JWT `aud`.")] = None,
+    jwt_max_lifetime_ms: Annotated[
+        int | None,
+        typer.Option(min=1, help="Furthest a JWT's `exp` may lie ahead, in ms (default a day)."),
+    ] = None,
     auth_cookie: Annotated[
         str | None, typer.Option(help="Name of a cookie carrying a key or JWT.")
     ] = None,
@@ -139,6 +143,7 @@ def serve(
             "jwt_secret": jwt_secret,
             "jwt_public_key_file": jwt_public_key,
             "jwt_audience": jwt_audience,
+            "jwt_max_lifetime_ms": jwt_max_lifetime_ms,
             "auth_cookie": auth_cookie,
             "cors_origins": cors_origin or None,
             "insecure_no_auth": insecure_no_auth or None,

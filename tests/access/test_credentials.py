@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import time
 from typing import Any
 
@@ -231,3 +234,45 @@ def test_a_credential_sent_on_purpose_wins_over_the_cookie() -> None:
         p = auth.authenticate(headers, query, NOW_MS, cookie_ok=True)
         assert p is not None and p.key_id == record.key_id and p.writes
         check_command(p, lookup(CONSUME), CONSUME)
+
+
+def _signed(payload: bytes) -> str:
+    """An HS256 token over exactly these payload bytes (PyJWT would re-encode the JSON)."""
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=")
+    body = base64.urlsafe_b64encode(payload).rstrip(b"=")
+    mac = hmac.new(SECRET.encode(), head + b"." + body, hashlib.sha256).digest()
+    return b".".join([head, body, base64.urlsafe_b64encode(mac).rstrip(b"=")]).decode()
+
+
+@pytest.mark.parametrize(
+    "exp",
+    [
+        '"{soon}"',  # a string of digits
+        "{soon}.5",  # a float
+        "1e300",  # a float far beyond any lifetime
+        "true",
+        "{days}",  # an integer, two days ahead: past the default day
+        str(2**64),
+    ],
+)
+def test_jwt_exp_is_an_integer_within_the_maximum_lifetime(exp: str) -> None:
+    now_s = int(time.time())
+    grant = b'"xstreams": {"read": ["orders"]}'
+    text = exp.format(soon=now_s + 60, days=now_s + 2 * 86_400).encode()
+    auth = Authenticator(jwt=JwtVerifier(secret=SECRET))
+    assert auth.authenticate(bearer(_signed(b'{"exp": ' + text + b", " + grant + b"}")),
+                             b"", now_s * 1000) is None  # fmt: skip
+    # The same claims with an integer an hour ahead pass.
+    fine = f'{{"exp": {now_s + 3600}, '.encode() + grant + b"}"
+    p = auth.authenticate(bearer(_signed(fine)), b"", now_s * 1000)
+    assert p is not None and p.expires_at_ms == (now_s + 3600) * 1000
+
+
+def test_jwt_maximum_lifetime_is_configured() -> None:
+    now_s = int(time.time())
+    week = mint({"exp": now_s + 7 * 86_400})
+    longer = Authenticator(jwt=JwtVerifier(secret=SECRET, max_lifetime_ms=8 * 86_400_000))
+    assert longer.authenticate(bearer(week), b"", now_s * 1000) is not None
+    short = Authenticator(jwt=JwtVerifier(secret=SECRET, max_lifetime_ms=60_000))
+    assert short.authenticate(bearer(mint({"exp": now_s + 3600})), b"", now_s * 1000) is None
+    assert short.authenticate(bearer(mint({"exp": now_s + 30})), b"", now_s * 1000) is not None
