@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from app import __version__, info
 from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, errors, openapi
-from app.api.access_gate import AccessGate
+from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
 from app.api.errors import json_response
@@ -203,7 +203,9 @@ def create_app(
     openapi.install(app)
     # The command endpoint: its routes go first, its catch-all path route last.
     commands.install(app)
-    app.add_middleware(AccessGate, authenticator=app.state.access)
+    app.add_middleware(
+        AccessGate, authenticator=app.state.access, open_paths=PROBES | dashboard.served_paths()
+    )
     app.add_middleware(LoadingGate, readiness=app.state.readiness)
     app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
     if settings.cors_origins:

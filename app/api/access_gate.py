@@ -4,10 +4,12 @@ The gate resolves the request's credentials to a ``Principal`` (``app.access``) 
 in the scope's state, where each surface finds it to ask the one permission check
 (``app.access.check``) about the command it is about to run. Without a valid credential the
 request stops here with 401, in the shape of the surface addressed: ``{"error":
-"Unauthorized"}`` for the command endpoint, a problem document for ``/v1``. Health probes pass
-without credentials, and so do the dashboard's static files under ``/ui/`` (the page then
-calls the API with its user's credential) and a CORS preflight (the CORS middleware, outside
-this one, answers it).
+"Unauthorized"}`` for the command endpoint, a problem document for ``/v1``. Only GET and
+HEAD requests of a fixed set of paths pass without credentials: the health probes and the
+dashboard's files (``dashboard.served_paths``: the page then calls the API with its user's
+credential). Any other method on those paths, or any other path beside them, is asked for
+credentials: an open path must not lead to a route that runs a command. A CORS preflight
+never gets here (the CORS middleware, outside this one, answers it).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from app.access import Authenticator, Principal
 from app.access.principal import OPEN
 from app.api.errors import error_body
 
-__all__ = ["OPEN_PATHS", "OPEN_PREFIXES", "AccessGate", "principal_of"]
+__all__ = ["OPEN_METHODS", "PROBES", "AccessGate", "principal_of"]
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/ui"})
-OPEN_PREFIXES = ("/ui/",)  # static files only: nothing under them runs a command
+PROBES = frozenset({"/healthz", "/readyz"})
+OPEN_METHODS = frozenset({"GET", "HEAD"})
 
 
 def principal_of(scope: Scope) -> Principal:
@@ -33,9 +35,12 @@ def principal_of(scope: Scope) -> Principal:
 
 
 class AccessGate:
-    def __init__(self, app: ASGIApp, authenticator: Authenticator) -> None:
+    def __init__(
+        self, app: ASGIApp, authenticator: Authenticator, open_paths: frozenset[str] = PROBES
+    ) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.open_paths = open_paths  # answered to GET and HEAD without credentials
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,7 +51,7 @@ class AccessGate:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
-        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+        if path in self.open_paths and scope["method"] in OPEN_METHODS:
             await self.app(scope, receive, send)
             return
         principal = self.authenticator.authenticate(

@@ -2,8 +2,10 @@
 
 Only the files are open: they hold nothing secret, and the page signs in by calling the API
 with the key or JWT its user types (kept in the tab's ``sessionStorage``), so every read and
-write it makes is checked as any client's is. The gate exempts ``/ui`` alone
-(``access_gate.OPEN_PREFIXES``).
+write it makes is checked as any client's is. The gate exempts exactly the GET and HEAD
+requests these files answer (``served_paths``): any other method or path under ``/ui`` needs
+credentials like the rest, so none can fall through to another route (``POST /ui`` would
+reach the command endpoint's catch-all) without them.
 
 The files are answered with a strict Content-Security-Policy (scripts and styles from this
 origin only, no inline code, no framing), so a value that reached the page as text could not
@@ -21,7 +23,7 @@ from starlette.types import Scope
 
 from app.web import STATIC
 
-__all__ = ["PREFIX", "install"]
+__all__ = ["PREFIX", "install", "served_paths"]
 
 PREFIX = "/ui"
 
@@ -41,6 +43,15 @@ class DashboardFiles(StaticFiles):
         response = await super().get_response(path, scope)
         response.headers.update(HEADERS)
         return response
+
+
+def served_paths() -> frozenset[str]:
+    """Every path the dashboard answers with a file (or, for ``/ui``, the redirect to it):
+    ``/ui/`` (its index) and ``/ui/<file>`` for each file shipped under ``app/web/static``."""
+    files = (p for p in STATIC.rglob("*") if p.is_file())
+    return frozenset(
+        {PREFIX, PREFIX + "/"} | {f"{PREFIX}/{p.relative_to(STATIC).as_posix()}" for p in files}
+    )
 
 
 async def _to_slash(_: object) -> Response:

@@ -46,11 +46,23 @@ async def test_the_files_need_no_credentials_and_nothing_else_is_opened(
         assert module.status_code == 200
         assert module.headers["content-type"].startswith("text/javascript")
         assert (await client.get("/ui/app.css")).headers["content-type"].startswith("text/css")
-        # Nothing but files: unknown names and escapes are 404, other methods 405.
-        assert (await client.get("/ui/nothing.js")).status_code == 404
-        assert (await client.get("/ui/../app/main.py")).status_code in (401, 404)
-        assert (await client.get("/ui/%2E%2E/%2E%2E/pyproject.toml")).status_code == 404
-        assert (await client.post("/ui/", content=b"x")).status_code == 405
+        assert (await client.head("/ui/app.css")).status_code == 200
+        # Nothing but the files, to GET and HEAD: any other name, escape or method under /ui
+        # needs credentials, so none reaches another route (POST /ui matched the command
+        # endpoint's catch-all and ran a command named UI).
+        assert (await client.get("/ui/nothing.js")).status_code == 401
+        assert (await client.get("/ui/../app/main.py")).status_code == 401
+        assert (await client.get("/ui/%2E%2E/%2E%2E/pyproject.toml")).status_code == 401
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            for path in ("/ui", "/ui/", "/ui/index.html", "/ui/xadd/s/*/f/v"):
+                r = await client.request(method, path, content=b'["XADD", "s", "*", "f", "v"]')
+                assert r.status_code == 401, (method, path, r.text)
+        assert (await client.post("/healthz", content=b'["PING"]')).status_code == 401
+        # With credentials, the files still answer only GET and HEAD.
+        secret = {"Authorization": "Bearer secret"}
+        assert (await client.post("/ui/", content=b"x", headers=secret)).status_code == 405
+        assert (await client.get("/ui/nothing.js", headers=secret)).status_code == 404
+        assert (await client.post("/", json=["XLEN", "s"], headers=secret)).json() == {"result": 0}
         # The API still asks for credentials, and so does everything beside /ui/.
         assert (await client.get("/v1/streams")).status_code == 401
         assert (await client.get("/v1/whoami")).status_code == 401
