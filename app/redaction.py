@@ -8,7 +8,10 @@ it: its message, its arguments (rewritten in place, since uvicorn's access forma
 by position), its exception text and its stack.
 
 The rule: in a query (after ``?`` or ``&``), a parameter whose name, percent-decoded as the
-server decodes it, is in ``SECRET_PARAMETERS`` keeps its name and loses its value to ``***``.
+server decodes it and in any case, is in ``SECRET_PARAMETERS`` keeps its name and loses its
+value to ``***``. Any case: the service reads only the lower-case names, but a client that
+sends ``?ACCESS_TOKEN=...`` or ``?_Token=...`` by mistake still sent its secret, and the log
+must not keep it.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ def redact(text: str) -> str:
 
 def _mask(match: re.Match[str]) -> str:
     name = match.group(1)
-    return f"{name}={MASK}" if unquote_plus(name) in SECRET_PARAMETERS else match.group(0)
+    secret = unquote_plus(name).lower() in SECRET_PARAMETERS
+    return f"{name}={MASK}" if secret else match.group(0)
 
 
 def _redact_arg(arg: object) -> object:

@@ -31,6 +31,10 @@ CASES = [
     ("http://h/x?_token=abc#frag", "http://h/x?_token=***#frag"),
     ("/x?_token=", "/x?_token=***"),
     ("/x?_token=a&_token=b", "/x?_token=***&_token=***"),
+    # In any case: a client that wrote the name in capitals still sent its secret.
+    ("/x?_TOKEN=abc", "/x?_TOKEN=***"),
+    ("/v1/events?Access_Token=eyJ.x.y&a=1", "/v1/events?Access_Token=***&a=1"),
+    ("/?%5FToKeN=abc", "/?%5FToKeN=***"),
     # Not secrets, or not in a query: left alone.
     ("/x?token=abc&my_token=abc&_tokens=abc", "/x?token=abc&my_token=abc&_tokens=abc"),
     ("_token=abc in a sentence", "_token=abc in a sentence"),
