@@ -19,6 +19,7 @@ from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
 from app.api.errors import json_response
+from app.api.holds import Holds
 from app.api.loading import LoadingGate
 from app.api.rest import (
     consumers,
@@ -157,6 +158,7 @@ def create_app(
         durability=app.state.durability,
         readiness=app.state.readiness,
         metrics=app.state.metrics,
+        holds=Holds(settings.sse_max_connections_per_key),
     )
     errors.install(app)
 

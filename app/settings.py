@@ -144,8 +144,9 @@ class Settings(BaseSettings):
     # TLS: serve HTTPS with this certificate chain and private key (PEM files).
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
-    # Event streams one API key or JWT subject may hold open; past it 429 with Retry-After.
-    # The global cap (sse_max_connections) bounds everything else.
+    # Event streams, REST long polls and blocking reads (XREAD / XREADGROUP BLOCK) one API
+    # key or JWT subject may hold open together; past it 429 with Retry-After (app/api/holds).
+    # The global caps (sse_max_connections, max_connections) bound everything else.
     sse_max_connections_per_key: PositiveInt = 100
 
     # Metrics (GET /metrics). Per consumer group series (pending, lag) only for the streams

@@ -32,6 +32,7 @@ from starlette.requests import ClientDisconnect
 from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
+from app.api.holds import TooManyHeld
 from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
 from app.durability import StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
@@ -169,6 +170,11 @@ def install(app: FastAPI) -> None:
             return json_response({"error": exc.text}, 403 if isinstance(exc, NoPerm) else 400)
         index = exc.index if isinstance(exc, BatchItemError) else None
         return problem(request, status_of(exc), exc.text, index=index)
+
+    @app.exception_handler(TooManyHeld)
+    async def too_many_held(request: Request, exc: TooManyHeld) -> Response:
+        request.app.state.metrics.error(exc.text)
+        return answer(request, 429, exc.text, {"Retry-After": "1"})
 
     @app.exception_handler(StorageUnavailable)
     async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:

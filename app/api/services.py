@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from app.api.holds import Holds
 from app.backends import Backend
 from app.durability import Durability, Readiness
 from app.observe import Metrics
@@ -27,6 +28,8 @@ class Services:
     durability: Durability
     readiness: Readiness
     metrics: Metrics
+    # Requests each credential holds open (event streams, long polls, blocking reads).
+    holds: Holds
 
 
 def services_of(request: Request) -> Services:

@@ -83,6 +83,32 @@ def test_event_streams_per_credential_are_capped(tmp_path: Path) -> None:
         srv.stop()
 
 
+def test_event_streams_and_long_polls_share_the_cap_per_credential(tmp_path: Path) -> None:
+    env = {**FAST_KEYS, "XSTREAMS_SSE_MAX_CONNECTIONS_PER_KEY": "2"}
+    srv = Server(tmp_path, "--token", "t", env=env)
+    try:
+        text = create_key(tmp_path, "greedy", "--read", "*")
+        client = httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {text}"})
+        until(lambda: client.get("/v1/streams").status_code == 200)
+        streams = [client.stream("GET", "/v1/streams/s/events") for _ in range(2)]
+        assert all(s.__enter__().status_code == 200 for s in streams)
+        # Two streams held: a long poll or a blocking read is the third (each would wait 1 s).
+        poll = client.get("/v1/streams/s/entries", params={"after": "$", "block_ms": 1000})
+        assert poll.status_code == 429 and poll.headers["retry-after"] == "1"
+        assert "sse_max_connections_per_key" in poll.json()["detail"]
+        block = client.post("/", json=["XREAD", "BLOCK", "1000", "STREAMS", "s", "$"])
+        assert block.status_code == 429 and "sse_max_connections_per_key" in block.json()["error"]
+        assert client.get("/v1/streams/s/entries", params={"after": "0"}).status_code == 200
+        streams.pop().__exit__(None, None, None)
+        until(lambda: client.post("/", json=["XREAD", "BLOCK", "1", "STREAMS", "s", "$"])
+              .status_code == 200)  # fmt: skip
+        for s in streams:
+            s.__exit__(None, None, None)
+        client.close()
+    finally:
+        srv.stop()
+
+
 def _opens(client: httpx.Client) -> bool:
     with client.stream("GET", "/v1/streams/s/events") as r:
         return r.status_code == 200

@@ -12,8 +12,11 @@ import time
 from dataclasses import dataclass
 
 import httpx
+import jwt
 import pytest
 
+from app.engine.store import Store
+from tests.api.inproc import serve
 from tests.conftest import Server
 from tests.rest.conftest import Local, add
 
@@ -172,3 +175,70 @@ async def test_a_client_that_goes_away_stops_waiting(
     # Nothing was delivered to the vanished consumer.
     add(local.client, "s", ("a", "1"), id="1-0")
     assert local.client.get("/v1/streams/s/groups/g/pending").json()["count"] == 0
+
+
+CAP_SECRET = "an application secret of enough length"
+CAP_TEXT = "ERR too many event streams and blocking reads for this credential"
+
+
+async def test_long_polls_and_blocking_reads_count_toward_the_per_key_cap() -> None:
+    """A REST long poll and XREAD / XREADGROUP BLOCK hold a connection as an event stream
+    does, so they share its cap per credential (``sse_max_connections_per_key``): past it, the
+    next one of any kind is refused at once (429, Retry-After), until one ends."""
+    store = Store()
+    grant = {"read": ["s"], "consume": ["s"]}
+    token = jwt.encode({"sub": "w", "exp": int(time.time()) + 600, "xstreams": grant}, CAP_SECRET)
+    who = {"Authorization": f"Bearer {token}"}
+    admin = {"Authorization": "Bearer admin"}
+    settings = {"token": "admin", "jwt_secret": CAP_SECRET, "sse_max_connections_per_key": 2}
+    async with serve(store, **settings) as c:
+        await c.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"], headers=admin)
+        wait = {"after": "$", "block_ms": 30_000}
+        held = [
+            asyncio.create_task(c.get("/v1/streams/s/entries", params=wait, headers=who)),
+            asyncio.create_task(
+                c.post("/", json=["XREAD", "BLOCK", "30000", "STREAMS", "s", "$"], headers=who)
+            ),
+        ]
+        while store.keyspace.blocked.count() < 2:  # both parked
+            await asyncio.sleep(0.001)
+        # (Each would wait 1 s if it were let through.)
+        refused = [
+            await c.get("/v1/read", params={"stream": "s", "after": "$", "block_ms": 1000},
+                        headers=who),
+            await c.post("/v1/streams/s/groups/g/consumers/c/reads",
+                         json={"id": ">", "block_ms": 1000}, headers=who),
+            await c.post("/", headers=who,
+                         json=["XREADGROUP", "GROUP", "g", "c", "BLOCK", "1000", "STREAMS", "s",
+                               ">"]),
+            await c.post("/pipeline", headers=who,
+                         json=[["XREAD", "BLOCK", "1000", "STREAMS", "s", "$"]]),
+        ]  # fmt: skip
+        for r in refused:
+            assert r.status_code == 429, (r.request.url, r.text)
+            assert r.headers["retry-after"] == "1"
+            body = r.json()
+            text = body.get("detail") or body["error"]
+            assert text.startswith(CAP_TEXT) and "sse_max_connections_per_key" in text
+        assert store.keyspace.blocked.count() == 2  # none of them parked, nothing consumed
+        xinfo = await c.post("/", json=["XINFO", "CONSUMERS", "s", "g"], headers=admin)
+        assert xinfo.json() == {"result": []}
+        # Reads that do not wait still pass; the admin token is bound by the global caps only.
+        now = await c.get("/v1/streams/s/entries", params={"after": "0"}, headers=who)
+        assert now.status_code == 200
+        held.append(
+            asyncio.create_task(
+                c.post("/", json=["XREAD", "BLOCK", "30000", "STREAMS", "s", "$"], headers=admin)
+            )
+        )
+        while store.keyspace.blocked.count() < 3:
+            await asyncio.sleep(0.001)
+        # An append ends every poll; then the credential may wait again.
+        await c.post("/", json=["XADD", "s", "1-1", "f", "v"], headers=admin)
+        assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200, 200]
+        again = await c.get(
+            "/v1/streams/s/entries", params={"after": "$", "block_ms": 1}, headers=who
+        )
+        assert again.status_code == 200
+        r = await c.post("/", json=["XREAD", "BLOCK", "1", "STREAMS", "s", "$"], headers=who)
+        assert r.json() == {"result": None}

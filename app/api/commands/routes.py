@@ -35,6 +35,7 @@ from app.api.commands.resp import Shaper
 from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import UNAVAILABLE, json_response
+from app.api.holds import TooManyHeld
 from app.api.services import services_of
 from app.backends import Backend
 from app.backends.base import checks_commands
@@ -136,6 +137,12 @@ def _error(request: Request, text: str, status: int = 400) -> Response:
     return json_response({"error": text}, status)
 
 
+def _too_many(request: Request, error: TooManyHeld) -> Response:
+    """A blocking read past its credential's cap on held requests (app/api/holds)."""
+    services_of(request).metrics.error(error.text)
+    return json_response({"error": error.text}, 429, {"Retry-After": "1"})
+
+
 def _listed(grant: Grant, cmd: Command | None, reply: Any) -> Any:
     """A SCAN page narrowed to the keys the caller may read (its cursor walks on): the
     engine's ``ScanPage``, or a pass-through backend's ``[cursor, [key, ...]]``."""
@@ -169,11 +176,15 @@ async def _run_one(request: Request, args: list[str]) -> Response:
         if cmd.writes:
             durability.check_writable()  # refused before it runs: nothing applied
         if _blocks(cmd, args):
-            reply = await _unless_gone(backend.command(args), request)
+            # A blocking read holds its connection: it counts against the credential's cap.
+            with services.holds.holding(principal_of(request.scope)):
+                reply = await _unless_gone(backend.command(args), request)
         else:
             reply = await backend.command(args)
     except NoPerm as e:
         return _error(request, e.text, 403)
+    except TooManyHeld as e:
+        return _too_many(request, e)
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
         return _error(request, e.text, _status(e))
@@ -259,9 +270,12 @@ async def run_pipeline(request: Request) -> Response:
     lines = commands if sent is None else sent
     try:
         if blocks:
-            results = await _unless_gone(backend.pipeline(lines), request)
+            with services.holds.holding(principal):
+                results = await _unless_gone(backend.pipeline(lines), request)
         else:
             results = await backend.pipeline(lines)
+    except TooManyHeld as e:
+        return _too_many(request, e)
     except ClientGone:
         return Response(status_code=499)
     except CommandError as e:  # the whole request's: the backend failed, not one command

@@ -28,13 +28,15 @@ from starlette.datastructures import QueryParams
 from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, loads, query_pairs, quote_name
-from app.api.deps import read_body
+from app.api.deps import read_body, wait_for_disconnect
 from app.api.rest.models import MODELS, model_of
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
 from app.api.services import services_of
-from app.backends import ClientGone
+from app.backends import Backend, ClientGone
+from app.engine.commands.reads import ReadRequest
 from app.engine.errors import CommandError
+from app.engine.replies import StreamRead
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
 GroupName = Annotated[str, Path(description="The consumer group's name.", examples=["billing"])]
@@ -52,6 +54,8 @@ _WHY = {
     409: "BUSYGROUP, or an ID not greater than the stream's top.",
     413: "The request body is larger than the configured limit.",
     422: "The JSON body is malformed or misses a field.",
+    429: "A long poll (`block_ms`) past the credential's cap on event streams and long polls"
+    " open at once (`Retry-After`).",
     503: "Storage cannot make the write durable now; retry later.",
 }
 
@@ -130,6 +134,17 @@ class RestRoute(APIRoute):
             return response
 
         return rest
+
+
+async def read_or_wait(request: Request, backend: Backend, read: ReadRequest) -> list[StreamRead]:
+    """XREAD / XREADGROUP for a REST route. A long poll (``block_ms``) counts against the
+    caller's cap on held requests while it runs, as an event stream does (app/api/holds:
+    past it, 429), and stops waiting as soon as its client leaves."""
+    gone = lambda: wait_for_disconnect(request)  # noqa: E731
+    if read.block_ms is None:
+        return await backend.read(read, gone)
+    with services_of(request).holds.holding(principal_of(request.scope)):
+        return await backend.read(read, gone)
 
 
 class Encoded:

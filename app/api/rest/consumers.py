@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_maybe_entry
 from app.api.rest.common import (
     ConsumerName,
@@ -13,6 +12,7 @@ from app.api.rest.common import (
     GroupName,
     StreamName,
     errors,
+    read_or_wait,
     router,
     segment,
     stream_url,
@@ -112,7 +112,7 @@ async def delete_consumer(
     operation_id="read_group",
     summary="Read as a consumer",
     response_model=MaybeEntryList,
-    responses=errors(404, 413),
+    responses=errors(404, 413, 429),
 )
 async def read_group(
     stream: StreamName,
@@ -131,5 +131,5 @@ async def read_group(
     read = ReadRequest(
         [stream], [body.id], body.count or 0, body.block_ms, group, consumer, body.noack
     )
-    reads = await backend.read(read, lambda: wait_for_disconnect(request))
+    reads = await read_or_wait(request, backend, read)
     return Encoded({"entries": [rest_maybe_entry(e, fields) for r in reads for e in r.entries]})

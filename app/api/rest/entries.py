@@ -8,7 +8,6 @@ from typing import Annotated, TypeVar
 
 from fastapi import Path, Query, Request, Response
 
-from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_entries, rest_entry
 from app.api.errors import no_such_stream
 from app.api.rest.common import (
@@ -18,6 +17,7 @@ from app.api.rest.common import (
     errors,
     next_link,
     page_count,
+    read_or_wait,
     router,
     stream_url,
 )
@@ -112,7 +112,7 @@ def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> Encoded:
     operation_id="list_entries",
     summary="Read a range of entries, or wait for new ones",
     response_model=EntryList,
-    responses=errors(404),
+    responses=errors(404, 429),
 )
 async def list_entries(
     stream: StreamName,
@@ -170,9 +170,7 @@ async def list_entries(
         return _shaped(found, fields, nxt)
     if order is Order.desc:
         raise CommandError.err("`after` reads in ascending order only")
-    reads = await backend.read(
-        ReadRequest([stream], [after], page, block_ms), lambda: wait_for_disconnect(request)
-    )
+    reads = await read_or_wait(request, backend, ReadRequest([stream], [after], page, block_ms))
     got = [e for r in reads for e in r.entries if isinstance(e, Entry)]
     return _shaped(got, fields, format_id(got[-1].id) if got else None)
 

@@ -6,9 +6,8 @@ from typing import Annotated, cast
 
 from fastapi import Query, Request
 
-from app.api.deps import wait_for_disconnect
 from app.api.encoding import rest_entries
-from app.api.rest.common import Encoded, FieldsParam, errors, page_count, router
+from app.api.rest.common import Encoded, FieldsParam, errors, page_count, read_or_wait, router
 from app.api.rest.schemas.entries import FieldsForm, StreamsRead
 from app.api.services import BackendDep
 from app.engine.commands.reads import ReadRequest
@@ -23,7 +22,7 @@ api = router("/v1/read", "entries")
     operation_id="read_streams",
     summary="Read or wait for entries of several streams",
     response_model=StreamsRead,
-    responses=errors(),
+    responses=errors(429),
 )
 async def read_streams(
     backend: BackendDep,
@@ -57,9 +56,7 @@ async def read_streams(
     for, as Redis does."""
     ids = after * len(stream) if len(after) == 1 else after
     page = page_count(request, count, zero_allowed=False)
-    reads = await backend.read(
-        ReadRequest(stream, ids, page, block_ms), lambda: wait_for_disconnect(request)
-    )
+    reads = await read_or_wait(request, backend, ReadRequest(stream, ids, page, block_ms))
     # A plain XREAD never gives a MissingEntry (only a group's history does).
     return Encoded(
         {

@@ -36,6 +36,7 @@ from starlette.types import Receive, Scope, Send
 from app.access import Principal
 from app.api.access_gate import principal_of
 from app.api.errors import problem
+from app.api.holds import Holds
 from app.api.sse.flush import Flusher, direct_writer
 from app.api.sse.outbox import CloseReason, Outbox
 from app.api.sse.socket import PeerProgress, peer_progress
@@ -58,12 +59,12 @@ HEADERS = {
 
 class SseRegistry:
     """The open event streams of one app: the connection caps (all, and per credential, so
-    one client cannot take them all), closing a revoked key's streams, closing all on
-    shutdown."""
+    one client cannot take them all: ``Holds``, shared with long polls and blocking reads),
+    closing a revoked key's streams, closing all on shutdown."""
 
-    def __init__(self, max_connections: int, max_per_key: int) -> None:
+    def __init__(self, max_connections: int, holds: Holds) -> None:
         self.max_connections = max_connections
-        self.max_per_key = max_per_key
+        self.holds = holds
         self.flusher = Flusher()
         self.open: set[Outbox] = set()
         self.by_key: dict[str, set[Outbox]] = {}
@@ -76,17 +77,15 @@ class SseRegistry:
             return 503, "ERR the server is shutting down"
         if len(self.open) >= self.max_connections:
             return 429, f"ERR too many event streams (at most {self.max_connections} open)"
-        mine = self.by_key.setdefault(principal.limit_key, set())
-        if principal.scoped and len(mine) >= self.max_per_key:
-            return 429, (
-                f"ERR too many event streams for this credential (at most {self.max_per_key}"
-                " open, sse_max_connections_per_key)"
-            )
-        mine.add(outbox)
+        refusal = self.holds.take(principal)
+        if refusal is not None:
+            return 429, refusal.text
+        self.by_key.setdefault(principal.limit_key, set()).add(outbox)
         self.open.add(outbox)
         return None
 
     def release(self, outbox: Outbox, principal: Principal) -> None:
+        self.holds.give_back(principal)
         self.open.discard(outbox)
         reason = (outbox.reason or CloseReason.ENDED).value
         self.closed[reason] = self.closed.get(reason, 0) + 1

@@ -59,9 +59,9 @@ def _stream_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
 def install(app: FastAPI) -> None:
     """Register the SSE routes and the state they share (before the /v1 fallback)."""
     settings = app.state.settings
-    app.state.sse = SseRegistry(settings.sse_max_connections, settings.sse_max_connections_per_key)
-    app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
     services: Services = app.state.services
+    app.state.sse = SseRegistry(settings.sse_max_connections, services.holds)
+    app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
     app.state.sse_tails = Tails(services.backend, services.durability)
     app.include_router(router)
 
