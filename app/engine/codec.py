@@ -521,6 +521,30 @@ def effect_from_wire(w: Any) -> Effect:
     return effect
 
 
+_ALL_KEYS = frozenset({"flush", "config"})  # Flushed, ConfigSet: they change every key
+
+
+def record_keys(value: Any) -> frozenset[str] | None:
+    """The keys a stored record (its decoded JSON) changes, read from the stored form alone,
+    so that a record that does not decode (or replay) still names them: each effect's key,
+    and a rename's new name too (as ``effects.stamp_keys`` counts them). None when it changes
+    every key (FLUSHALL, CONFIG SET); ValueError when not even that can be read."""
+    if not isinstance(value, list):
+        raise ValueError("a record is not a list of effects")
+    keys: set[str] = set()
+    for w in value:
+        tag = w[0] if isinstance(w, list) and w else None
+        if not isinstance(tag, str) or tag not in _BY_TAG:
+            raise ValueError(f"not an effect: {w!r}")
+        if tag in _ALL_KEYS:
+            return None
+        names = w[1:3] if tag == "rename" else w[1:2]
+        if not names or not all(isinstance(k, str) for k in names):
+            raise ValueError(f"an effect without its key: {w!r}")
+        keys.update(names)
+    return frozenset(keys)
+
+
 def record_to_wire(record: Record) -> list[list[Any]]:
     return [_BY_CLASS[type(e)].encode(e) for e in record]
 
