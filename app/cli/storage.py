@@ -11,7 +11,8 @@ from app.engine.keyspace import StreamConfig
 from app.settings import FsyncMode
 
 if TYPE_CHECKING:
-    from app.storage.check import Loss, Report
+    from app.storage.check import KeyRepair, Loss, Report
+    from app.storage.database import Database
 
 DataDir = Annotated[
     Path | None, typer.Option(help="Folder of the default SQLite database (data/xstreams.db).")
@@ -80,7 +81,8 @@ def check(
         bool,
         typer.Option(
             "--repair",
-            help="Truncate the journal to the last good record (says what is lost first).",
+            help="Drop the bad record and the later records of its keys, or truncate the"
+            " journal at a damaged row (says what is lost first).",
         ),
     ] = False,
     yes: Annotated[
@@ -92,8 +94,6 @@ def check(
     Exit status: 0 clean (or repaired), 1 damage found and not repaired, 2 the database
     cannot be checked (missing, unreachable, schema not migrated).
     """
-    import sys
-
     from app.settings import Settings
     from app.storage import check as checking
 
@@ -111,6 +111,11 @@ def check(
         if report.error is None:
             return
         typer.echo(f"first bad record: {report.error}")
+        if report.bad_keys is not None:
+            typer.echo(f"it touches the keys: {_keys_text(report.bad_keys)}")
+        if report.key_repair is not None:
+            _repair_keys(db, config, report.key_repair, repair=repair, yes=yes)
+            return
         loss = report.loss
         if loss is None:
             if report.snapshot_damaged:
@@ -126,17 +131,7 @@ def check(
         if not repair:
             typer.echo("run `xstreams check --repair` to truncate the journal there")
             raise typer.Exit(1)
-        if not yes:
-            if not sys.stdin.isatty():
-                typer.echo(
-                    "refusing to repair without --yes: standard input is not a terminal;"
-                    " nothing changed",
-                    err=True,
-                )
-                raise typer.Exit(1)
-            if not typer.confirm("Truncate the journal?", default=False):
-                typer.echo("nothing changed")
-                raise typer.Exit(1)
+        _confirm("Truncate the journal?", yes)
         checking.repair(db, loss)
         after = checking.check(db, config)
         if after.error is not None:  # pragma: no cover - what remains replayed cleanly
@@ -145,6 +140,60 @@ def check(
         typer.echo(f"repaired: the journal now ends at record {after.last_good_seq}")
     finally:
         db.close()
+
+
+def _confirm(question: str, yes: bool) -> None:
+    """Go on with a repair: --yes, or a terminal's answer (exit 1 otherwise)."""
+    import sys
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        typer.echo(
+            "refusing to repair without --yes: standard input is not a terminal; nothing changed",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if not typer.confirm(question, default=False):
+        typer.echo("nothing changed")
+        raise typer.Exit(1)
+
+
+def _keys_text(keys: frozenset[str]) -> str:
+    # repr: a key may hold any byte (kept as \udcNN) or a comma.
+    return ", ".join(repr(k) for k in sorted(keys))
+
+
+def _repair_keys(
+    db: Database, config: StreamConfig, plan: KeyRepair, *, repair: bool, yes: bool
+) -> None:
+    """Say what a repair scoped to the bad record's keys drops and keeps, then do it."""
+    from app.storage import check as checking
+
+    later = len(plan.dropped) - 1
+    typer.echo(
+        f"a repair empties record seq {plan.bad_seq} and {later} later"
+        f" record{'' if later == 1 else 's'} of the keys {_keys_text(plan.keys)}"
+        f" (seq {_seqs_text(plan.dropped)}); those keys come back as they were before record"
+        f" {plan.bad_seq}. It keeps the {plan.kept} later record{'' if plan.kept == 1 else 's'}"
+        " of every other key."
+    )
+    if not repair:
+        typer.echo("run `xstreams check --repair` to drop those records")
+        raise typer.Exit(1)
+    _confirm("Drop those records?", yes)
+    checking.repair_keys(db, plan)
+    after = checking.check(db, config)
+    if after.error is not None:
+        typer.echo(f"repaired that record; the journal holds another bad one: {after.error}")
+        typer.echo("run `xstreams check --repair` again")
+        raise typer.Exit(1)
+    typer.echo(f"repaired: every record up to {after.last_good_seq} replays cleanly")
+
+
+def _seqs_text(seqs: list[int]) -> str:
+    shown = ", ".join(map(str, seqs[:10]))
+    return shown + (f" and {len(seqs) - 10} more" if len(seqs) > 10 else "")
 
 
 def _summary(report: Report) -> None:

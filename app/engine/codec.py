@@ -27,6 +27,13 @@ earlier version hold exactly these lists, so the form must not change:
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
 stops recovery where it is instead of building a state that differs from the one recorded.
+
+Every integer has a domain, the C type Redis keeps it in (``int64``): IDs, delivery counts,
+``entries_added`` and node limits are unsigned 64-bit, times, ``entries_read`` and trim
+arguments signed. Encoding checks the same domains decoding does and raises ``Unstorable``
+for a value outside them, so whatever the codec writes reads back as exactly what was
+applied: JSON carries every integer of those ranges exactly (orjson reads a larger one as a
+float, which is how a delivery count of 2**64 once stopped recovery for good).
 """
 
 from __future__ import annotations
@@ -65,8 +72,10 @@ from app.engine.effects import (
     StreamCreated,
     StreamRestored,
     Trimmed,
+    Unstorable,
 )
-from app.engine.ids import StreamID, format_id
+from app.engine.ids import StreamID
+from app.engine.int64 import INT64_MIN, UINT64_MAX, is_i64, is_u64
 from app.engine.stream import Fields, TrimSpec, TrimStrategy
 
 E = TypeVar("E", bound=Effect)
@@ -81,17 +90,40 @@ def encode_json(value: Any) -> bytes:
     escape ``\\udcNN``: the one JSON form of every surface, lossless and still strict UTF-8.
     ``decode_json`` reads both.
 
-    orjson refuses lone surrogates, so the slower path runs only for such data.
+    orjson refuses lone surrogates, so the slower path runs only for such data. Raises
+    ``Unstorable`` for what would not read back the same: an integer outside the 64-bit
+    ranges (orjson refuses it; ``decode_json`` would read it as a float), or a high surrogate
+    followed by a low one (JSON reads their escapes back as one character).
     """
     try:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
+        _check_slow_path(value)
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         # A lone surrogate can only stand inside a JSON string here: its escape means the same.
         return _SURROGATE.sub(_escape, text).encode()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def _check_slow_path(value: Any) -> None:
+    """What orjson refused besides lone surrogates, which the standard library would write
+    in a form that does not read back the same."""
+    if isinstance(value, str):
+        if _PAIR.search(value):
+            raise Unstorable("a string holds a surrogate pair, which JSON reads as one character")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not INT64_MIN <= value <= UINT64_MAX:
+            raise Unstorable(f"the integer {value} is outside the 64-bit ranges")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_slow_path(item)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _check_slow_path(k)
+            _check_slow_path(item)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -122,17 +154,26 @@ def decode_json(data: bytes) -> Any:
 # -- field forms ----------------------------------------------------------------------------
 
 
-sid_text = format_id  # the stored form of an ID is its text
+def sid_text(sid: StreamID) -> str:
+    """The stored form of an ID: its text (as ``format_id`` writes it), both parts unsigned
+    64-bit."""
+    ms, seq = sid
+    if 0 <= ms <= UINT64_MAX and 0 <= seq <= UINT64_MAX:
+        return f"{ms}-{seq}"
+    raise Unstorable(f"the ID {ms}-{seq} is outside the 64-bit range")
 
 
 def sid_from_text(text: Any) -> StreamID:
     if not isinstance(text, str):
         raise ReplayError(f"expected an ID string, got {text!r}")
-    ms, _, seq = text.partition("-")
+    ms_text, _, seq_text = text.partition("-")
     try:
-        return StreamID(int(ms), int(seq))
+        ms, seq = int(ms_text), int(seq_text)
     except ValueError as e:
         raise ReplayError(f"malformed ID {text!r}") from e
+    if 0 <= ms <= UINT64_MAX and 0 <= seq <= UINT64_MAX:
+        return StreamID(ms, seq)
+    raise ReplayError(f"ID {text!r} is outside the 64-bit range")
 
 
 def _opt_sid(text: Any) -> StreamID | None:
@@ -155,14 +196,51 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else _str(value)
 
 
-def _int(value: Any) -> int:
-    if type(value) is not int:
-        raise ReplayError(f"expected an integer, got {value!r}")
+# -- integers: one domain per field, checked the same way in both directions ----------------
+
+
+def u64(value: Any) -> int:
+    """A stored unsigned 64-bit integer; ReplayError for anything else."""
+    if not is_u64(value):
+        raise ReplayError(f"expected an integer from 0 to 2**64-1, got {value!r}")
+    return int(value)
+
+
+def i64(value: Any) -> int:
+    """A stored signed 64-bit integer; ReplayError for anything else."""
+    if not is_i64(value):
+        raise ReplayError(f"expected an integer from -2**63 to 2**63-1, got {value!r}")
+    return int(value)
+
+
+def _opt_u64(value: Any) -> int | None:
+    return None if value is None else u64(value)
+
+
+def _opt_i64(value: Any) -> int | None:
+    return None if value is None else i64(value)
+
+
+def put_u64(value: int, what: str) -> int:
+    """``value`` to store as an unsigned 64-bit integer; Unstorable if it is not one."""
+    if not is_u64(value):
+        raise Unstorable(f"{what} {value!r} is outside 0..2**64-1")
     return value
 
 
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else _int(value)
+def put_i64(value: int, what: str) -> int:
+    """``value`` to store as a signed 64-bit integer; Unstorable if it is not one."""
+    if not is_i64(value):
+        raise Unstorable(f"{what} {value!r} is outside -2**63..2**63-1")
+    return value
+
+
+def _put_opt_u64(value: int | None, what: str) -> int | None:
+    return None if value is None else put_u64(value, what)
+
+
+def _put_opt_i64(value: int | None, what: str) -> int | None:
+    return None if value is None else put_i64(value, what)
 
 
 def _fields(values: Any) -> Fields:
@@ -187,7 +265,7 @@ def _trim(w: list[Any]) -> TrimSpec:
         raise ReplayError(f"unknown trim strategy {w[2]!r}") from e
     if not isinstance(w[5], bool):
         raise ReplayError(f"expected true or false, got {w[5]!r}")
-    return TrimSpec(strategy, _int(w[3]), sid_from_text(w[4]), w[5], _int(w[6]))
+    return TrimSpec(strategy, i64(w[3]), sid_from_text(w[4]), w[5], i64(w[6]))
 
 
 def _entries_added(w: list[Any]) -> EntriesAdded:
@@ -246,8 +324,8 @@ KINDS: tuple[Kind[Any], ...] = (
         "config",
         ConfigSet,
         3,
-        lambda e: ["config", e.parameter, e.value],
-        lambda w: ConfigSet(parameter=_str(w[1]), value=_int(w[2])),
+        lambda e: ["config", e.parameter, put_u64(e.value, "a node limit")],
+        lambda w: ConfigSet(parameter=_str(w[1]), value=u64(w[2])),
     ),
     _kind(
         "add",
@@ -278,10 +356,10 @@ KINDS: tuple[Kind[Any], ...] = (
             "trim",
             e.key,
             e.trim.strategy.value,
-            e.trim.maxlen,
+            put_i64(e.trim.maxlen, "MAXLEN"),
             sid_text(e.trim.minid),
             e.trim.approx,
-            e.trim.limit,
+            put_i64(e.trim.limit, "LIMIT"),
         ],
         lambda w: Trimmed(key=_str(w[1]), trim=_trim(w)),
     ),
@@ -293,13 +371,13 @@ KINDS: tuple[Kind[Any], ...] = (
             "setid",
             e.key,
             sid_text(e.last_id),
-            e.entries_added,
+            _put_opt_u64(e.entries_added, "entries_added"),
             None if e.max_deleted_id is None else sid_text(e.max_deleted_id),
         ],
         lambda w: LastIdSet(
             key=_str(w[1]),
             last_id=sid_from_text(w[2]),
-            entries_added=_opt_int(w[3]),
+            entries_added=_opt_u64(w[3]),
             max_deleted_id=_opt_sid(w[4]),
         ),
     ),
@@ -307,24 +385,36 @@ KINDS: tuple[Kind[Any], ...] = (
         "gcreate",
         GroupCreated,
         5,
-        lambda e: ["gcreate", e.key, e.group, sid_text(e.last_id), e.entries_read],
+        lambda e: [
+            "gcreate",
+            e.key,
+            e.group,
+            sid_text(e.last_id),
+            _put_opt_i64(e.entries_read, "entries_read"),
+        ],
         lambda w: GroupCreated(
             key=_str(w[1]),
             group=_str(w[2]),
             last_id=sid_from_text(w[3]),
-            entries_read=_opt_int(w[4]),
+            entries_read=_opt_i64(w[4]),
         ),
     ),
     _kind(
         "gset",
         GroupUpdated,
         5,
-        lambda e: ["gset", e.key, e.group, sid_text(e.last_id), e.entries_read],
+        lambda e: [
+            "gset",
+            e.key,
+            e.group,
+            sid_text(e.last_id),
+            _put_opt_i64(e.entries_read, "entries_read"),
+        ],
         lambda w: GroupUpdated(
             key=_str(w[1]),
             group=_str(w[2]),
             last_id=sid_from_text(w[3]),
-            entries_read=_opt_int(w[4]),
+            entries_read=_opt_i64(w[4]),
         ),
     ),
     _kind(
@@ -338,9 +428,15 @@ KINDS: tuple[Kind[Any], ...] = (
         "consumer",
         ConsumerSeen,
         5,
-        lambda e: ["consumer", e.key, e.group, e.consumer, e.seen_time_ms],
+        lambda e: [
+            "consumer",
+            e.key,
+            e.group,
+            e.consumer,
+            put_i64(e.seen_time_ms, "a seen time"),
+        ],
         lambda w: ConsumerSeen(
-            key=_str(w[1]), group=_str(w[2]), consumer=_str(w[3]), seen_time_ms=_int(w[4])
+            key=_str(w[1]), group=_str(w[2]), consumer=_str(w[3]), seen_time_ms=i64(w[4])
         ),
     ),
     _kind(
@@ -360,16 +456,16 @@ KINDS: tuple[Kind[Any], ...] = (
             e.group,
             sid_text(e.id),
             e.consumer,
-            e.delivered_at_ms,
-            e.delivery_count,
+            put_i64(e.delivered_at_ms, "a delivery time"),
+            put_u64(e.delivery_count, "a delivery count"),
         ],
         lambda w: PendingSet(
             key=_str(w[1]),
             group=_str(w[2]),
             id=sid_from_text(w[3]),
             consumer=_opt_str(w[4]),
-            delivered_at_ms=_int(w[5]),
-            delivery_count=_int(w[6]),
+            delivered_at_ms=i64(w[5]),
+            delivery_count=u64(w[6]),
         ),
     ),
     _kind(
@@ -381,14 +477,14 @@ KINDS: tuple[Kind[Any], ...] = (
             e.key,
             e.group,
             e.consumer,
-            e.delivered_at_ms,
+            put_i64(e.delivered_at_ms, "a delivery time"),
             [sid_text(s) for s in e.ids],
         ],
         lambda w: Delivered(
             key=_str(w[1]),
             group=_str(w[2]),
             consumer=_str(w[3]),
-            delivered_at_ms=_int(w[4]),
+            delivered_at_ms=i64(w[4]),
             ids=_sids(w[5]),
         ),
     ),
@@ -425,6 +521,30 @@ def effect_from_wire(w: Any) -> Effect:
     return effect
 
 
+_ALL_KEYS = frozenset({"flush", "config"})  # Flushed, ConfigSet: they change every key
+
+
+def record_keys(value: Any) -> frozenset[str] | None:
+    """The keys a stored record (its decoded JSON) changes, read from the stored form alone,
+    so that a record that does not decode (or replay) still names them: each effect's key,
+    and a rename's new name too (as ``effects.stamp_keys`` counts them). None when it changes
+    every key (FLUSHALL, CONFIG SET); ValueError when not even that can be read."""
+    if not isinstance(value, list):
+        raise ValueError("a record is not a list of effects")
+    keys: set[str] = set()
+    for w in value:
+        tag = w[0] if isinstance(w, list) and w else None
+        if not isinstance(tag, str) or tag not in _BY_TAG:
+            raise ValueError(f"not an effect: {w!r}")
+        if tag in _ALL_KEYS:
+            return None
+        names = w[1:3] if tag == "rename" else w[1:2]
+        if not names or not all(isinstance(k, str) for k in names):
+            raise ValueError(f"an effect without its key: {w!r}")
+        keys.update(names)
+    return frozenset(keys)
+
+
 def record_to_wire(record: Record) -> list[list[Any]]:
     return [_BY_CLASS[type(e)].encode(e) for e in record]
 
@@ -437,8 +557,14 @@ def record_from_wire(value: Any) -> Record:
 
 
 def encode_record(record: Record) -> bytes:
-    """A record's stored bytes (JSON)."""
-    return encode_json(record_to_wire(record))
+    """A record's stored bytes (JSON); ``Unstorable`` for a record that would not decode to
+    itself, so that it is refused before anything is written or acknowledged."""
+    try:
+        return encode_json(record_to_wire(record))
+    except Unstorable:
+        raise
+    except (TypeError, ValueError) as e:  # a value of no stored type: a bug, still refused
+        raise Unstorable(f"a record holds a value the journal cannot store: {e}") from e
 
 
 def decode_record(data: bytes) -> Record:

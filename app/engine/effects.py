@@ -231,6 +231,12 @@ class ReplayError(Exception):
     """A journal record or snapshot the engine cannot apply: recovery must stop."""
 
 
+class Unstorable(ValueError):
+    """A value the journal or a snapshot cannot store exactly (an integer past its 64-bit
+    type, a string JSON would read back as another): it is refused before it is written,
+    since it would not decode to what was applied."""
+
+
 # -- recording ------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.int64 import i64, u64
 from app.engine.pel import Pel, PendingEntry, key_of, sid_of
 from app.engine.stream import Entry, Fields, Stream
 
@@ -47,11 +48,11 @@ class ConsumerGroup:
         if not stream.entries_added:
             return 0
         if self.entries_read is not None and not stream.range_has_tombstones(self.last_id):
-            return stream.entries_added - self.entries_read
+            return i64(stream.entries_added - self.entries_read)
         read = stream.estimate_entries_read(self.last_id)
         if read is None:
             return None
-        return stream.entries_added - read
+        return i64(stream.entries_added - read)
 
     # -- the PEL ---------------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ class ConsumerGroup:
             sid = entry.id
             if sid > self.last_id:
                 if self.entries_read is not None and not stream.range_has_tombstones(sid):
-                    self.entries_read += 1
+                    self.entries_read = i64(self.entries_read + 1)
                 elif stream.entries_added:
                     self.entries_read = stream.estimate_entries_read(sid)
                 self.last_id = sid
@@ -173,7 +174,7 @@ class ConsumerGroup:
             if fields is not None:
                 key = key_of(sid)
                 pending = self.pel.entry(key)
-                count_now = pending.delivery_count + 1
+                count_now = u64(pending.delivery_count + 1)
                 self.pel.put(key, PendingEntry(pending.consumer, now_ms, count_now))
             out.append((sid, fields))
         return out

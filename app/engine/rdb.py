@@ -10,8 +10,9 @@ The value, after its type byte (``rdbSaveObject`` / ``rdbLoadObject`` in Redis 7
     first_id          ms, seq                         } type 19 only; type 15 (Redis < 7)
     max_deleted_id    ms, seq                         } has none, and entries_added is
     entries_added     length                          } the length, as Redis loads it
-    groups            length, then per group: name, last ID (ms, seq), entries_read (type 19;
-                      2**64 - 1 for unknown, type 15 estimates it from the stream), the group
+    groups            length, then per group: name, last ID (ms, seq), entries_read (type 19:
+                      a long long as a length, so 2**64 - 1 (-1) for unknown; type 15
+                      estimates it from the stream), the group
                       PEL (length; 16-byte ID, delivery time as int64 LE, delivery count),
                       the consumers (length; name, seen time, their PEL as 16-byte IDs)
 
@@ -45,6 +46,7 @@ from itertools import pairwise
 from app.engine import lpcodec
 from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.ids import MIN_ID, UINT64_MAX, StreamID, string2ll
+from app.engine.int64 import i64, u64
 from app.engine.node import MASK64, Node
 from app.engine.pel import PendingEntry, key_of, sid_of
 from app.engine.rdbio import BadPayload, Reader, Writer, seal, unseal
@@ -159,11 +161,10 @@ def _group(r: Reader, s: Stream, v2: bool) -> ConsumerGroup:
     last_id = StreamID(r.length(), r.length())
     entries_read: int | None
     if v2:
-        entries_read = r.length()
-        if entries_read == _UNKNOWN_ENTRIES_READ:
+        # A long long saved as a length: read back as Redis casts it, -1 meaning unknown.
+        entries_read = i64(r.length())
+        if entries_read == -1:
             entries_read = None
-        elif entries_read >= 1 << 63:
-            raise BadPayload("entries_read out of range")
     else:
         entries_read = s.estimate_entries_read(last_id)
     g = ConsumerGroup(name, last_id, entries_read)
@@ -248,12 +249,6 @@ def load_stream(
 # -- dumping --------------------------------------------------------------------------------
 
 
-def _signed(delta: int) -> int:
-    """A node's ID delta as the int64 Redis stores (uint64 difference cast to signed)."""
-    delta &= MASK64
-    return delta - (1 << 64) if delta >= 1 << 63 else delta
-
-
 def node_listpack(node: Node) -> bytes:
     """A node's entries as the listpack redis-server would hold for them."""
     el = lpcodec.element
@@ -264,7 +259,7 @@ def node_listpack(node: Node) -> bytes:
         fields = node.fields_at(i)
         same = not (node.starts is not None and node.mixed >> i & 1)
         flags = (_SAMEFIELDS if same else 0) | (_DELETED if node.is_deleted(i) else 0)
-        parts += (el(flags), el(_signed(sid.ms - master.ms)), el(_signed(sid.seq - master.seq)))
+        parts += (el(flags), el(i64(sid.ms - master.ms)), el(i64(sid.seq - master.seq)))
         nf = len(fields) // 2
         if same:
             parts += map(el, fields[1::2])
@@ -303,7 +298,7 @@ def dump_stream(s: Stream) -> bytes:
         w.string(_name(gname))
         w.length(g.last_id.ms)
         w.length(g.last_id.seq)
-        w.length(_UNKNOWN_ENTRIES_READ if g.entries_read is None else g.entries_read)
+        w.length(_UNKNOWN_ENTRIES_READ if g.entries_read is None else u64(g.entries_read))
         items = g.pel.items()
         w.length(len(items))
         for sid, p in items:

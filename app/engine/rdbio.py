@@ -222,7 +222,10 @@ class Writer:
         self.parts.append(data)
 
     def length(self, n: int) -> None:
-        """``rdbSaveLen``."""
+        """``rdbSaveLen``, of a ``uint64_t``: what C's conversion makes of any int (a
+        ``long long`` counter such as ``entries_read`` is saved this way too), so a DUMP
+        always has a payload to answer."""
+        n &= 0xFFFF_FFFF_FFFF_FFFF
         if n < 1 << 6:
             self.parts.append(bytes((n,)))
         elif n < 1 << 14:
@@ -237,7 +240,8 @@ class Writer:
         self.parts.append(data)
 
     def millis(self, t: int) -> None:
-        self.parts.append(struct.pack("<q", t))
+        """``rdbSaveMillisecondTime``: a ``long long``, little-endian."""
+        self.parts.append(struct.pack("<Q", t & 0xFFFF_FFFF_FFFF_FFFF))
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from app.engine.codec import decode_json, encode_json, sid_from_text, sid_text
+from app.engine.codec import (
+    decode_json,
+    encode_json,
+    i64,
+    put_i64,
+    put_u64,
+    sid_from_text,
+    sid_text,
+    u64,
+)
 from app.engine.effects import ReplayError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
@@ -126,7 +135,7 @@ def _strs(strs: str, sep: str | None) -> dict[str, Any]:
 def _encode_node(nv: NodeView) -> dict[str, Any]:
     nstrs = nv.size * len(nv.master_fields) if nv.starts is None else nv.starts[nv.size]
     return {
-        "master": [nv.master.ms, nv.master.seq],
+        "master": [put_u64(nv.master.ms, "a node's ID"), put_u64(nv.master.seq, "a node's ID")],
         "master_fields": nv.master_fields,
         "dms": _pack(nv.dms, nv.size),
         "dseq": _pack(nv.dseq, nv.size),
@@ -153,10 +162,10 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         {
             "key": sv.key,
             "last_id": sid_text(sv.last_id),
-            "entries_added": sv.entries_added,
+            "entries_added": put_u64(sv.entries_added, "entries_added"),
             "max_deleted_id": sid_text(sv.max_deleted_id),
             "nodes": [_encode_node(nv) for nv in sv.nodes],
-            "groups": sv.groups,
+            "groups": _checked_groups(sv.groups),
         }
         for sv in view.streams
     ]
@@ -172,6 +181,7 @@ def encode_snapshot(view: SnapshotView) -> bytes:
 
 def _decode_node(nd: dict[str, Any]) -> Node:
     ms, seq = nd["master"]
+    ms, seq = u64(ms), u64(seq)
     names = tuple(nd["master_fields"])
     node = Node.__new__(Node)
     node.master = StreamID(ms, seq)
@@ -186,7 +196,11 @@ def _decode_node(nd: dict[str, Any]) -> Node:
     node.starts = None if nd["starts"] is None else _unpack(nd["starts"])
     node.mixed = int(nd["mixed"], 16)
     node.deleted = None if nd["deleted"] is None else bytearray.fromhex(nd["deleted"])
-    node.live, node.ndeleted, node.lp_bytes = nd["live"], nd["ndeleted"], nd["lp_bytes"]
+    node.live, node.ndeleted, node.lp_bytes = (
+        u64(nd["live"]),
+        u64(nd["ndeleted"]),
+        u64(nd["lp_bytes"]),
+    )
     node.ordered = bool(nd["ordered"])
     n = len(node.dms)
     nstrs = n * len(names) if node.starts is None else node.starts[-1]
@@ -247,7 +261,7 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
         for sd in doc["streams"]:
             s = ks.create(sd["key"])
             s.last_id = sid_from_text(sd["last_id"])
-            s.entries_added = sd["entries_added"]
+            s.entries_added = u64(sd["entries_added"])
             s.max_deleted_id = sid_from_text(sd["max_deleted_id"])
             length = 0
             for nd in sd["nodes"]:
@@ -276,15 +290,38 @@ def group_views(s: Stream) -> list[Any]:
     return groups
 
 
+def _checked_groups(groups: list[Any]) -> list[Any]:
+    """``group_views``'s values, each integer checked against the domain ``load_groups``
+    reads it with (in the encoding thread, not on the loop): a snapshot that could not be
+    loaded back is never written."""
+    for _, _, entries_read, consumers, pel in groups:
+        if entries_read is not None:
+            put_i64(entries_read, "entries_read")
+        for _, seen in consumers:
+            put_i64(seen, "a seen time")
+        for ms, seq, _, delivered, count in pel:
+            put_u64(ms, "a pending ID")
+            put_u64(seq, "a pending ID")
+            put_i64(delivered, "a delivery time")
+            put_u64(count, "a delivery count")
+    return groups
+
+
 def load_groups(s: Stream, groups: list[Any]) -> None:
     for name, last_id, entries_read, consumers, pel in groups:
-        g = s.groups[name] = ConsumerGroup(name, sid_from_text(last_id), entries_read)
+        if not isinstance(name, str):
+            raise ReplayError(f"malformed snapshot: group name {name!r}")
+        read = None if entries_read is None else i64(entries_read)
+        g = s.groups[name] = ConsumerGroup(name, sid_from_text(last_id), read)
         for cname, seen in consumers:
-            g.consumers[cname] = Consumer(cname, seen)
+            if not isinstance(cname, str):
+                raise ReplayError(f"malformed snapshot: consumer name {cname!r}")
+            g.consumers[cname] = Consumer(cname, i64(seen))
         entries: dict[int, PendingEntry] = {}
         last = None
         for ms, seq, owner, delivered, count in pel:
-            key = ms << 64 | seq
+            key = u64(ms) << 64 | u64(seq)
+            delivered, count = i64(delivered), u64(count)
             if owner is not None:
                 g.consumers[owner].pel.add(key)
             pending = PendingEntry(owner, delivered, count)

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.int64 import i64, u64
 from app.engine.listpack import fields_bytes
 from app.engine.node import Entry, Fields, Node
 
@@ -115,7 +116,7 @@ class Stream:
                 self.firsts.append(sid)
             i = node.append_run(ids, rows, i, max_bytes, max_entries)
         self.length += len(ids)
-        self.entries_added += len(ids)
+        self.entries_added = u64(self.entries_added + len(ids))
         self.last_id = ids[-1]
 
     def delete(self, sid: StreamID) -> bool:
@@ -249,7 +250,16 @@ class Stream:
         return (start or MIN_ID) <= self.max_deleted_id
 
     def estimate_entries_read(self, sid: StreamID) -> int | None:
-        """The logical read counter of ``sid`` (``streamEstimateDistanceFromFirstEverEntry``)."""
+        """The logical read counter of ``sid`` (``streamEstimateDistanceFromFirstEverEntry``).
+        Redis returns it as a ``long long`` in which -1 means unknown, so a wrapped
+        ``entries_added`` can make it negative, or unknown."""
+        estimate = self._estimate(sid)
+        if estimate is None:
+            return None
+        estimate = i64(estimate)
+        return None if estimate == -1 else estimate
+
+    def _estimate(self, sid: StreamID) -> int | None:
         if not self.entries_added:
             return 0
         if not self.length and sid <= self.last_id:

@@ -7,10 +7,19 @@ every record decodes, and that snapshot and journal replay by the engine's own r
 IDs only growing, ...). So whatever would stop a start is exactly what the check finds, and it
 names the first bad record the same way.
 
-A repair deletes the damaged row and every row after it in one transaction; the good records
-a damaged row holds before its first bad one are written back as a row of their own, with a
-fresh checksum. A damaged newest snapshot cannot be mended that way (the journal it covers is
-gone): the check says so and changes nothing.
+A record that does not decode or replay, in a sound row, costs only the keys it touches: the
+check names them, and a repair drops that record and every later record that touches one of
+those keys (such a record's other keys are then dropped from there on too, since their later
+records may build on it). Each dropped record becomes an empty one, so seq numbers stay
+contiguous; every other record is kept, FLUSHALL and CONFIG SET records included, and the
+rows that change are rewritten in one transaction with fresh checksums (``KeyRepair``).
+
+Otherwise — damage to a row itself (checksum, JSON, seq numbers), a bad record that changes
+every key, or one whose keys cannot be read — a repair deletes the damaged row and every row
+after it in one transaction; the good records a damaged row holds before its first bad one
+are written back as a row of their own, with a fresh checksum (``Loss``). A damaged newest
+snapshot cannot be mended either way (the journal it covers is gone): the check says so and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -18,17 +27,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from app.engine.codec import encode_json
+from app.engine.codec import encode_json, record_keys
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
 from app.settings import Settings
 from app.storage import migrate
-from app.storage.database import Database, RowsSummary, create_db_engine
+from app.storage.database import Database, Row, RowsSummary, create_db_engine
 from app.storage.recovery import RecoveryError, Stop, recover
+from app.storage.tables import checksum
 from app.storage.writer import decode_record, describe
 
 
@@ -49,6 +60,17 @@ class Loss:
 
 
 @dataclass(frozen=True, slots=True)
+class KeyRepair:
+    """What a repair scoped to the bad record's keys changes."""
+
+    bad_seq: int
+    keys: frozenset[str]  # the keys whose records from bad_seq on are dropped
+    dropped: list[int]  # the records dropped (emptied), the bad one first
+    kept: int  # later records kept (of other keys)
+    rows: list[Row]  # the rewritten rows
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     url: str
     snapshot_id: int | None
@@ -57,7 +79,10 @@ class Report:
     records: int  # journal records replayed cleanly
     last_good_seq: int
     error: RecoveryError | None  # the first fault; None when clean
-    loss: Loss | None  # what a repair deletes; None when clean or not repairable
+    loss: Loss | None  # what a truncating repair deletes; None when clean, not repairable
+    # or repaired by key (``key_repair``)
+    bad_keys: frozenset[str] | None = None  # the keys the bad record touches, when known
+    key_repair: KeyRepair | None = None
 
     @property
     def snapshot_damaged(self) -> bool:
@@ -102,7 +127,11 @@ def check(db: Database, config: StreamConfig) -> Report:
             return Report(db.url, None, 0, 0, 0, 0, e, None)
         snap = db.newest_snapshot()
         covers = snap.covers_seq if snap is not None else 0
-        loss = None if stop.snapshot_damaged else _loss(db, stop)
+        keys = _bad_keys(stop)
+        scoped = None if keys is None else _key_repair(db, stop, keys)
+        loss = None
+        if not stop.snapshot_damaged and scoped is None:
+            loss = _loss(db, stop)
         return Report(
             db.url,
             stop.snapshot_id,
@@ -112,6 +141,8 @@ def check(db: Database, config: StreamConfig) -> Report:
             stop.last_good_seq,
             e,
             loss,
+            keys,
+            scoped,
         )
     return Report(
         db.url,
@@ -142,6 +173,76 @@ def _loss(db: Database, stop: Stop) -> Loss | None:
 def repair(db: Database, loss: Loss) -> None:
     """Truncate the journal to the last good record (one transaction)."""
     db.truncate_journal(loss.row_seq, loss.keep, loss.created_at_ms)
+
+
+def repair_keys(db: Database, plan: KeyRepair) -> None:
+    """Empty the records of the bad record's keys from it on (one transaction)."""
+    db.replace_rows(plan.rows)
+
+
+def _bad_keys(stop: Stop) -> frozenset[str] | None:
+    """The keys of the one bad record (None: the fault is not one record's, or the record
+    changes every key, or its keys cannot be read)."""
+    row = stop.row
+    if not stop.in_record or row is None or stop.snapshot_damaged:
+        return None
+    try:
+        records = decode_record(row.records)  # it decoded as JSON during the check
+        return record_keys(records[stop.bad_seq - row.seq])
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+_EMPTY = b"[]"  # an empty record: replay applies nothing, the seq stays taken
+
+
+def _key_repair(db: Database, stop: Stop, keys: frozenset[str]) -> KeyRepair | None:
+    """Drop the bad record and every later one touching its keys (growing the set by the
+    other keys of each dropped record); None when nothing later would be kept, where
+    truncating says the same more simply. Stops before a later row that cannot be read:
+    the check after the repair names it."""
+    assert stop.row is not None
+    bound = set(keys)
+    dropped: list[int] = []
+    kept = 0
+    rewritten: list[Row] = []
+    for row in db.rows_after(stop.row.seq - 1):
+        try:
+            records = decode_record(row.records)
+            if checksum(row.records) != row.checksum or len(records) != row.last_seq - row.seq + 1:
+                break
+            plan = [_fate(r, seq, stop.bad_seq, bound) for seq, r in enumerate(records, row.seq)]
+        except (ValueError, TypeError):
+            break
+        if any(drop for drop in plan):
+            parts = [
+                _EMPTY if drop else encode_json(r) for r, drop in zip(records, plan, strict=True)
+            ]
+            blob = b"[" + b",".join(parts) + b"]"
+            rewritten.append(Row(row.seq, row.last_seq, blob, checksum(blob), row.created_at_ms))
+        for seq, drop in enumerate(plan, row.seq):
+            if seq > stop.bad_seq and not drop:
+                kept += 1
+            elif drop:
+                dropped.append(seq)
+    if not kept:
+        return None
+    return KeyRepair(stop.bad_seq, frozenset(bound), dropped, kept, rewritten)
+
+
+def _fate(record: Any, seq: int, bad_seq: int, bound: set[str]) -> bool:
+    """Whether a repair drops ``record`` (adding its keys to ``bound``): the bad one, and
+    every later one touching a key of ``bound``. ValueError for one whose keys cannot be
+    read."""
+    if seq < bad_seq:
+        return False
+    if seq == bad_seq:
+        return True
+    keys = record_keys(record)
+    if keys is None or bound.isdisjoint(keys):
+        return False
+    bound.update(keys)
+    return True
 
 
 def time_text(ms: int) -> str:

@@ -246,6 +246,23 @@ class Database:
             if keep:
                 conn.execute(insert(journal), _rows(keep, created_at_ms))
 
+    def replace_rows(self, rows: Sequence[Row]) -> None:
+        """Replace journal rows by rows of the same seq span (their records rewritten, with
+        a fresh checksum and the old row's time): one transaction, so a failure changes
+        nothing."""
+        with self.engine.begin() as conn:
+            for row in rows:
+                conn.execute(delete(journal).where(journal.c.seq == row.seq))
+            if rows:
+                conn.execute(
+                    insert(journal),
+                    [
+                        {"seq": r.seq, "last_seq": r.last_seq, "records": r.records,
+                         "created_at_ms": r.created_at_ms, "checksum": checksum(r.records)}
+                        for r in rows
+                    ],
+                )  # fmt: skip
+
     def close(self) -> None:
         self.engine.dispose()
 

@@ -39,6 +39,9 @@ class Stop:
     keep: int  # how many records at the start of ``row`` are good
     rows: int  # journal rows read before the fault
     records: int  # journal records replayed before the fault
+    # The fault is in one record (it does not decode or replay) of a sound row: a repair may
+    # then drop what that record's keys need and keep the rest.
+    in_record: bool = False
 
 
 class RecoveryError(Exception):
@@ -91,7 +94,7 @@ def recover(db: Database, store: Store) -> Recovered:
             where = f"journal record seq={state.seq}"
             row = state.row
             assert row is not None  # a record was read, so its row was
-            stop = state.stop(row, state.seq - row.seq, bad_seq=state.seq)
+            stop = state.stop(row, state.seq - row.seq, bad_seq=state.seq, in_record=True)
         else:
             where = f"snapshot id={snap.id if snap else '?'} (covering record {after})"
             stop = state.stop(None, 0, snapshot_damaged=True)
@@ -149,6 +152,7 @@ class _Position:
         *,
         bad_seq: int | None = None,
         snapshot_damaged: bool = False,
+        in_record: bool = False,
     ) -> Stop:
         good = self.seq - 1 if bad_seq is not None else self.seq
         return Stop(
@@ -160,6 +164,7 @@ class _Position:
             keep,
             self.rows,
             max(self.replayed - (1 if bad_seq is not None else 0), 0),
+            in_record,
         )
 
     def _bad_row(self, row: Row, what: str) -> RecoveryError:

@@ -65,6 +65,9 @@ class Snapshotter:
     async def take(self) -> SnapshotTaken:
         """Take one snapshot now; raises if it cannot be stored."""
         async with self._lock:
+            if self.writer.refused is not None:
+                # Memory holds a step the journal refused: a snapshot would make it durable.
+                raise self.writer.refused
             view = self.store.snapshot_view()
             covers = self.writer.last_seq
             counted = self.writer.bytes_since_snapshot

@@ -15,6 +15,14 @@ records stay applied in memory and are committed once the database is back: a 50
 in flight at that moment means "not acknowledged", not "not applied" (the README says so);
 every later write is refused before it touches anything.
 
+A record the codec refuses (``Unstorable``: a value that would not read back as what was
+applied, which the engine's own arithmetic never produces) is never numbered or written.
+Its step is applied in memory already, and nothing can take that back, so the writer stops
+for good: the write that made it answers 503, every later write is refused before it runs,
+and in ``always`` mode a read of a key it touched is refused too, until a restart reloads
+the durable state, in which that step never happened. Nothing of it is acknowledged, and
+recovery never meets it.
+
 Visibility. In ``always`` mode no reply may show state a crash could take back, reads
 included. The writer remembers, per key, the last record that changed it (``record_keys``),
 until that record is committed; ``wait_visible(keys)`` holds a reply until the records behind
@@ -37,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from app.durability import StorageUnavailable
 from app.engine.codec import decode_json, encode_record
-from app.engine.effects import Record, stamp_keys
+from app.engine.effects import Record, Unstorable, stamp_keys
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 
@@ -48,6 +56,8 @@ EVERYSEC_S = 1.0
 # many as the last pruning kept).
 PRUNE_MIN_KEYS = 1024
 GATHER_TICKS = 3
+# The seq stamped on keys a refused record touched: above any record, so it never commits.
+_NEVER = 1 << 63
 
 
 def describe(exc: BaseException) -> str:
@@ -94,6 +104,8 @@ class JournalWriter:
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiter_ids = itertools.count()
         self._failure: StorageUnavailable | None = None
+        # Set for good by a record the codec refused (see the module docstring).
+        self._refused: StorageUnavailable | None = None
         self._conflict = False
         self._started = False
         self._closing = False
@@ -107,7 +119,10 @@ class JournalWriter:
     def append(self, record: Record) -> None:
         if not self._started:
             raise RuntimeError("a write reached the journal before recovery finished")
-        data = encode_record(record)
+        try:
+            data = encode_record(record)
+        except Unstorable as e:
+            raise self._refuse(record, e) from e
         self.last_seq += 1
         self.bytes_since_snapshot += len(data)
         if self.mode is not FsyncMode.OFF:
@@ -121,12 +136,18 @@ class JournalWriter:
     # -- the API's side ----------------------------------------------------------------------
 
     @property
+    def refused(self) -> StorageUnavailable | None:
+        """Set for good once a record was refused by the codec (never journaled)."""
+        return self._refused
+
+    @property
     def failure(self) -> StorageUnavailable | None:
-        return self._failure
+        return self._refused or self._failure
 
     def check_writable(self) -> None:
-        if self._failure is not None:
-            raise self._failure
+        failure = self.failure
+        if failure is not None:
+            raise failure
 
     async def wait_committed(self) -> None:
         """In ``always`` mode, wait until every record appended so far is committed."""
@@ -140,7 +161,7 @@ class JournalWriter:
         if self.mode is not FsyncMode.ALWAYS:
             return
         if keys is None:
-            need = self.last_seq
+            need = self.last_seq if self._refused is None else _NEVER
         else:
             need = self._all_seq
             key_seq = self._key_seq
@@ -154,6 +175,8 @@ class JournalWriter:
         """Wait until the record ``seq`` (and all before it) is committed."""
         if self.committed_seq >= seq or self.mode is FsyncMode.OFF:
             return
+        if seq > self.last_seq and self._refused is not None:
+            raise self._refused  # a key changed by the refused record: it never commits
         if self._failure is not None:
             raise self._failure
         fut = asyncio.get_running_loop().create_future()
@@ -244,6 +267,24 @@ class JournalWriter:
                 log.warning("database is back: %d records committed; writes accepted", len(batch))
                 self._failure = None
             self._resolve()
+
+    def _refuse(self, record: Record, exc: Unstorable) -> StorageUnavailable:
+        """Stop writes for good after a record the codec refused; hold back the keys it
+        touched (every key, for a flush) from replies in ``always`` mode."""
+        if self._refused is None:
+            log.error(
+                "a write produced a record the journal cannot store exactly (%s): it is not"
+                " journaled or acknowledged; refusing writes until a restart reloads the"
+                " durable state",
+                exc,
+            )
+            self._refused = StorageUnavailable(
+                f"a write produced a value the journal cannot store exactly ({exc}); it was not"
+                " acknowledged, and writes stay refused until xstreams restarts"
+            )
+        if not stamp_keys(record, self._key_seq, _NEVER):
+            self._all_seq = _NEVER
+        return self._refused
 
     def _fail(self, exc: BaseException) -> None:
         self._conflict = isinstance(exc, JournalConflict)

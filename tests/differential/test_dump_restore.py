@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 
+from app.engine.ids import StreamID
+from app.engine.rdb import dump_stream, load_stream
 from app.engine.rdbio import crc64, seal
+from app.engine.stream import Stream
 from tests.conftest import ReplyError
 from tests.differential.support import mask
 from tests.engine.payloads import LEGACY_RDB9
@@ -315,3 +318,116 @@ def test_another_type_is_refused_and_a_ttl_too(both: Both) -> None:
     reply = both.xstreams("RESTORE", "k", "60000", payload)
     assert isinstance(reply, ReplyError) and "expiry" in str(reply)
     assert both.xstreams("EXISTS", "k") == 0
+
+
+# -- counters at the edge of their C types ---------------------------------------------------
+
+U64_MAX, I64_MAX, I64_MIN = (1 << 64) - 1, (1 << 63) - 1, -(1 << 63)
+
+
+def _pending(delivered_at_ms: int | None = None, count: int | None = None) -> Edit:
+    def edit(s: Stream) -> None:
+        g = s.groups["g"]
+        p = g.pel.get(StreamID(1, 0))
+        assert p is not None
+        at = p.delivered_at_ms if delivered_at_ms is None else delivered_at_ms
+        g.set_pending(
+            StreamID(1, 0), g.consumers["c"], at, p.delivery_count if count is None else count
+        )
+
+    return edit
+
+
+def _counters(entries_added: int, entries_read: int | None = 1) -> Edit:
+    def edit(s: Stream) -> None:
+        s.entries_added = entries_added
+        s.groups["g"].entries_read = entries_read
+
+    return edit
+
+
+def _seen(seen_time_ms: int) -> Edit:
+    def edit(s: Stream) -> None:
+        s.groups["g"].consumers["c"].seen_time_ms = seen_time_ms
+
+    return edit
+
+
+Edit = Callable[["Stream"], None]
+PENDING = ("XPENDING", "t", "g", "-", "+", "10")
+CLAIM = ("XCLAIM", "t", "g", "c2", "0", "1-0")
+AUTOCLAIM = ("XAUTOCLAIM", "t", "g", "c2", "0", "0")
+READ_NEW = ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "t", ">")
+READ_OWN = ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "t", "0")
+ADD = ("XADD", "t", "3-0", "a", "3")
+EDGES: list[tuple[str, Edit, list[Command]]] = [
+    ("delivery count 2**64-1, XCLAIM", _pending(count=U64_MAX), [CLAIM]),
+    ("delivery count 2**64-1, XCLAIM JUSTID", _pending(count=U64_MAX), [(*CLAIM, "JUSTID")]),
+    ("delivery count 2**64-1, XAUTOCLAIM", _pending(count=U64_MAX), [AUTOCLAIM]),
+    ("delivery count 2**64-1, XREADGROUP 0", _pending(count=U64_MAX), [READ_OWN]),
+    ("delivery count 2**63-1, XCLAIM", _pending(count=I64_MAX), [CLAIM]),
+    ("entries_added 2**64-1, XADD", _counters(U64_MAX), [ADD, READ_NEW]),
+    ("entries_added 2**63-1, XADD", _counters(I64_MAX), [ADD]),
+    ("entries_read 2**63-1, XREADGROUP", _counters(5, I64_MAX), [READ_NEW]),
+    ("ENTRIESREAD and ENTRIESADDED 2**63-1", _counters(5), [
+        ("XGROUP", "SETID", "t", "g", "0", "ENTRIESREAD", str(I64_MAX)),
+        READ_NEW,
+        ("XSETID", "t", "2-0", "ENTRIESADDED", str(I64_MAX)),
+        ADD,
+    ]),
+    ("delivery time -2**63", _pending(delivered_at_ms=I64_MIN), [
+        ("XPENDING", "t", "g", "IDLE", "5", "-", "+", "10"),
+        ("XAUTOCLAIM", "t", "g", "c2", "1000", "0"),
+        ("XCLAIM", "t", "g", "c2", "1000", "1-0"),
+        (*CLAIM, "JUSTID"),
+    ]),
+    ("delivery time 2**63-1", _pending(delivered_at_ms=I64_MAX), [
+        ("XAUTOCLAIM", "t", "g", "c2", "1000", "0"),
+        (*CLAIM, "IDLE", str(I64_MIN)),
+    ]),
+    ("seen time -2**63", _seen(I64_MIN), [("XINFO", "CONSUMERS", "t", "g")]),
+    ("seen time 2**63-1", _seen(I64_MAX), [("XINFO", "CONSUMERS", "t", "g")]),
+]  # fmt: skip
+
+
+def _edge_views() -> list[Command]:
+    return [("XINFO", "STREAM", "t"), ("XINFO", "GROUPS", "t"), ("XPENDING", "t", "g"), PENDING]
+
+
+@pytest.mark.parametrize(("edit", "commands"), [c[1:] for c in EDGES], ids=[c[0] for c in EDGES])
+def test_counters_at_their_edge_wrap_as_in_redis(
+    both: Both, edit: Edit, commands: list[Command]
+) -> None:
+    """A payload whose counters sit at the edge of their C types (built here with the
+    project's own RDB writer from redis-server's DUMP) restores alike, and the commands that
+    move them past it leave both sides showing the same integers: counters wrap as Redis's
+    do, every integer shown fits 64 bits, and xstreams's DUMP of the result carries the same
+    values back into redis-server."""
+    both.redis("XADD", "s", "1-0", "a", "1")
+    both.redis("XADD", "s", "2-0", "a", "2")
+    both.redis("XGROUP", "CREATE", "s", "g", "0")
+    both.redis("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
+    stream = load_stream(both.rr.execute_command("DUMP", "s"), 100, 4096)
+    edit(stream)
+    payload = dump_stream(stream)
+    assert both.redis("RESTORE", "t", "0", payload) == "OK"
+    assert both.xstreams("RESTORE", "t", "0", payload) == "OK"
+    same_stream(both, "t", "t", ["g"])
+    for args in commands + _edge_views():
+        text = tuple(as_text(list(args)))
+        expected, actual = both.redis(*args), both.xstreams(*args)
+        assert not isinstance(expected, ReplyError), (args, expected)
+        assert mask(text, actual) == mask(text, expected), (args, expected, actual)
+        assert all(I64_MIN <= n <= U64_MAX for n in _integers(actual)), (args, actual)
+    dumped = both.xstreams("DUMP", "t", b64=True)
+    assert isinstance(dumped, str), dumped
+    assert both.redis("RESTORE", "back", "0", base64.b64decode(dumped)) == "OK"
+    same_stream(both, "back", "t", ["g"])
+
+
+def _integers(reply: Any) -> Iterator[int]:
+    if isinstance(reply, int):
+        yield reply
+    elif isinstance(reply, list):
+        for item in reply:
+            yield from _integers(item)

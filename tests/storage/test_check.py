@@ -192,3 +192,59 @@ def test_repair_then_the_service_serves_exactly_the_records_before_the_damage(
     finally:
         xs.client.close()
         srv.stop()
+
+
+def test_a_bad_record_costs_only_its_keys(db: Database, db_url: str, tmp_path: Path) -> None:
+    """The record an XCLAIM of delivery count 2**64-1 once wrote (the count 2**64, read back
+    as a float) stopped every start, and a repair offered to delete every later record,
+    other streams' acknowledged writes included. The check names the keys it touches; the
+    repair drops it and the later records of those keys (a rename binds the new name too)
+    and keeps every other record, which the service then serves."""
+    db.append(
+        [
+            (1, rec(["new", "a"], ["add", "a", "1-0", ["f", "1"]])),
+            (2, rec(["new", "b"], ["add", "b", "1-0", ["f", "1"]])),
+        ]
+    )
+    bad = b'[["pel","a","g","1-0","c",1700000000000,18446744073709551616]]'
+    db.append(
+        [
+            (3, bad),
+            (4, rec(["add", "b", "2-0", ["f", "2"]])),
+            (5, rec(["add", "a", "2-0", ["f", "2"]])),
+        ]
+    )
+    db.append(
+        [
+            (6, rec(["rename", "a", "c"])),
+            (7, rec(["add", "c", "5-0", ["f", "5"]])),
+            (8, rec(["add", "b", "3-0", ["f", "3"]])),
+            (9, rec(["config", "stream-node-max-entries", 50])),
+        ]
+    )
+    before = rows(db)
+    done = xstreams_check(db_url)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "journal record seq=3" in done.stdout and "expected an integer" in done.stdout
+    assert "it touches the keys: 'a'" in done.stdout
+    assert "a repair empties record seq 3 and 3 later records of the keys 'a', 'c'" in done.stdout
+    assert "(seq 3, 5, 6, 7)" in done.stdout
+    assert "It keeps the 3 later records of every other key." in done.stdout
+    assert rows(db) == before
+
+    repaired = xstreams_check(db_url, "--repair", "--yes")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "repaired: every record up to 9 replays cleanly" in repaired.stdout
+    assert rows(db) == before  # the same rows, seq numbers contiguous
+    assert xstreams_check(db_url).returncode == 0
+
+    srv = DurableServer(tmp_path, db_url)
+    xs = Commands(srv.url)
+    try:
+        assert xs("XRANGE", "b", "-", "+") == [[f"{i}-0", ["f", str(i)]] for i in (1, 2, 3)]
+        assert xs("XRANGE", "a", "-", "+") == [["1-0", ["f", "1"]]]  # as before record 3
+        assert xs("EXISTS", "c") == 0
+        assert xs("CONFIG", "GET", "stream-node-max-entries") == ["stream-node-max-entries", "50"]
+    finally:
+        xs.client.close()
+        srv.stop()

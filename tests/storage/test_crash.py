@@ -14,6 +14,7 @@ nothing a crash can take back).
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -25,6 +26,10 @@ from typing import Any
 import httpx
 import pytest
 
+from app.engine.ids import StreamID
+from app.engine.rdb import dump_stream
+from app.engine.store import Store
+from tests.conftest import Commands
 from tests.storage.conftest import DurableServer
 
 KILLS = 10
@@ -247,3 +252,76 @@ def test_kill_9_loses_nothing_acknowledged(db_url: str, tmp_path: Path) -> None:
         srv.stop()
     assert len(model.entries) > 100 and model.acked and model.pending
     assert len(model.shown) > 100  # the readers did read
+
+
+def _edge_payload() -> str:
+    """A DUMP payload whose counters sit at the top of their C types: a pending entry with
+    delivery count 2**64-1 and delivery time -2**63, ``entries_added`` 2**64-1, the group's
+    ``entries_read`` 2**63-1 and a consumer seen at 2**63-1 (built with the engine's own RDB
+    writer; redis-server takes it, tests/differential/test_dump_restore.py)."""
+    store = Store()
+    for args in (
+        ["XADD", "s", "1-0", "a", "1"],
+        ["XADD", "s", "2-0", "a", "2"],
+        ["XGROUP", "CREATE", "s", "g", "0"],
+        ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"],
+    ):
+        store.execute(args)
+    stream = store.keyspace.streams["s"]
+    group = stream.groups["g"]
+    group.set_pending(StreamID(1, 0), group.consumers["c"], -(2**63), 2**64 - 1)
+    group.consumers["c"].seen_time_ms = 2**63 - 1
+    group.entries_read = 2**63 - 1
+    stream.entries_added = 2**64 - 1
+    return dump_stream(stream).decode("utf-8", "surrogateescape")
+
+
+def _edge_state(xs: Commands) -> list[Any]:
+    return [
+        xs("XINFO", "STREAM", "t", "FULL"),
+        xs("XINFO", "GROUPS", "t"),
+        xs("XPENDING", "t", "g", "-", "+", "10"),
+        xs("XRANGE", "other", "-", "+"),
+    ]
+
+
+@pytest.mark.timeout(120)
+def test_counters_past_64_bits_survive_kill_9(db_url: str, tmp_path: Path) -> None:
+    """XCLAIM of a pending entry restored with delivery count 2**64-1 once journaled 2**64,
+    which read back as a float: after the next kill -9 every start failed. Each counter
+    moved past its type's edge (delivery count, entries_added, entries_read) wraps as in
+    redis-server, and the state comes back the same after kill -9, through the journal and
+    then through the shutdown snapshot; another stream's later writes come back too."""
+    srv = DurableServer(tmp_path, db_url)
+    xs = Commands(srv.url)
+    try:
+        # Bytes that are not UTF-8 travel as \udcNN escapes (json.dumps writes them).
+        body = json.dumps(["RESTORE", "t", "0", _edge_payload()]).encode()
+        assert xs.client.post("/", content=body).json() == {"result": "OK"}
+        claimed = xs("XCLAIM", "t", "g", "c2", "0", "1-0", "TIME", "1000")
+        assert claimed == [["1-0", ["a", "1"]]]
+        assert xs("XADD", "t", "3-0", "a", "3") == "3-0"
+        assert xs("XREADGROUP", "GROUP", "g", "c", "STREAMS", "t", ">") == [
+            ["t", [["2-0", ["a", "2"]], ["3-0", ["a", "3"]]]]
+        ]
+        assert xs("XADD", "other", "1-0", "f", "v") == "1-0"
+        before = _edge_state(xs)
+        full = before[0]
+        group = full[full.index("groups") + 1][0]
+        assert full[full.index("entries-added") + 1] == 0
+        assert group[group.index("entries-read") + 1] == -(2**63) + 1
+        assert [row[3] for row in before[2]] == [0, 1, 1]
+    finally:
+        xs.client.close()
+        srv.kill()
+    for _ in range(2):  # after kill -9: the journal; after a clean stop: the snapshot
+        srv = DurableServer(tmp_path, db_url)
+        xs = Commands(srv.url)
+        try:
+            after = _edge_state(xs)
+            assert after[:2] == before[:2]
+            assert [row[::3] for row in after[2]] == [row[::3] for row in before[2]]
+            assert after[3] == before[3]
+        finally:
+            xs.client.close()
+            srv.stop()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -200,3 +202,51 @@ def test_rows_partly_covered_by_the_snapshot(db: Database) -> None:
     done = recover(db, store)
     assert (done.snapshot_covers_seq, done.records, done.last_seq) == (2, 1, 3)
     assert store.execute(["XLEN", "s"]) == 3
+
+
+async def test_a_write_the_journal_cannot_store_is_refused_and_never_recovered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's arithmetic as it was (a delivery count that grows past 2**64) makes an
+    XCLAIM whose record the codec refuses: the client gets a 503 saying why, not a 500; the
+    claim is not acknowledged, later writes are refused and so are reads of the key it
+    touched, while other streams stay readable; a restart loads the durable state, without
+    the claim, and takes writes again."""
+    from app.engine.commands import groups
+    from app.main import create_app
+    from tests.storage.test_crash import _edge_payload
+
+    settings = Settings(data_dir=tmp_path, fsync=FsyncMode.ALWAYS)
+
+    async def run(steps: Any) -> None:
+        app = create_app(settings)
+        transport = httpx.ASGITransport(app=app)
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=transport, base_url="http://x") as client,
+        ):
+            await steps(client)
+
+    async def before(client: httpx.AsyncClient) -> None:
+        body = json.dumps(["RESTORE", "t", "0", _edge_payload()]).encode()
+        assert (await client.post("/", content=body)).json() == {"result": "OK"}
+        assert (await client.post("/", json=["XADD", "other", "1-0", "f", "v"])).status_code == 200
+        monkeypatch.setattr(groups, "u64", lambda n: n)  # no wrap: 2**64
+        r = await client.post("/", json=["XCLAIM", "t", "g", "c2", "0", "1-0"])
+        assert r.status_code == 503, r.text
+        assert "cannot store exactly" in r.json()["error"]
+        monkeypatch.undo()
+        r = await client.post("/", json=["XADD", "other", "2-0", "f", "v"])
+        assert r.status_code == 503 and "until xstreams restarts" in r.json()["error"]
+        assert (await client.post("/", json=["XPENDING", "t", "g"])).status_code == 503
+        r = await client.post("/", json=["XRANGE", "other", "-", "+"])
+        assert r.json() == {"result": [["1-0", ["f", "v"]]]}
+
+    async def after(client: httpx.AsyncClient) -> None:
+        r = await client.post("/", json=["XPENDING", "t", "g", "-", "+", "10"])
+        assert [row[1::2] for row in r.json()["result"]] == [["c", -1]]  # as restored
+        r = await client.post("/", json=["XADD", "other", "2-0", "f", "v"])
+        assert r.json() == {"result": "2-0"}
+
+    await run(before)
+    await run(after)

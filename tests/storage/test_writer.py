@@ -15,7 +15,8 @@ from sqlalchemy.exc import OperationalError
 
 from app.durability import StorageUnavailable
 from app.engine.codec import decode_record, encode_record, record_from_wire
-from app.engine.effects import KeyDeleted, Record
+from app.engine.effects import KeyDeleted, PendingSet, Record
+from app.engine.ids import StreamID
 from app.settings import FsyncMode
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
@@ -282,4 +283,40 @@ async def test_other_modes_never_hold_a_reply(db: FlakyDatabase, mode: FsyncMode
     await w.wait_visible(["s"])
     await w.wait_visible(None)
     db.broken = False
+    await w.close()
+
+
+async def test_a_record_the_codec_refuses_is_neither_written_nor_acknowledged(
+    db: FlakyDatabase,
+) -> None:
+    """A delivery count of 2**64 once went to the journal as an integer that read back as a
+    float, and recovery failed on it for good. Such a record is refused before it is
+    numbered: nothing is written, the write answers 503, later writes are refused (memory
+    holds a step the journal does not), and so are reads of the key it touched; the
+    committed state of other keys stays readable."""
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    w.append(wire([["add", "other", "1-0", ["f", "v"]]]))
+    await w.wait_committed()
+    bad = PendingSet(
+        key="s",
+        group="g",
+        id=StreamID(1, 0),
+        consumer="c",
+        delivered_at_ms=5,
+        delivery_count=2**64,
+    )
+    with pytest.raises(StorageUnavailable, match="cannot store exactly"):
+        w.append([bad])
+    assert w.last_seq == 1
+    await w.flush()
+    assert [s for s, _ in rows(db)] == [1]
+    with pytest.raises(StorageUnavailable, match="until xstreams restarts"):
+        w.check_writable()
+    with pytest.raises(StorageUnavailable):
+        await w.wait_visible(["s"])
+    with pytest.raises(StorageUnavailable):
+        await w.wait_visible(None)
+    await w.wait_visible(["other"])
+    assert w.failure is not None
     await w.close()

@@ -41,6 +41,7 @@ from app.engine.ids import (
     parse_range_start,
     parse_strict_id,
 )
+from app.engine.int64 import elapsed_ms, i64, u64
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of, sid_of
 from app.engine.replies import OK, AutoClaim, Help, PendingRow, PendingSummary, Status
@@ -299,11 +300,11 @@ def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
         return out
     for sid in ids:
         pending = group.pel.entry(key_of(sid))
-        idle = now - pending.delivered_at_ms
+        idle = elapsed_ms(now, pending.delivered_at_ms)
         if a.min_idle_ms and idle < a.min_idle_ms:
             continue
         assert pending.consumer is not None
-        out.append(PendingRow(sid, pending.consumer, max(idle, 0), pending.delivery_count))
+        out.append(PendingRow(sid, pending.consumer, max(idle, 0), i64(pending.delivery_count)))
         if len(out) >= count:
             break
     return out
@@ -432,7 +433,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
             pending = group.set_pending(sid, None, now, 1)  # streamCreateNACK starts at 1
         if pending is None:
             continue
-        idle = now - pending.delivered_at_ms
+        idle = elapsed_ms(now, pending.delivered_at_ms)
         if pending.consumer is not None and a.min_idle_ms and idle < a.min_idle_ms:
             continue
         if consumer is None:
@@ -442,7 +443,7 @@ def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
         if a.retry_count is not None and a.retry_count >= 0:
             delivery_count = a.retry_count
         elif not a.justid:
-            delivery_count += 1
+            delivery_count = u64(delivery_count + 1)  # a uint64_t in Redis: it wraps to 0
         pending = group.set_pending(sid, consumer, delivered_at, delivery_count)
         ks.record(pending_set(a.key, group, sid, pending))
         out.append(sid if a.justid else Entry(sid, fields))
@@ -517,12 +518,12 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
             count -= 1
             continue
         pending = group.pel.entry(keys[pos - 1])
-        if a.min_idle_ms and now - pending.delivered_at_ms < a.min_idle_ms:
+        if a.min_idle_ms and elapsed_ms(now, pending.delivered_at_ms) < a.min_idle_ms:
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)
             ks.record(consumer_seen(a.key, group, consumer))
-        delivery_count = pending.delivery_count + (0 if a.justid else 1)
+        delivery_count = u64(pending.delivery_count + (0 if a.justid else 1))
         pending = group.set_pending(sid, consumer, now, delivery_count)
         ks.record(pending_set(a.key, group, sid, pending))
         claimed.append(sid if a.justid else Entry(sid, fields))

@@ -10,6 +10,7 @@ from app.engine.commands.table import Flag, command, container, key_at, subcomma
 from app.engine.errors import NoGroup, NoSuchKey
 from app.engine.groups import ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
+from app.engine.int64 import elapsed_ms, i64
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of
 from app.engine.replies import (
@@ -72,7 +73,7 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
         radix_tree_nodes=rnodes,
         last_generated_id=s.last_id,
         max_deleted_entry_id=s.max_deleted_id,
-        entries_added=s.entries_added,
+        entries_added=i64(s.entries_added),
         recorded_first_entry_id=s.first_id,
         groups=len(s.groups),
         first_entry=first,
@@ -84,7 +85,7 @@ def _deliveries(items: Iterable[tuple[StreamID, PendingEntry]]) -> list[PendingD
     out = []
     for sid, p in items:
         assert p.consumer is not None
-        out.append(PendingDelivery(sid, p.consumer, p.delivered_at_ms, p.delivery_count))
+        out.append(PendingDelivery(sid, p.consumer, p.delivered_at_ms, i64(p.delivery_count)))
     return out
 
 
@@ -126,7 +127,7 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
         radix_tree_nodes=rnodes,
         last_generated_id=s.last_id,
         max_deleted_entry_id=s.max_deleted_id,
-        entries_added=s.entries_added,
+        entries_added=i64(s.entries_added),
         recorded_first_entry_id=s.first_id,
         entries=s.range(count=count),
         groups=groups,
@@ -149,7 +150,7 @@ def consumers_info(ks: Keyspace, key: str, group_name: str) -> list[ConsumerInfo
         raise NoGroup(f"NOGROUP No such consumer group '{group_name}' for key name '{key}'")
     now = ks.clock.now_ms()
     return [
-        ConsumerInfo(c.name, len(c.pel), max(now - c.seen_time_ms, 0))
+        ConsumerInfo(c.name, len(c.pel), max(elapsed_ms(now, c.seen_time_ms), 0))
         for _, c in sorted(g.consumers.items())
     ]
 
