@@ -54,7 +54,7 @@ Choices a caller may rely on:
   (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY... ``FAULT_CODES``) raises
   ``RedisFault`` with Redis's text, and no connection, no answer in time or no master known
   for a slot raise ``RedisUnavailable``: both ``BackendUnavailable``, which every surface
-  answers 503 with ``Retry-After``.
+  answers 503 with ``Retry-After``. ``shards()`` reports each master's state for /readyz.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ from app.backends.errors import (
     ReplicasUnavailable,
     fault_of,
 )
+from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
@@ -545,6 +546,35 @@ class RedisBackend:
             await pool.disconnect()
         self._block_pools.clear()
         await self._client.aclose()
+
+    async def shards(self, timeout_s: float) -> list[ShardHealth]:
+        """Each master's health (app/backends/shards.py), probed at once on a connection of
+        its own (no retry, no slot-map refresh: a probe must not disturb the traffic): its
+        INFO replication and CLUSTER INFO. A master that does not answer within
+        ``timeout_s`` is unreachable."""
+        masters: list[ClusterNode | None] = list(self._masters()) if self._cluster else [None]
+        return list(await asyncio.gather(*(self._shard(m, timeout_s) for m in masters)))
+
+    async def _shard(self, node: ClusterNode | None, timeout_s: float) -> ShardHealth:
+        if node is not None:
+            name = node.name
+        else:
+            assert isinstance(self._client, Redis)
+            kw = self._client.connection_pool.connection_kwargs
+            name = f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
+            name = kw.get("path") or name  # a unix socket
+        # CLUSTER INFO on a server without cluster support is an error: no cluster state.
+        probe: list[list[Arg]] = [["INFO", "replication"], ["CLUSTER", "INFO"]]
+        try:
+            info, cluster = await asyncio.wait_for(self._on_connection(node, probe), timeout_s)
+        except TimeoutError:
+            return unreachable(name, f"no answer in {timeout_s:g} s")
+        except RedisUnavailable as e:
+            return unreachable(name, e.text.removeprefix("ERR the Redis backend is unavailable: "))
+        if isinstance(info, ResponseError):  # it answers, but not this (NOAUTH...)
+            return ShardHealth(name, None, _error(info).text)
+        state = None if isinstance(cluster, ResponseError) else _s(cluster)
+        return assess(name, _s(info), state, self.wait_replicas)
 
     # --- plumbing -------------------------------------------------------------------------
     @property

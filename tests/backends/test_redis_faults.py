@@ -1,6 +1,6 @@
 """Redis's trouble is the backend's, not the request's (issue 23, part 8): the classes of
-Redis's error replies and the status each gets on both surfaces. The surfaces themselves:
-tests/scale/test_faults.py."""
+Redis's error replies, the status each gets on both surfaces, and each master's health as
+/readyz reports it. The surfaces themselves: tests/scale/test_faults.py."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from app.backends.errors import (
     fault_of,
 )
 from app.backends.redis import RedisBackend, _error
+from app.backends.shards import ShardHealth, assess, readiness_fields
 from app.engine.errors import (
     BusyGroup,
     CommandError,
@@ -90,9 +91,62 @@ def test_the_backend_errors_are_one_class_of_503() -> None:
     assert retry_headers(400) is None
 
 
+# --- each master's health -----------------------------------------------------------------
+MASTER_0 = "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n"
+MASTER_2 = (
+    "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n"
+    "slave0:ip=10.0.0.2,port=7001,state=online,offset=42,lag=0\r\n"
+    "slave1:ip=10.0.0.3,port=7002,state=wait_bgsave,offset=0,lag=0\r\n"
+)
+REPLICA = "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_link_status:up\r\n"
+CLUSTER_OK = "cluster_state:ok\r\ncluster_slots_assigned:16384\r\n"
+CLUSTER_FAIL = "cluster_state:fail\r\ncluster_slots_assigned:5461\r\n"
+
+
+@pytest.mark.parametrize(
+    ("replication", "cluster", "wanted", "replicas", "degraded"),
+    [
+        (MASTER_0, None, 0, 0, None),
+        (MASTER_0, CLUSTER_OK, 0, 0, None),
+        (
+            MASTER_0,
+            None,
+            1,
+            0,
+            "0 of 1 replicas online (--wait-replicas 1): writes answer 503 after --wait-timeout",
+        ),
+        # one replica still syncing does not acknowledge a WAIT
+        (MASTER_2, CLUSTER_OK, 1, 1, None),
+        (
+            MASTER_2,
+            CLUSTER_OK,
+            2,
+            1,
+            "1 of 2 replicas online (--wait-replicas 2): writes answer 503 after --wait-timeout",
+        ),
+        (MASTER_2, CLUSTER_FAIL, 1, 1, "cluster_state:fail: commands answer CLUSTERDOWN"),
+        (REPLICA, None, 0, 0, "a replica now: writes answer READONLY"),
+    ],
+)
+def test_a_master_s_health(
+    replication: str, cluster: str | None, wanted: int, replicas: int, degraded: str | None
+) -> None:
+    assert assess("10.0.0.1:7000", replication, cluster, wanted) == ShardHealth(
+        "10.0.0.1:7000", replicas, degraded
+    )
+
+
+def test_readiness_lists_only_degraded_shards() -> None:
+    shards = [ShardHealth("a:1", 1, None), ShardHealth("b:2", None, "unreachable: refused")]
+    assert readiness_fields(shards) == {
+        "shards": 2,
+        "degraded": [{"node": "b:2", "replicas": None, "reason": "unreachable: refused"}],
+    }
+
+
 # --- against real servers -----------------------------------------------------------------
 @pytest.mark.redis
-async def test_a_port_where_nothing_listens_is_unavailable() -> None:
+async def test_a_port_where_nothing_listens_is_unavailable_and_unreachable() -> None:
     port = free_port()
     backend = RedisBackend.from_url(f"redis://127.0.0.1:{port}/0")
     try:
@@ -100,6 +154,9 @@ async def test_a_port_where_nothing_listens_is_unavailable() -> None:
             await backend.command(["XADD", "s", "*", "f", "v"])
         with pytest.raises(RedisUnavailable):
             await backend.pipeline([["XLEN", "s"]])
+        [shard] = await backend.shards(2.0)
+        assert shard.node == f"127.0.0.1:{port}" and shard.replicas is None
+        assert shard.degraded is not None and shard.degraded.startswith("unreachable: ")
     finally:
         await backend.close()
 

@@ -1,10 +1,11 @@
-"""In front of Redis, the backend's trouble is 503 with ``Retry-After`` on every surface
-(issue 23, part 8).
+"""In front of Redis, the backend's trouble is 503 with ``Retry-After`` on every surface, and
+/readyz says which shards are degraded (issue 23, part 8).
 
 Each fault is a real redis-server in that state (tests/support/redis_servers.py): a cluster
 node serving no slots (CLUSTERDOWN), a replica (READONLY), a server loading its dataset
 (LOADING), a port where nothing listens any more, a cluster master whose slots were taken
-away. Only a client's own mistake is a 4xx.
+away, a master short of the replicas ``--wait-replicas`` asks for. Only a client's own
+mistake is a 4xx.
 """
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ def test_a_node_serving_no_slots_answers_503_on_every_surface(served: Any) -> No
         # the client's own mistake stays its own
         r = api.post("/", json=["XADD", "s"])
         assert r.status_code == 400 and "retry-after" not in r.headers
+        ready = api.get("/readyz")
+        assert ready.status_code == 200  # it answers PING; the shard is named
+        assert ready.json()["degraded"] == [
+            {
+                "node": node.address,
+                "replicas": 0,
+                "reason": "cluster_state:fail: commands answer CLUSTERDOWN",
+            }
+        ]
 
 
 def test_a_replica_answers_writes_503_and_serves_reads(served: Any) -> None:
@@ -97,6 +107,8 @@ def test_a_replica_answers_writes_503_and_serves_reads(served: Any) -> None:
         r = api.post("/v1/streams/s/entries", json={"fields": {"f": "v"}})
         assert_unavailable(r, "READONLY", rest=True)
         assert api.post("/", json=["XLEN", "s"]).json() == {"result": 0}
+        degraded = api.get("/readyz").json()["degraded"]
+        assert [d["reason"] for d in degraded] == ["a replica now: writes answer READONLY"]
 
 
 def test_a_loading_redis_answers_503(served: Any) -> None:
@@ -140,11 +152,38 @@ def test_redis_gone_answers_503_with_retry_after(served: Any) -> None:
     assert api.get("/readyz").status_code == 503
 
 
+def _wait_replicas_readiness(api: httpx.Client) -> list[dict[str, Any]]:
+    r = api.get("/readyz")
+    assert r.status_code == 200, r.text  # degraded shards leave the front-end in rotation
+    degraded: list[dict[str, Any]] = r.json()["degraded"]
+    return degraded
+
+
+def test_readyz_names_a_master_short_of_wait_replicas(served: Any) -> None:
+    """With --wait-replicas 1 and no replica every write answers 503 after the timeout:
+    /readyz says so, and stops saying so once a replica is online."""
+    with server_or_skip("--repl-diskless-sync-delay", "0") as master:
+        api = served(f"redis://{master.address}/0", "--wait-replicas", "1", "--wait-timeout", "50")
+        assert _wait_replicas_readiness(api) == [
+            {
+                "node": master.address,
+                "replicas": 0,
+                "reason": "0 of 1 replicas online (--wait-replicas 1):"
+                " writes answer 503 after --wait-timeout",
+            }
+        ]
+        assert_unavailable(api.post("/", json=["XADD", "s", "*", "f", "v"]), "NOREPLICAS")
+        with server_or_skip("--replicaof", "127.0.0.1", str(master.port)):
+            wait_until("a replica online", lambda: _wait_replicas_readiness(api) == [])
+            r = api.post("/", json=["XADD", "s", "*", "f", "v"])
+            assert r.status_code == 200, r.text
+
+
 @pytest.mark.slow
 def test_a_cluster_master_without_its_slots_fails_only_its_streams(served: Any) -> None:
     """One master of a throwaway cluster loses its slots (its cluster state turns to fail,
     as during a failover): its streams answer 503 CLUSTERDOWN, the other masters' streams
-    are served."""
+    are served, and /readyz (still 200) names that master."""
     need_binaries()
     with redis_cluster() as nodes:
         port = int(nodes[0].split(":")[1])
@@ -165,3 +204,28 @@ def test_a_cluster_master_without_its_slots_fails_only_its_streams(served: Any) 
             assert api.post("/", json=["XADD", key, "*", "f", "v"]).status_code == 200
             r = api.post(f"/v1/streams/{key}/entries", json={"fields": {"f": "v"}})
             assert r.status_code == 201, r.text
+        r = api.get("/readyz")
+        assert r.status_code == 200
+        body = r.json()
+        assert body["shards"] == 3
+        assert [d["node"] for d in body["degraded"]] == [nodes[0]]
+        assert "CLUSTERDOWN" in body["degraded"][0]["reason"]
+
+
+@pytest.mark.slow
+def test_readyz_names_every_cluster_master_short_of_wait_replicas(
+    served: Any, cluster_nodes: list[str]
+) -> None:
+    api = served("redis+cluster://" + ",".join(cluster_nodes), "--wait-replicas", "1")
+    body = api.get("/readyz").json()
+    assert body["shards"] == 3
+    assert sorted(d["node"] for d in body["degraded"]) == sorted(cluster_nodes)
+    assert {d["replicas"] for d in body["degraded"]} == {0}
+
+
+def test_readyz_reports_no_degraded_shard_when_all_is_well(served: Any) -> None:
+    with server_or_skip() as server:
+        api = served(f"redis://{server.address}/0")
+        r = api.get("/readyz")
+        assert r.status_code == 200
+        assert r.json()["shards"] == 1 and r.json()["degraded"] == []
