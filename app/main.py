@@ -36,6 +36,7 @@ from app.api.services import Services
 from app.api.sse import routes as events
 from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend
+from app.backends.shards import ReportsShards, readiness_fields
 from app.durability import InMemory, Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
@@ -182,12 +183,15 @@ def create_app(
             body["keys"] = app.state.keys_problem or "ok"
         if store is None:
             # Redis: ready while it answers, so a load balancer takes a front-end that lost
-            # it out of rotation.
+            # it out of rotation. A degraded shard (app/backends/shards.py) is named, and
+            # leaves it ready: every front-end sees the same shards.
             try:
                 await asyncio.wait_for(backend.command(["PING"]), CONNECT_TIMEOUT_S)
             except Exception as e:
                 body.update(status="unavailable", reason=str(e) or type(e).__name__)
                 return json_response(body, 503)
+            if isinstance(backend, ReportsShards):
+                body.update(readiness_fields(await backend.shards(CONNECT_TIMEOUT_S)))
             return json_response(body)
         failure = storage.writer.failure if storage else None
         # Still ready while the database is away: committed state is served, writes and reads

@@ -10,10 +10,14 @@ Two surfaces, two error shapes:
 
 Status for an engine error, by its class alone (``status_of``, the one table): NOPERM
 (credentials that do not reach) is 403; ``NotFound`` (a missing stream, group, consumer or
-entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409; every
-other Redis error is a client mistake, 400. The engine raises each kind with its class, and
-the Redis backend's replies get the same classes (``app.engine.errors.classify``), so both
-backends answer alike. A malformed JSON body is 422, a malformed query or path 400, a body
+entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409;
+``BackendUnavailable`` (Redis unreachable or refusing for a passing state of its own:
+CLUSTERDOWN, LOADING, READONLY..., too few replicas, no connection for a blocking read) is
+503 with ``Retry-After``; every other Redis error is a client mistake, 400. The engine raises
+each kind with its class, and the Redis backend's replies get the same classes
+(``app.engine.errors.classify``, ``app.backends.errors.fault_of``), so both backends answer
+alike. The command endpoint keeps the Upstash protocol's 400 for every other error reply
+(``command_status``). A malformed JSON body is 422, a malformed query or path 400, a body
 over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
 """
 
@@ -33,7 +37,7 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
-from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
+from app.backends.errors import BackendUnavailable
 from app.durability import StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
@@ -44,18 +48,21 @@ log = logging.getLogger("xstreams")
 REST_PREFIX = "/v1"
 PROBLEM_JSON = "application/problem+json"
 
-# The backend's trouble, not the request's: 503 on every surface. Redis unreachable, no
-# connection left for a blocking read, or fewer replicas than --wait-replicas confirmed (the
-# write itself was applied: not to be retried blindly).
-UNAVAILABLE = (RedisUnavailable, BlockPoolExhausted, ReplicasUnavailable)
+# How long a client is asked to wait before it tries a 503 again (``Retry-After``): a
+# failover, a load or a slot move takes seconds; one second apart keeps retries cheap.
+RETRY_AFTER_S = 1
 
 # The one table, most specific first: an error's status is that of the first class it is.
-_STATUS: tuple[tuple[type[CommandError] | tuple[type[CommandError], ...], int], ...] = (
+# BackendUnavailable: the backend's trouble, not the request's (with --wait-replicas the
+# write itself may have been applied: not to be retried blindly).
+_STATUS: tuple[tuple[type[CommandError], int], ...] = (
     (NoPerm, 403),
     (NotFound, 404),
     (Conflict, 409),
-    (UNAVAILABLE, 503),
+    (BackendUnavailable, 503),
 )
+# What the command endpoint answers other than Upstash's 400 for an error reply.
+_COMMAND_STATUSES = frozenset({403, 503})
 
 
 def no_such_stream() -> NoSuchKey:
@@ -69,6 +76,19 @@ def status_of(exc: CommandError) -> int:
         if isinstance(exc, cls):
             return status
     return 400
+
+
+def command_status(exc: CommandError) -> int:
+    """The command endpoint's status for an error: Upstash answers every error reply 400,
+    and so does it, except credentials that do not reach (403) and the backend's trouble
+    (503), which a client must tell from its own mistakes."""
+    status = status_of(exc)
+    return status if status in _COMMAND_STATUSES else 400
+
+
+def retry_headers(status: int) -> dict[str, str] | None:
+    """``Retry-After`` for a 503: the fault passes, the request may be sent again."""
+    return {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
 
 
 def json_response(
@@ -167,9 +187,11 @@ def install(app: FastAPI) -> None:
     async def command_error(request: Request, exc: CommandError) -> Response:
         request.app.state.metrics.error(exc.text)
         if not _is_rest(request):
-            return json_response({"error": exc.text}, 403 if isinstance(exc, NoPerm) else 400)
+            status = command_status(exc)
+            return json_response({"error": exc.text}, status, retry_headers(status))
         index = exc.index if isinstance(exc, BatchItemError) else None
-        return problem(request, status_of(exc), exc.text, index=index)
+        status = status_of(exc)
+        return problem(request, status, exc.text, retry_headers(status), index=index)
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:
@@ -179,7 +201,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StorageUnavailable)
     async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:
         request.app.state.metrics.error(exc.text)
-        return answer(request, 503, exc.text, {"Retry-After": "1"})
+        return answer(request, 503, exc.text, retry_headers(503))
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, exc: ClientDisconnect) -> Response:

@@ -50,6 +50,11 @@ Choices a caller may rely on:
   ignores being cancelled (an event stream whose client left) would run on (``_cancellable``).
 - ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
   timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
+- Redis's trouble is never the request's: an error reply for a passing state of the server
+  (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY... ``FAULT_CODES``) raises
+  ``RedisFault`` with Redis's text, and no connection, no answer in time or no master known
+  for a slot raise ``RedisUnavailable``: both ``BackendUnavailable``, which every surface
+  answers 503 with ``Retry-After``. ``shards()`` reports each master's state for /readyz.
 """
 
 from __future__ import annotations
@@ -66,12 +71,25 @@ from urllib.parse import unquote, urlsplit
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection, SSLConnection
-from redis.exceptions import AskError, MovedError, ResponseError
+from redis.exceptions import (
+    AskError,
+    MovedError,
+    RedisClusterException,
+    ResponseError,
+    SlotNotCoveredError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.backends.base import Gone, JsonReply
-from app.backends.errors import BlockPoolExhausted, RedisUnavailable, ReplicasUnavailable
+from app.backends.errors import (
+    BackendUnavailable,
+    BlockPoolExhausted,
+    RedisUnavailable,
+    ReplicasUnavailable,
+    fault_of,
+)
+from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
@@ -123,6 +141,9 @@ Arg = str | bytes | int
 SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
 APPEND_RETRIES = 32
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
+# Redis out of reach for a command: no connection, no answer in time, or (a cluster) no
+# master known for the slot and the slot map could not be learnt again.
+_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError, RedisClusterException)
 
 # Decide nothing here: these scripts only make a sequence of Redis commands atomic.
 _PROBE = """
@@ -273,8 +294,11 @@ def _text(exc: ResponseError) -> str:
 def _error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
     """The engine's class for a Redis error text (``classify``: one table for both
     backends), so every surface answers an error alike whichever backend made it. ``args``:
-    the command that failed, whose names the text may quote (``_quoted_bytes``)."""
-    return classify(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
+    the command that failed, whose names the text may quote (``_quoted_bytes``). A refusal
+    for a passing state of Redis's (CLUSTERDOWN, LOADING, READONLY...) is ``RedisFault``:
+    the backend's trouble, not the request's."""
+    text = _quoted_bytes(exc if isinstance(exc, str) else _text(exc), args)
+    return fault_of(text) or classify(text)
 
 
 def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
@@ -523,6 +547,35 @@ class RedisBackend:
         self._block_pools.clear()
         await self._client.aclose()
 
+    async def shards(self, timeout_s: float) -> list[ShardHealth]:
+        """Each master's health (app/backends/shards.py), probed at once on a connection of
+        its own (no retry, no slot-map refresh: a probe must not disturb the traffic): its
+        INFO replication and CLUSTER INFO. A master that does not answer within
+        ``timeout_s`` is unreachable."""
+        masters: list[ClusterNode | None] = list(self._masters()) if self._cluster else [None]
+        return list(await asyncio.gather(*(self._shard(m, timeout_s) for m in masters)))
+
+    async def _shard(self, node: ClusterNode | None, timeout_s: float) -> ShardHealth:
+        if node is not None:
+            name = node.name
+        else:
+            assert isinstance(self._client, Redis)
+            kw = self._client.connection_pool.connection_kwargs
+            name = f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
+            name = kw.get("path") or name  # a unix socket
+        # CLUSTER INFO on a server without cluster support is an error: no cluster state.
+        probe: list[list[Arg]] = [["INFO", "replication"], ["CLUSTER", "INFO"]]
+        try:
+            info, cluster = await asyncio.wait_for(self._on_connection(node, probe), timeout_s)
+        except TimeoutError:
+            return unreachable(name, f"no answer in {timeout_s:g} s")
+        except RedisUnavailable as e:
+            return unreachable(name, e.text.removeprefix("ERR the Redis backend is unavailable: "))
+        if isinstance(info, ResponseError):  # it answers, but not this (NOAUTH...)
+            return ShardHealth(name, None, _error(info).text)
+        state = None if isinstance(cluster, ResponseError) else _s(cluster)
+        return assess(name, _s(info), state, self.wait_replicas)
+
     # --- plumbing -------------------------------------------------------------------------
     @property
     def _c(self) -> RedisCluster:
@@ -535,8 +588,11 @@ class RedisBackend:
             return None
         if key is None:
             return self._c.get_default_node()
-        # keyslot() hashes bytes as they are (the stub says str): a key need not be UTF-8.
-        return self._c.get_node_from_key(_b(key))  # type: ignore[arg-type]
+        try:
+            # keyslot() hashes bytes as they are (the stub says str): a key need not be UTF-8.
+            return self._c.get_node_from_key(_b(key))  # type: ignore[arg-type]
+        except SlotNotCoveredError as e:  # no master known for it (a failover under way)
+            raise RedisUnavailable(str(e)) from None
 
     def _slot(self, key: str) -> int:
         return self._c.keyslot(_b(key)) if self._cluster else 0
@@ -553,7 +609,7 @@ class RedisBackend:
             return await _cancellable(self._client.execute_command(*args))
         except ResponseError as e:
             raise _error(e, args) from None
-        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+        except _UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
 
     async def _sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
@@ -590,7 +646,7 @@ class RedisBackend:
                 return await _cancellable(_exchange(conn, commands, timeout))
             finally:
                 node.release(conn)
-        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+        except _UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
 
     async def _write(self, key: str | None, *args: Arg) -> Raw:
@@ -653,7 +709,7 @@ class RedisBackend:
         pool = self._block_pool(node)
         try:
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-        except (RedisConnectionError, OSError) as e:
+        except _UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         answered = False
         try:
@@ -669,7 +725,7 @@ class RedisBackend:
                 raise _error(e, args) from None
             answered = True
             return reply
-        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+        except _UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         finally:
             if not answered:
@@ -873,7 +929,9 @@ class RedisBackend:
         of them may block: those wait their turn one by one, as the embedded endpoint's do);
         in a cluster, one by one, each routed to its slot. Too few replicas for
         ``wait_replicas`` fails the whole request (``ReplicasUnavailable``) after every
-        command ran, as do Redis being unreachable and no connection for a blocking read."""
+        command ran, and so does a command Redis refused for a passing state of its own
+        (``RedisFault``: CLUSTERDOWN, LOADING...): the service's trouble, not one command's.
+        Redis being unreachable, or no connection for a blocking read, fails it at once."""
         parsed = [list(c) for c in commands]
         if self._cluster or any(_may_block(a) for a in parsed):
             out: list[JsonReply | CommandError] = []
@@ -884,10 +942,7 @@ class RedisBackend:
                     raise  # the service's trouble, not one command's: the request fails
                 except CommandError as e:
                     out.append(e)
-            for r in out:  # as on one connection: every write ran, then the request fails
-                if isinstance(r, ReplicasUnavailable):
-                    raise r
-            return out
+            return _unless_unavailable(out)
         answers: list[JsonReply | CommandError] = [None] * len(parsed)
         finish: dict[int, Callable[[Raw], Raw]] = {}
         sent: list[int] = []
@@ -915,7 +970,7 @@ class RedisBackend:
             answers[i] = _answer(parsed[i], line, r, finish.get(i))
         if wait:
             self._check_acked(replies[-1])
-        return answers
+        return _unless_unavailable(answers)
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
         parsed = [list(c) for c in commands]
@@ -953,6 +1008,11 @@ class RedisBackend:
         replies = await self._sequence(first, lines)
         result = replies[len(parsed) + 1]
         if isinstance(result, ResponseError):
+            # EXECABORT for a command refused as it was queued: when Redis refused it for a
+            # passing state (CLUSTERDOWN...), that is the transaction's answer.
+            for queued in replies[1 : len(parsed) + 1]:
+                if isinstance(queued, ResponseError):
+                    _unless_unavailable([_error(queued)])
             raise _error(result)
         if writes:
             self._check_acked(replies[-1])
@@ -998,7 +1058,7 @@ class RedisBackend:
                     for key in keys:
                         pipe.execute_command("XINFO", "STREAM", _b(key))
                     replies = await _cancellable(pipe.execute(raise_on_error=False))
-        except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+        except _UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         out: list[StreamInfo | None] = []
         for raw in replies:
@@ -1007,7 +1067,7 @@ class RedisBackend:
                 if not isinstance(error, NoSuchKey | WrongType):
                     raise error
                 out.append(None)
-            elif isinstance(raw, (RedisConnectionError, RedisTimeoutError, OSError)):
+            elif isinstance(raw, _UNREACHABLE):
                 raise RedisUnavailable(str(raw))
             else:
                 out.append(_stream_info(raw))
@@ -1395,6 +1455,15 @@ def _capped_read(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]
         return raw
 
     return finish
+
+
+def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonReply | CommandError]:
+    """``answers``, unless one of them is the backend's trouble (``BackendUnavailable``):
+    then that is the whole request's error, raised."""
+    for r in answers:
+        if isinstance(r, BackendUnavailable):
+            raise r
+    return answers
 
 
 def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:

@@ -34,7 +34,7 @@ from app.api.access_gate import principal_of
 from app.api.commands.resp import Shaper
 from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
-from app.api.errors import UNAVAILABLE, json_response
+from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
 from app.api.services import services_of
 from app.backends import Backend
@@ -49,10 +49,6 @@ from app.engine.waiting import ClientGone
 T = TypeVar("T")
 
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
-
-
-def _status(error: CommandError) -> int:
-    return 503 if isinstance(error, UNAVAILABLE) else 400
 
 
 def _shaper(request: Request) -> Shaper:
@@ -132,9 +128,9 @@ async def _unless_gone(call: Awaitable[T], request: Request) -> T:
 
 
 def _error(request: Request, text: str, status: int = 400) -> Response:
-    """A whole request's error answer, counted by its code."""
+    """A whole request's error answer, counted by its code; a 503 says when to retry."""
     services_of(request).metrics.error(text)
-    return json_response({"error": text}, status)
+    return json_response({"error": text}, status, retry_headers(status))
 
 
 def _too_many(request: Request, error: TooManyHeld) -> Response:
@@ -187,7 +183,7 @@ async def _run_one(request: Request, args: list[str]) -> Response:
         return _too_many(request, e)
     except CommandError as e:
         await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
-        return _error(request, e.text, _status(e))
+        return _error(request, e.text, command_status(e))
     except ClientGone:
         return Response(status_code=499)
     # Nothing this reply shows may be taken back by a crash: a write's own record, another
@@ -279,7 +275,7 @@ async def run_pipeline(request: Request) -> Response:
     except ClientGone:
         return Response(status_code=499)
     except CommandError as e:  # the whole request's: the backend failed, not one command
-        return _error(request, e.text, _status(e))
+        return _error(request, e.text, command_status(e))
     await services.durability.wait_visible(keys)  # once: one group commit
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
 
@@ -358,7 +354,7 @@ async def run_transaction(request: Request) -> Response:
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
-        return _error(request, e.text, _status(e))
+        return _error(request, e.text, command_status(e))
     await durability.wait_visible(keys)
     metrics = services.metrics
     shaper = _shaper(request)

@@ -47,8 +47,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from app.api.errors import UNAVAILABLE
 from app.backends import Backend
+from app.backends.errors import BackendUnavailable
 from app.engine.commands.groups import no_such_group
 from app.engine.errors import CommandError, Conflict, NotFound, WrongType
 
@@ -82,7 +82,7 @@ async def explained(backend: Backend, stream: str, group: str | None, exc: Comma
     Not for errors that say nothing about the request: the backend's unavailability (a write
     that ``ReplicasUnavailable`` reports did take place); WRONGTYPE, which the lookup would
     answer alike; and errors that show the thing was there (a conflict is with its state)."""
-    if isinstance(exc, (*UNAVAILABLE, WrongType, NotFound, Conflict)):
+    if isinstance(exc, (BackendUnavailable, WrongType, NotFound, Conflict)):
         return
     if group is None:
         await backend.stream_info(stream)

@@ -1,0 +1,100 @@
+"""Throwaway redis-server processes in states a healthy server never shows, for the fault
+tests: a cluster node that serves no slots (every keyed command answers CLUSTERDOWN), a
+replica (writes answer READONLY), a server loading its dataset (LOADING), a master with or
+without replicas. Each runs on a free loopback port in a temporary folder and is stopped on
+exit; ``server_or_skip`` skips (fails under ``XSTREAMS_REQUIRE_SERVICES=1``) without the
+binaries.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REQUIRE_SERVICES
+from tests.support.redis_cluster import cluster_port
+
+START_TIMEOUT_S = 30.0
+
+
+def cli(port: int, *args: str) -> str:
+    out = subprocess.run(
+        ["redis-cli", "-h", "127.0.0.1", "-p", str(port), *args],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    return out.stdout.strip()
+
+
+def wait_until(what: str, ready: object, timeout_s: float = START_TIMEOUT_S) -> None:
+    """Poll ``ready()`` until it is true; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not callable(ready) or not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached in {timeout_s} s")
+        time.sleep(0.05)
+
+
+def need_binaries() -> None:
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        msg = "redis-server / redis-cli binaries are not installed"
+        if REQUIRE_SERVICES:
+            pytest.fail(msg + " and XSTREAMS_REQUIRE_SERVICES=1")
+        pytest.skip(msg)
+
+
+class RedisProcess:
+    """One redis-server on ``port``, with its files in ``folder``."""
+
+    def __init__(self, folder: Path, port: int) -> None:
+        self.folder = folder
+        self.port = port
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, *args: str, answers: bool = True) -> None:
+        """Start it with ``args`` added to the defaults; with ``answers``, wait until it
+        answers PING (PONG, or the error of its state: MASTERDOWN, LOADING)."""
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.folder), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        if answers:
+            wait_until(f"an answer from {self.address}", lambda: cli(self.port, "PING") != "")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+
+@contextmanager
+def server_or_skip(*args: str) -> Iterator[RedisProcess]:
+    """A started redis-server with ``args``; stopped on exit."""
+    need_binaries()
+    with tempfile.TemporaryDirectory(prefix="xs-redis-") as tmp:
+        server = RedisProcess(Path(tmp), cluster_port([]))
+        try:
+            server.start(*args)
+            yield server
+        finally:
+            server.stop()
