@@ -111,8 +111,11 @@ class Settings(BaseSettings):
     # Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD / XREADGROUP:
     # past it the command is refused with an ERR asking for COUNT.
     max_reply_entries: PositiveInt = 10_000
-    # Bytes of one RESTORE payload (decoding holds the event loop, ~2 s per MB here).
+    # Bytes of one RESTORE payload and of what its strings expand to, and of what one DUMP
+    # may answer: decoding and encoding hold the event loop (README, "Limits").
     max_restore_bytes: PositiveInt = 1_048_576
+    # Entries of one node of a RESTORE payload, deleted ones included (Redis's nodes: 100).
+    max_restore_node_entries: PositiveInt = 10_000
     # REST pages: the entries a range or read gives without `count`, and the largest `count`
     # accepted there and by XINFO STREAM FULL over REST.
     rest_default_count: PositiveInt = 100

@@ -26,6 +26,7 @@ def service_limits(settings: Settings) -> Limits:
         read_keys=settings.max_read_keys,
         reply_entries=settings.max_reply_entries,
         restore_bytes=settings.max_restore_bytes,
+        restore_node_entries=settings.max_restore_node_entries,
     )
 
 

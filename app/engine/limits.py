@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.engine.errors import CommandError, TooLarge
+from app.engine.rdbio import TooLarge as PayloadTooLarge
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +22,13 @@ class Limits:
     # Entries one reply may hold: XRANGE, XREVRANGE, XREAD, XREADGROUP, XPENDING (extended),
     # XAUTOCLAIM and XINFO STREAM FULL (its entries and each PEL).
     reply_entries: int = 0
-    # Bytes of one RESTORE payload, and 16 times that of what its LZF strings expand to:
-    # decoding runs on the event loop (~2 s per MB here), and LZF expands up to ~100x.
+    # Bytes of one RESTORE payload, and of what its strings expand to (LZF expands up to
+    # ~100x): decoding runs on the event loop, and its work follows the expanded bytes. DUMP
+    # answers no more than RESTORE takes, so encoding is bounded alike.
     restore_bytes: int = 0
+    # Entries of one node of a RESTORE payload, deleted ones included: Redis's nodes hold
+    # 100 (stream-node-max-entries), and every later command on a node walks it.
+    restore_node_entries: int = 0
 
     def check_restore(self, size: int) -> None:
         if self.restore_bytes and size > self.restore_bytes:
@@ -34,7 +39,26 @@ class Limits:
 
     @property
     def restore_expanded(self) -> int:
-        return 16 * self.restore_bytes
+        return self.restore_bytes
+
+    def restore_refusal(self, e: PayloadTooLarge) -> CommandError:
+        """RESTORE's answer to a payload that decodes past a bound: Redis's "Bad data format"
+        (what a client migrating keys already handles), then which limit and its value."""
+        if e.what == "node_entries":
+            detail = (
+                f"a node holds more than {e.limit} entries, deleted ones included "
+                "(max_restore_node_entries)"
+            )
+        else:
+            detail = f"the payload expands past {e.limit} bytes (max_restore_bytes)"
+        return CommandError.err(f"Bad data format: {detail}")
+
+    def dump_refusal(self) -> CommandError:
+        """DUMP of a stream whose payload would pass the RESTORE limit: encoding holds the
+        loop as long as decoding would, and DUMP needs only read access."""
+        return TooLarge.err(
+            f"DUMP payload would be larger than {self.restore_bytes} bytes (max_restore_bytes)"
+        )
 
     def check_read_keys(self, command: str, n: int) -> None:
         if self.read_keys and n > self.read_keys:

@@ -43,23 +43,34 @@ def _backlen(n: int) -> bytes:
 
 def decode(lp: bytes) -> list[Element]:
     """Every element of a listpack, checked as ``lpValidateIntegrity`` checks in depth (header
-    size, each element's extent and back-length, the end marker); BadPayload otherwise."""
+    size, each element's extent and back-length, the end marker); BadPayload otherwise.
+    This loop is most of RESTORE's work: the two forms that make up most stream listpacks
+    (a 7-bit integer, a string under 64 bytes) are read first and inline."""
     if len(lp) < 7:
         raise BadPayload("listpack shorter than its header")
     total, count = struct.unpack_from("<IH", lp)
     if total != len(lp) or lp[-1] != _EOF:
         raise BadPayload("listpack size or end marker wrong")
     out: list[Element] = []
+    append = out.append
     p, end = 6, len(lp) - 1
     while p < end:
         b = lp[p]
-        value: Element
-        if b < 0x80:
-            value, size = b, 1
-        elif b < 0xC0:
+        if b < 0x80:  # 7-bit unsigned integer; its back-length is 1
+            if p + 1 >= end or lp[p + 1] != 1:
+                raise BadPayload("listpack element past the end or with a wrong back-length")
+            append(b)
+            p += 2
+            continue
+        if b < 0xC0:  # string of up to 63 bytes; its back-length is one byte
             size = 1 + (b & 0x3F)
-            value = lp[p + 1 : p + size]
-        elif b < 0xE0:
+            if p + size >= end or lp[p + size] != size:
+                raise BadPayload("listpack element past the end or with a wrong back-length")
+            append(lp[p + 1 : p + size])
+            p += size + 1
+            continue
+        value: Element
+        if b < 0xE0:
             if p + 2 > end:
                 raise BadPayload("listpack element past the end")
             v = (b & 0x1F) << 8 | lp[p + 1]
@@ -85,7 +96,7 @@ def decode(lp: bytes) -> list[Element]:
         back = _backlen(size)
         if p + size + len(back) > end or lp[p + size : p + size + len(back)] != back:
             raise BadPayload("listpack element past the end or with a wrong back-length")
-        out.append(value)
+        append(value)
         p += size + len(back)
     if count != 65535 and count != len(out):
         raise BadPayload("listpack element count wrong")

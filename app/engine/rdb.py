@@ -40,7 +40,6 @@ entries. Bytes after the value are ignored, as ``restoreCommand`` ignores them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from itertools import pairwise
 
 from app.engine import lpcodec
@@ -49,7 +48,7 @@ from app.engine.ids import MIN_ID, UINT64_MAX, StreamID, string2ll
 from app.engine.int64 import i64, u64
 from app.engine.node import MASK64, Node
 from app.engine.pel import PendingEntry, key_of, sid_of
-from app.engine.rdbio import BadPayload, Reader, Writer, seal, unseal
+from app.engine.rdbio import BadPayload, Reader, TooLarge, Writer, seal, unseal
 from app.engine.stream import Stream
 
 __all__ = ["BadPayload", "NotAStream", "dump_stream", "load_stream"]
@@ -106,53 +105,85 @@ def _raw_id(raw: bytes) -> StreamID:
 # -- loading --------------------------------------------------------------------------------
 
 
-def _node(master: StreamID, lp: bytes, shared: tuple[str, ...] | None) -> Node:
-    """One engine node holding a listpack's entries, deleted ones flagged."""
+def _texts(elements: list[lpcodec.Element]) -> list[str]:
+    """Listpack elements as the engine's strings (integers as their decimal text)."""
+    return [_text(v) if v.__class__ is bytes else str(v) for v in elements]
+
+
+def _node(
+    master: StreamID, lp: bytes, shared: tuple[str, ...] | None, max_entries: int = 0
+) -> Node:
+    """One engine node holding a listpack's entries, deleted ones flagged; ``TooLarge`` past
+    ``max_entries`` entries, live and deleted (0: no bound). One pass over the elements
+    collects IDs and strings; ``Node.packed`` then builds the node at once (linear in the
+    listpack, as no per-entry append can be)."""
     elements = lpcodec.decode(lp)
-    it: Iterator[lpcodec.Element] = iter(elements)
-    try:
-        count, ndeleted, nm = _as_int(next(it)), _as_int(next(it)), _as_int(next(it))
-        if nm < 1 or nm > len(elements):  # XADD takes at least one field
-            raise BadPayload("master field count out of range")
-        names = tuple(_as_text(next(it)) for _ in range(nm))
-        if _as_int(next(it)) != 0:
-            raise BadPayload("master entry not terminated")
-        node = Node(master, ())
-        node.master_fields = shared if shared == names else names
-        dead: list[int] = []
-        i = 0
-        for first in it:
-            flags = _as_int(first)
-            dms, dseq = _as_int(next(it)), _as_int(next(it))
-            if flags & _SAMEFIELDS:
-                values = [_as_text(next(it)) for _ in range(nm)]
-                fields = [*names, *names]
-                fields[1::2] = values
-                expected = nm + 3
+    total = len(elements)
+    if total < 4:
+        raise BadPayload("listpack ends inside the master entry")
+    count, ndeleted, nm = _as_int(elements[0]), _as_int(elements[1]), _as_int(elements[2])
+    if nm < 1 or nm > total:  # XADD takes at least one field
+        raise BadPayload("master field count out of range")
+    if 4 + nm > total or _as_int(elements[3 + nm]) != 0:
+        raise BadPayload("master entry not terminated")
+    names = tuple(_texts(elements[3 : 3 + nm]))
+    mms, mseq = master.ms, master.seq
+    ids: list[StreamID] = []
+    strings: list[lpcodec.Element] = []
+    starts: list[int] | None = None
+    mixed = 0
+    dead: list[int] = []
+    i = 0
+    p = 4 + nm
+    while p < total:
+        if max_entries and i >= max_entries:
+            raise TooLarge("node_entries", max_entries)
+        if p + 3 > total:
+            raise BadPayload("listpack ends inside an entry")
+        flags, dms, dseq = _as_int(elements[p]), _as_int(elements[p + 1]), _as_int(elements[p + 2])
+        if flags & _SAMEFIELDS:
+            q = p + 3 + nm
+            expected = nm + 3
+            values = elements[p + 3 : q]
+            if starts is not None:
+                starts.append(len(strings))
+        else:
+            if p + 3 >= total:
+                raise BadPayload("listpack ends inside an entry")
+            nf = _as_int(elements[p + 3])
+            if nf < 1 or nf > total:
+                raise BadPayload("entry field count out of range")
+            q = p + 4 + 2 * nf
+            expected = 2 * nf + 4
+            values = elements[p + 4 : q]
+            if starts is None:
+                starts = list(range(0, len(strings) + 1, nm))
             else:
-                nf = _as_int(next(it))
-                if nf < 1 or nf > len(elements):
-                    raise BadPayload("entry field count out of range")
-                fields = [_as_text(next(it)) for _ in range(2 * nf)]
-                expected = 2 * nf + 4
-            if _as_int(next(it)) != expected:
-                raise BadPayload("entry lp-count wrong")
-            sid = StreamID((master.ms + dms) & MASK64, (master.seq + dseq) & MASK64)
-            node.put(sid, tuple(fields), bool(flags & _SAMEFIELDS))
-            if flags & _DELETED:
-                dead.append(i)
-            i += 1
-    except StopIteration:
-        raise BadPayload("listpack ends inside an entry") from None
+                starts.append(len(strings))
+            mixed |= 1 << i
+        if q >= total:
+            raise BadPayload("listpack ends inside an entry")
+        if _as_int(elements[q]) != expected:
+            raise BadPayload("entry lp-count wrong")
+        strings += values
+        ids.append(StreamID((mms + dms) & MASK64, (mseq + dseq) & MASK64))
+        if flags & _DELETED:
+            dead.append(i)
+        i += 1
+        p = q + 1
     if len(dead) != ndeleted or i - len(dead) != count:
         raise BadPayload("node counts disagree with its entries")
+    if starts is not None:
+        starts.append(len(strings))
+    node = Node.packed(master, shared if shared == names else names, ids, _texts(strings),
+                       starts, mixed)  # fmt: skip
     if dead:
         node.deleted = bytearray((i + 7) >> 3)
         for j in dead:
             node.deleted[j >> 3] |= 1 << (j & 7)
     node.live, node.ndeleted = count, ndeleted
     node.lp_bytes = len(lp)
-    node.ordered = all(a < b for a, b in pairwise(node.ids()))
+    node.ordered = all(a < b for a, b in pairwise(ids))
     return node
 
 
@@ -194,13 +225,20 @@ def _group(r: Reader, s: Stream, v2: bool) -> ConsumerGroup:
 
 
 def load_stream(
-    payload: bytes, node_max_entries: int, node_max_bytes: int, expanded: int = 0
+    payload: bytes,
+    node_max_entries: int,
+    node_max_bytes: int,
+    expanded: int = 0,
+    node_entries: int = 0,
 ) -> Stream:
     """The stream a DUMP payload holds (RESTORE). Raises ``rdbio.PayloadVersionError`` for a
     footer RESTORE refuses, ``NotAStream`` for another key type, ``BadPayload`` otherwise;
-    ``rdbio.TooLarge`` when its compressed strings expand past ``expanded`` bytes (0: no
-    bound)."""
-    r = Reader(unseal(payload), expanded)
+    ``rdbio.TooLarge`` when it would take more than ``expanded`` bytes with its LZF strings
+    expanded (its size as DUMP writes it, about), or a node
+    holds more than ``node_entries`` entries, deleted ones included (0: no bound). Those two
+    bound the decoding work, as Redis's deep sanitization walks every element: a small LZF
+    payload can expand to millions of entries."""
+    r = Reader(unseal(payload), expanded, len(payload))
     kind = r.byte()
     if kind not in (RDB_TYPE_STREAM_LISTPACKS, RDB_TYPE_STREAM_LISTPACKS_2):
         if kind in _OTHER_TYPES:
@@ -227,7 +265,7 @@ def load_stream(
         s.max_deleted_id, s.entries_added = MIN_ID, length
     shared: tuple[str, ...] | None = None
     for master in sorted(listpacks):  # the rax orders nodes by key, whatever the payload did
-        node = _node(master, listpacks[master], shared)
+        node = _node(master, listpacks[master], shared, node_entries)
         shared = node.master_fields
         if node.live:  # Redis removes a node with its last live entry: none should come
             s.nodes.append(node)
@@ -275,16 +313,22 @@ def _name(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def dump_stream(s: Stream) -> bytes:
+def dump_stream(s: Stream, limit: int = 0) -> bytes:
     """A DUMP payload of ``s`` that redis-server 7.0 RESTOREs: type STREAM_LISTPACKS_2, RDB
     version 10, CRC64; strings uncompressed. Groups and consumers in byte order, as
-    Redis's rax iterates them."""
+    Redis's rax iterates them. ``rdbio.TooLarge`` when the payload would pass ``limit``
+    bytes (0: no bound): told at once from the nodes' modelled sizes when they pass it, else
+    found while encoding, so the work is bounded by ``limit`` either way."""
+    if limit and sum(node.lp_bytes for node in s.nodes) > limit:
+        raise TooLarge("dump", limit)
     w = Writer()
     w.raw(bytes((RDB_TYPE_STREAM_LISTPACKS_2,)))
     w.length(len(s.nodes))
     for node in s.nodes:
         w.string(struct.pack(">QQ", node.master.ms, node.master.seq))
         w.string(node_listpack(node))
+        if limit and w.size > limit:
+            raise TooLarge("dump", limit)
     w.length(s.length)
     first = s.first_id
     for value in (s.last_id.ms, s.last_id.seq, first.ms, first.seq):
@@ -314,4 +358,9 @@ def dump_stream(s: Stream) -> bytes:
             for key in sorted(c.pel):
                 sid = sid_of(key)
                 w.raw(struct.pack(">QQ", sid.ms, sid.seq))
-    return seal(w.getvalue())
+        if limit and w.size > limit:
+            raise TooLarge("dump", limit)
+    payload = seal(w.getvalue())
+    if limit and len(payload) > limit:
+        raise TooLarge("dump", limit)
+    return payload

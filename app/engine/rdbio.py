@@ -22,6 +22,7 @@ __all__ = [
     "BadPayload",
     "PayloadVersionError",
     "Reader",
+    "TooLarge",
     "Writer",
     "crc64",
     "lzf_decompress",
@@ -44,7 +45,14 @@ class BadPayload(Exception):
 
 
 class TooLarge(Exception):
-    """A payload whose compressed strings expand past the reader's budget."""
+    """A payload that decodes to more than a bound allows: ``what`` names the bound
+    (``expanded``: bytes of its strings once expanded; ``node_entries``: entries of one
+    node, live and deleted), ``limit`` is its value. Refused before the work is done."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(what, limit)
+        self.what = what
+        self.limit = limit
 
 
 class PayloadVersionError(Exception):
@@ -129,9 +137,13 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
             i += 1
             if ref < 0:
                 raise BadPayload("LZF reference before the output")
-            for _ in range(length + 2):  # byte by byte: a reference may overlap its output
-                out.append(out[ref])
-                ref += 1
+            length += 2
+            dist = len(out) - ref
+            if length <= dist:
+                out += out[ref : ref + length]
+            else:  # overlapping its own output: the last ``dist`` bytes, repeated
+                tail = out[ref:]
+                out += (tail * (length // dist + 1))[:length]
         if len(out) > size:
             raise BadPayload("LZF output longer than announced")
     if len(out) != size:
@@ -145,12 +157,17 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
 class Reader:
     """Reads RDB values from a payload body; BadPayload on a short read or bad encoding."""
 
-    __slots__ = ("budget", "data", "pos")
+    __slots__ = ("data", "limit", "pos", "room")
 
-    def __init__(self, data: bytes, expanded: int = 0) -> None:
+    def __init__(self, data: bytes, expanded: int = 0, size: int = 0) -> None:
+        """``expanded``: the most bytes the payload (``size`` bytes, ``data`` is its body)
+        may take with every LZF string expanded; 0: no bound."""
         self.data = data
         self.pos = 0
-        self.budget = expanded or -1  # bytes LZF strings may still expand to; -1: unbounded
+        self.limit = expanded
+        self.room = expanded - size if expanded else -1  # what LZF may still add; -1: no bound
+        if expanded and self.room < 0:
+            raise TooLarge("expanded", expanded)
 
     def raw(self, n: int) -> bytes:
         end = self.pos + n
@@ -186,7 +203,9 @@ class Reader:
         return value
 
     def string(self) -> bytes:
-        """A string in any of its RDB forms (``rdbGenericLoadStringObject``)."""
+        """A string in any of its RDB forms (``rdbGenericLoadStringObject``). An LZF string
+        counts at its expanded size, checked before it is expanded: what a payload decodes
+        to, not its own size, is the work it asks for."""
         value, encoded = self._length()
         if not encoded:
             return self.raw(value)
@@ -198,10 +217,10 @@ class Reader:
             return b"%d" % struct.unpack("<i", self.raw(4))[0]
         if value == _ENC_LZF:
             compressed, size = self.length(), self.length()
-            if self.budget >= 0:
-                if size > self.budget:
-                    raise TooLarge
-                self.budget -= size
+            if self.room >= 0:
+                if size - compressed > self.room:
+                    raise TooLarge("expanded", self.limit)
+                self.room -= max(size - compressed, 0)
             return lzf_decompress(self.raw(compressed), size)
         raise BadPayload(f"unknown string encoding {value}")
 
@@ -213,13 +232,15 @@ class Reader:
 class Writer:
     """Builds an RDB body. Strings are written plainly: every reader takes that form."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "size")
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
+        self.size = 0  # of the strings and raw bytes written (lengths aside)
 
     def raw(self, data: bytes) -> None:
         self.parts.append(data)
+        self.size += len(data)
 
     def length(self, n: int) -> None:
         """``rdbSaveLen``, of a ``uint64_t``: what C's conversion makes of any int (a
@@ -238,6 +259,7 @@ class Writer:
     def string(self, data: bytes) -> None:
         self.length(len(data))
         self.parts.append(data)
+        self.size += len(data)
 
     def millis(self, t: int) -> None:
         """``rdbSaveMillisecondTime``: a ``long long``, little-endian."""

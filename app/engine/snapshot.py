@@ -222,11 +222,10 @@ def _decode_node_v1(nd: dict[str, Any]) -> Node:
     """A node of a format 1 snapshot (lists of IDs and of field tuples)."""
     flat = nd["ids"]
     ids = [StreamID(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
-    node = Node(ids[0], tuple(nd["fields"][0]))
-    node.master_fields = tuple(nd["master_fields"])
-    for sid, fields in zip(ids, nd["fields"], strict=True):
-        fields = tuple(fields)
-        node.put(sid, fields, fields[0::2] == node.master_fields)
+    rows = [tuple(fields) for fields in nd["fields"]]
+    if len(rows) != len(ids):
+        raise ReplayError(f"malformed snapshot: node {flat[:2]} is inconsistent")
+    node = Node.from_rows(ids[0], tuple(nd["master_fields"]), ids, rows)
     for i, flag in enumerate(bytes.fromhex(nd["deleted"])):
         if flag:
             node.mark_deleted(i)

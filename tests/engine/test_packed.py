@@ -16,6 +16,7 @@ import pytest
 from app.engine.clock import ManualClock
 from app.engine.ids import UINT64_MAX, StreamID
 from app.engine.keyspace import StreamConfig
+from app.engine.node import Node
 from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from app.engine.stream import Stream
@@ -207,3 +208,32 @@ def test_values_holding_the_separator_or_every_latin1_character_come_back() -> N
         assert [e.fields for e in run(store, "XREVRANGE", "k", "+", "-")] == cases[i::-1]
         assert entries(reload(store)) == expected
     assert stream(store).nodes[0].sep is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_node_built_at_once_is_the_node_built_entry_by_entry(seed: int) -> None:
+    """``Node.from_rows`` (RESTORE, old snapshots) packs what ``put`` per entry packs: the
+    same IDs, strings, offsets, separator and mixed entries, whatever the IDs and bytes."""
+    rnd = random.Random(seed)
+    alphabet = ["a", "\x1f", "\x00", "é", "\udcff", "7", "-1", "\x1e"]
+    master = StreamID(rnd.choice([0, 5, M - 3]), rnd.choice([0, 9, M]))
+    names = ("f",) if rnd.random() < 0.5 else ("f", "g")
+    ids, rows = [], []
+    for _ in range(rnd.randint(1, 60)):
+        ids.append(StreamID(rnd.choice([0, 6, 1 << 40, M]), rnd.choice([0, 2, M])))
+        if rnd.random() < 0.7:
+            keys = names
+        else:
+            keys = tuple(rnd.choice(["f", "g", "h"]) for _ in range(rnd.randint(1, 3)))
+        values = ("".join(rnd.choices(alphabet, k=rnd.randint(0, 4))) for _ in keys)
+        rows.append(tuple(x for pair in zip(keys, values, strict=True) for x in pair))
+    one_by_one = Node(master, ())
+    one_by_one.master_fields = names
+    for sid, fields in zip(ids, rows, strict=True):
+        one_by_one.put(sid, fields, fields[0::2] == names)
+    at_once = Node.from_rows(master, names, ids, rows)
+    for node in (one_by_one, at_once):
+        assert node.ids() == [StreamID(s.ms & M, s.seq & M) for s in ids]
+        assert [node.fields_at(i) for i in range(len(ids))] == rows
+    for attr in ("strs", "sep", "ends", "starts", "mixed", "wide", "dms", "dseq"):
+        assert getattr(at_once, attr) == getattr(one_by_one, attr), attr

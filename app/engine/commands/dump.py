@@ -40,24 +40,34 @@ NO_EXPIRY = (
 
 @command("dump", 2, R, keys=key_at(1))
 def _dump(ks: Keyspace, argv: list[str]) -> str | None:
-    """DUMP: the stream as a payload redis-server 7.0 RESTOREs; nil for a missing key."""
+    """DUMP: the stream as a payload redis-server 7.0 RESTOREs; nil for a missing key.
+    Refused past ``max_restore_bytes``, what RESTORE takes: encoding holds the loop as long
+    as decoding does, and DUMP needs only read access."""
     s = ks.get(argv[1])
     if s is None:
         return None
-    return dump_stream(s).decode("utf-8", "surrogateescape")
-
-
-def decode_payload(ks: Keyspace, payload: bytes, expanded: int = 0) -> Stream:
-    """The stream a payload holds, sized by the keyspace's node limits, or RESTORE's error;
-    ``expanded`` bounds what its compressed strings may expand to (0: no bound, as replay
-    needs: a payload once accepted is replayed whatever the limits are now)."""
-    config = ks.config
     try:
-        return load_stream(payload, config.node_max_entries, config.node_max_bytes, expanded)
+        payload = dump_stream(s, ks.limits.restore_bytes)
     except TooLarge:
-        raise CommandError.err(
-            f"RESTORE payload expands past {expanded} bytes (16 x max_restore_bytes)"
-        ) from None
+        raise ks.limits.dump_refusal() from None
+    return payload.decode("utf-8", "surrogateescape")
+
+
+def decode_payload(ks: Keyspace, payload: bytes) -> Stream:
+    """The stream a payload holds, sized by the keyspace's node limits, or RESTORE's error.
+    The decoding work is bounded by the keyspace's limits (replay does not come here: a
+    payload once accepted is replayed whatever the limits are now)."""
+    config, limits = ks.config, ks.limits
+    try:
+        return load_stream(
+            payload,
+            config.node_max_entries,
+            config.node_max_bytes,
+            limits.restore_expanded,
+            limits.restore_node_entries,
+        )
+    except TooLarge as e:
+        raise limits.restore_refusal(e) from None
     except PayloadVersionError:
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
     except NotAStream as e:
@@ -105,7 +115,7 @@ def _restore(ks: Keyspace, argv: list[str]) -> Status:
     except UnicodeEncodeError:  # not bytes a client could send: no payload either
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
     ks.limits.check_restore(len(payload))
-    stream = decode_payload(ks, payload, ks.limits.restore_expanded)
+    stream = decode_payload(ks, payload)
     expired = absttl and 0 < ttl <= ks.clock.now_ms()  # checkAlreadyExpired
     if ttl and not expired:
         raise CommandError(NO_EXPIRY)
