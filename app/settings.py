@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     max_reply_entries: PositiveInt = 10_000
     # Bytes of one RESTORE payload and of what its strings expand to, and of what one DUMP
     # may answer: decoding and encoding hold the event loop (README, "Limits").
-    max_restore_bytes: PositiveInt = 1_048_576
+    max_restore_bytes: PositiveInt = 131_072
     # Entries of one node of a RESTORE payload, deleted ones included (Redis's nodes: 100).
     max_restore_node_entries: PositiveInt = 10_000
     # REST pages: the entries a range or read gives without `count`, and the largest `count`

@@ -126,14 +126,31 @@ def _str(data: bytes) -> bytes:
     return b"\xf0" + struct.pack("<I", n) + data
 
 
+_SMALL = [bytes((v, 1)) for v in range(128)]
+"""The 7-bit integers' elements: flags, counts and most ID deltas of a stream listpack."""
+_INT_FIRST = frozenset("-0123456789")
+
+
 def element(value: int | str) -> bytes:
     """One element as ``lpAppend`` / ``lpAppendInteger`` write it: an integer, or a string
-    (the engine's str, bytes kept as surrogates) that becomes an integer when it reads as one."""
+    (the engine's str, bytes kept as surrogates) that becomes an integer when it reads as one.
+    DUMP calls this for every element: the common forms come first."""
     if isinstance(value, int):
+        if 0 <= value <= 127:
+            return _SMALL[value]
         enc = _int(value)
     else:
-        as_int = string2ll(value) if len(value) <= 20 else None
-        enc = _int(as_int) if as_int is not None else _str(value.encode("utf-8", "surrogateescape"))
+        as_int = string2ll(value) if len(value) <= 20 and value[:1] in _INT_FIRST else None
+        if as_int is not None:
+            if 0 <= as_int <= 127:
+                return _SMALL[as_int]
+            enc = _int(as_int)
+        else:
+            data = value.encode("utf-8", "surrogateescape")
+            n = len(data)
+            if n < 64:  # header and back-length one byte each
+                return b"%c%b%c" % (0x80 | n, data, n + 1)
+            enc = _str(data)
     return enc + _backlen(len(enc))
 
 

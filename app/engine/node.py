@@ -410,7 +410,7 @@ class Node:
         out[1::2] = [s[e[k] : e[k + 1] - 1] for k in range(a, a + len(names))]
         return tuple(out)
 
-    def _strings(self, a: int, b: int) -> list[str]:
+    def strings(self, a: int, b: int) -> list[str]:
         """Strings ``a`` to ``b - 1`` of the node, sliced in one pass."""
         if a >= b:
             return []
@@ -436,10 +436,10 @@ class Node:
         names = self.master_fields
         nm = len(names)
         if deleted is None:
-            strs = self._strings(i * nm, (i + len(ids)) * nm)
+            strs = self.strings(i * nm, (i + len(ids)) * nm)
         else:
             base = positions[0]
-            every = self._strings(base * nm, (positions[len(ids) - 1] + 1) * nm)
+            every = self.strings(base * nm, (positions[len(ids) - 1] + 1) * nm)
             strs = [every[(p - base) * nm + f] for p in positions[: len(ids)] for f in range(nm)]
         flat = strs * 2
         flat[0::2] = names * len(ids)
@@ -465,10 +465,10 @@ class Node:
         nm = len(names)
         starts = self.starts
         if starts is None:
-            strs = self._strings(i * nm, n * nm)
+            strs = self.strings(i * nm, n * nm)
             base = i * nm
         else:
-            strs = self._strings(starts[i], starts[n])
+            strs = self.strings(starts[i], starts[n])
             base = starts[i]
         pairs = [*names, *names]
         pairs[0::2] = names

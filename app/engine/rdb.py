@@ -292,6 +292,8 @@ def node_listpack(node: Node) -> bytes:
     el = lpcodec.element
     names = node.master_fields
     parts = [el(node.live), el(node.ndeleted), el(len(names)), *map(el, names), el(0)]
+    if node.starts is None and not node.wide:
+        return lpcodec.encode(parts + _uniform_entries(node))
     master = node.master
     for i, sid in enumerate(node.ids()):
         fields = node.fields_at(i)
@@ -307,6 +309,23 @@ def node_listpack(node: Node) -> bytes:
             parts += map(el, fields)
             parts.append(el(2 * nf + 4))
     return lpcodec.encode(parts)
+
+
+def _uniform_entries(node: Node) -> list[bytes]:
+    """The entries of a node whose entries all have the master's fields, deltas within
+    int64 (most nodes): every value encoded in one pass over the node's strings, the
+    flags and lp-count shared, no field tuple built."""
+    el = lpcodec.element
+    nm = len(node.master_fields)
+    n = len(node)
+    values = list(map(el, node.strings(0, n * nm)))
+    same, dead, tail = el(_SAMEFIELDS), el(_SAMEFIELDS | _DELETED), el(nm + 3)
+    deleted = node.deleted
+    parts: list[bytes] = []
+    for i, (dms, dseq) in enumerate(zip(node.dms, node.dseq, strict=True)):
+        flags = dead if deleted is not None and deleted[i >> 3] >> (i & 7) & 1 else same
+        parts += (flags, el(dms), el(dseq), *values[i * nm : i * nm + nm], tail)
+    return parts
 
 
 def _name(text: str) -> bytes:

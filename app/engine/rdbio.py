@@ -114,7 +114,7 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
     bytes; BadPayload for anything else (a back-reference before the start, a run past
     either end), as ``rdbLoadLzfStringObject`` refuses an "Invalid LZF compressed string"."""
     out = bytearray()
-    i, n = 0, len(data)
+    i, n, o = 0, len(data), 0  # o: len(out)
     while i < n:
         ctrl = data[i]
         i += 1
@@ -124,6 +124,7 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
                 raise BadPayload("LZF literal run past the input")
             out += data[i : i + run]
             i += run
+            o += run
         else:  # a back-reference: length (3 bits, or 7 + next byte) and 13-bit offset
             length = ctrl >> 5
             if length == 7:
@@ -133,20 +134,21 @@ def lzf_decompress(data: bytes, size: int) -> bytes:
                 i += 1
             if i >= n:
                 raise BadPayload("LZF reference past the input")
-            ref = len(out) - ((ctrl & 0x1F) << 8) - data[i] - 1
+            dist = ((ctrl & 0x1F) << 8) + data[i] + 1
             i += 1
-            if ref < 0:
+            if dist > o:
                 raise BadPayload("LZF reference before the output")
             length += 2
-            dist = len(out) - ref
+            ref = o - dist
             if length <= dist:
                 out += out[ref : ref + length]
             else:  # overlapping its own output: the last ``dist`` bytes, repeated
                 tail = out[ref:]
                 out += (tail * (length // dist + 1))[:length]
-        if len(out) > size:
+            o += length
+        if o > size:
             raise BadPayload("LZF output longer than announced")
-    if len(out) != size:
+    if o != size:
         raise BadPayload("LZF output shorter than announced")
     return bytes(out)
 

@@ -1,0 +1,163 @@
+"""How long RESTORE, DUMP and the replay of a RESTORE hold the event loop (issue 23, part 3:
+at most 100 ms for anything the limits accept).
+
+    python -m bench.restore
+
+Starts a redis-server of its own (for payloads as Redis writes them: LZF-compressed) and
+``xstreams serve --fsync always`` on a temporary folder, with the limits as the environment
+sets them (``XSTREAMS_MAX_RESTORE_BYTES``, ``XSTREAMS_MAX_RESTORE_NODE_ENTRIES``; defaults
+otherwise). Each line is one request: its status, its time and the worst latency of a PING
+sent every 5 ms meanwhile (``bench.stall``: how long the request held the loop). Payloads:
+
+- the issue's: 800,000 deleted entries and one live one in one node, ~100 KB of LZF;
+- the largest each limit accepts: one node of ``max_restore_node_entries`` entries (all but
+  one deleted, LZF), a stream of small entries written by xstreams's DUMP (no compression)
+  and a redis-server DUMP of 3-field entries (LZF), each grown to just under
+  ``max_restore_bytes`` once expanded; then the same plus one chunk, refused;
+- DUMP of each restored key, and of a 200,000-entry stream (refused).
+
+Then the server is stopped and started again on its folder: the time until /readyz answers
+(interpreter start and imports included) and, in this process, the time each accepted
+payload takes to replay (``load_stream`` as replay calls it, without the limits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+
+import httpx
+
+from app.engine.rdb import load_stream
+from app.engine.rdbio import TooLarge
+from app.engine.store import Store
+from app.settings import Settings
+from bench import harness
+from bench.harness import LOOPBACK
+from bench.stall import Heavy, _fill, measure
+from tests.engine.payloads import tombstones
+
+_NO_SNAPSHOT = {"XSTREAMS_SNAPSHOT_AFTER_BYTES": str(1 << 60)}
+
+
+def _text(payload: bytes) -> str:
+    """A payload as a JSON string carries it: bytes that are not UTF-8 as ``\\udcNN``."""
+    return payload.decode("utf-8", "surrogateescape")
+
+
+def _command(*argv: str) -> Heavy:
+    # Encoded before the clock starts, as bench.stall does.
+    content = json.dumps(list(argv)).encode()
+    headers = {"content-type": "application/json"}
+    return lambda hc: hc.post("/", content=content, headers=headers)
+
+
+def _accepted(payload: bytes, limit: int, entries: int) -> bool:
+    try:
+        load_stream(payload, 100, 4096, limit, entries)
+    except TooLarge:
+        return False
+    return True
+
+
+def _grown(
+    make: Callable[[int], bytes], limit: int, entries: int, step: int
+) -> tuple[bytes, bytes]:
+    """The largest payload ``make(n)`` (n a multiple of ``step``) that the limits accept, and
+    the next one, which they refuse."""
+    n, last = step, make(step)
+    while True:
+        bigger = make(n + step)
+        if not _accepted(bigger, limit, entries):
+            return last, bigger
+        n, last = n + step, bigger
+
+
+def _xstreams_dump(n: int) -> bytes:
+    """DUMP (by the engine, in process) of n entries ``f <small int>``: ~10 bytes an entry,
+    the densest a stream of live entries gets."""
+    store = Store()
+    for i in range(n):
+        store.execute(["XADD", "s", f"{i + 1}-0", "f", str(i % 100)])
+    reply = store.execute(["DUMP", "s"])
+    assert isinstance(reply, str)
+    return reply.encode("utf-8", "surrogateescape")
+
+
+class _RedisDumps:
+    """A redis-server key grown by chunks of 3-field entries, DUMPed after each chunk."""
+
+    def __init__(self, port: int) -> None:
+        import redis
+
+        self.client = redis.Redis(host=LOOPBACK, port=port)
+        self.client.delete("s")
+        self.n = 0
+
+    def __call__(self, n: int) -> bytes:
+        pipe = self.client.pipeline(transaction=False)
+        for i in range(self.n, n):
+            fields = {"user": f"u{i % 1000}", "action": "click", "ts": 1_700_000_000 + i}
+            pipe.xadd("s", fields, id=f"{1_700_000_000_000 + i}-0")
+        pipe.execute()
+        self.n = max(self.n, n)
+        payload = self.client.dump("s")
+        assert isinstance(payload, bytes)
+        return payload
+
+
+async def _run(url: str, cases: list[tuple[str, str, bytes]]) -> None:
+    for name, key, payload in cases:
+        size = f"{name} ({len(payload) // 1024} KB)"
+        await measure(url, size, _command("RESTORE", key, "0", _text(payload), "REPLACE"))
+    for _, key, _ in cases:
+        await measure(url, f"DUMP {key}", _command("DUMP", key))
+    await _fill(url, "big", 200_000)
+    await measure(url, "DUMP big (200,000 entries)", _command("DUMP", "big"))
+
+
+def main() -> None:
+    settings = Settings()
+    limit, entries = settings.max_restore_bytes, settings.max_restore_node_entries
+    print(f"max_restore_bytes {limit}, max_restore_node_entries {entries}")
+    with harness.fleet() as fleet:
+        redis_server = fleet.redis("redis")
+        dense, dense_past = _grown(_xstreams_dump, limit, entries, 1000)
+        lzf, lzf_past = _grown(_RedisDumps(redis_server.port), limit, entries, 500)
+        cases = [
+            ("issue: 800,000 tombstones, LZF", "issue", tombstones(800_000, compressed=True)),
+            (
+                "one node at the entries limit, LZF",
+                "node",
+                tombstones(entries - 1, compressed=True),
+            ),
+            ("one node past the entries limit", "node2", tombstones(entries, compressed=True)),
+            ("xstreams DUMP, small entries, at the limit", "dense", dense),
+            ("the same, one chunk more", "dense2", dense_past),
+            ("redis-server DUMP, 3 fields, LZF, at the limit", "lzf", lzf),
+            ("the same, one chunk more", "lzf2", lzf_past),
+        ]
+        folder = fleet.tmpdir("restore")
+        server = fleet.xstreams("xstreams", "always", data_dir=folder, env=_NO_SNAPSHOT)
+        asyncio.run(_run(f"http://{LOOPBACK}:{server.port}", cases))
+        server.stop()
+        t = time.perf_counter()
+        again = fleet.xstreams("xstreams-again", "always", data_dir=folder, env=_NO_SNAPSHOT)
+        print(f"restart on the journal until /readyz: {(time.perf_counter() - t) * 1000:.0f} ms")
+        restored = httpx.post(f"http://{LOOPBACK}:{again.port}/", json=["DBSIZE"]).json()
+        print(f"  keys after the restart: {restored['result']}")
+    for name, _, payload in cases:
+        if _accepted(payload, limit, entries):
+            t = time.perf_counter()
+            load_stream(payload, 100, 4096)
+            print(f"replay of {name}: {(time.perf_counter() - t) * 1000:.0f} ms")
+    t = time.perf_counter()
+    load_stream(tombstones(800_000, compressed=True), 100, 4096)
+    took = (time.perf_counter() - t) * 1000
+    print(f"replay of the issue's payload from a journal written before the limits: {took:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
