@@ -18,7 +18,8 @@ sent every 5 ms meanwhile (``bench.stall``: how long the request held the loop).
 
 Then the server is stopped and started again on its folder: the time until /readyz answers
 (interpreter start and imports included) and, in this process, the time each accepted
-payload takes to replay (``load_stream`` as replay calls it, without the limits).
+payload takes to replay (``load_stream`` as replay calls it, without the limits); last,
+XADD into a node that never closes, which must stay linear.
 """
 
 from __future__ import annotations
@@ -157,6 +158,21 @@ def main() -> None:
     load_stream(tombstones(800_000, compressed=True), 100, 4096)
     took = (time.perf_counter() - t) * 1000
     print(f"replay of the issue's payload from a journal written before the limits: {took:.0f} ms")
+    _one_node_appends()
+
+
+def _one_node_appends() -> None:
+    """XADD into one node that never closes (both node limits 0, as CONFIG SET allows): each
+    append must cost the same whatever the node holds (it copied the node's string)."""
+    store = Store()
+    store.execute(["CONFIG", "SET", "stream-node-max-entries", "0", "stream-node-max-bytes", "0"])
+    done, t = 0, time.perf_counter()
+    for n in (50_000, 100_000, 200_000):
+        for i in range(done, n):
+            store.execute(["XADD", "s", f"{i + 1}-0", "f", f"value-{i}"])
+        took = time.perf_counter() - t
+        print(f"XADD into one node: {n} entries in {took:.1f} s, {took / n * 1e6:.0f} us each")
+        done = n
 
 
 if __name__ == "__main__":

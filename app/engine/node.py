@@ -287,7 +287,7 @@ class Node:
         self.dms.extend(dms)
         self.dseq.extend(dseq)
         sep = self.sep or _SEPARATORS[0]
-        self.strs += sep.join(strs) + sep
+        self._extend(sep.join(strs) + sep)
         if self.deleted is not None:
             self.deleted.extend(bytes(((len(self.dms) + 7) >> 3) - len(self.deleted)))
 
@@ -332,9 +332,18 @@ class Node:
             else:
                 self.starts.append(top)
         sep = self.sep or _SEPARATORS[0]
-        self.strs += sep.join(strs) + sep
+        self._extend(sep.join(strs) + sep)
         if self.deleted is not None and not i & 7:
             self.deleted.append(0)
+
+    def _extend(self, more: str) -> None:
+        """``strs += more`` in amortized O(len(more)), not O(len(strs)): CPython grows a
+        string in place when only a local name holds it, never one held by an attribute.
+        (A snapshot view that holds the old string makes this a copy, as it must be.)"""
+        strs = self.strs
+        self.strs = ""
+        strs += more
+        self.strs = strs
 
     def _new_separator(self, joined: str) -> None:
         """Pick a separator absent from the node and from ``joined`` (the strings coming)."""
