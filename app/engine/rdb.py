@@ -332,13 +332,24 @@ def _name(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+def _floor(s: Stream) -> int:
+    """The bytes a DUMP of ``s`` takes at least, in O(nodes + groups + consumers): the
+    nodes' listpacks (their modelled sizes are exact, see ``listpack``), 25 bytes per group
+    PEL entry (ID, time, count), 16 per consumer PEL entry."""
+    size = sum(node.lp_bytes for node in s.nodes)
+    for g in s.groups.values():
+        size += 25 * len(g.pel) + sum(16 * len(c.pel) + 10 for c in g.consumers.values())
+    return size
+
+
 def dump_stream(s: Stream, limit: int = 0) -> bytes:
     """A DUMP payload of ``s`` that redis-server 7.0 RESTOREs: type STREAM_LISTPACKS_2, RDB
     version 10, CRC64; strings uncompressed. Groups and consumers in byte order, as
     Redis's rax iterates them. ``rdbio.TooLarge`` when the payload would pass ``limit``
-    bytes (0: no bound): told at once from the nodes' modelled sizes when they pass it, else
-    found while encoding, so the work is bounded by ``limit`` either way."""
-    if limit and sum(node.lp_bytes for node in s.nodes) > limit:
+    bytes (0: no bound): told at once when what it takes at least passes it (``_floor``),
+    else found while encoding, after each node and each consumer, so the work is bounded by
+    about ``limit`` either way."""
+    if limit and _floor(s) > limit:
         raise TooLarge("dump", limit)
     w = Writer()
     w.raw(bytes((RDB_TYPE_STREAM_LISTPACKS_2,)))
@@ -377,6 +388,8 @@ def dump_stream(s: Stream, limit: int = 0) -> bytes:
             for key in sorted(c.pel):
                 sid = sid_of(key)
                 w.raw(struct.pack(">QQ", sid.ms, sid.seq))
+            if limit and w.size > limit:
+                raise TooLarge("dump", limit)
         if limit and w.size > limit:
             raise TooLarge("dump", limit)
     payload = seal(w.getvalue())

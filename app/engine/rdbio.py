@@ -238,7 +238,7 @@ class Writer:
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
-        self.size = 0  # of the strings and raw bytes written (lengths aside)
+        self.size = 0  # bytes written
 
     def raw(self, data: bytes) -> None:
         self.parts.append(data)
@@ -250,22 +250,21 @@ class Writer:
         always has a payload to answer."""
         n &= 0xFFFF_FFFF_FFFF_FFFF
         if n < 1 << 6:
-            self.parts.append(bytes((n,)))
+            self.raw(bytes((n,)))
         elif n < 1 << 14:
-            self.parts.append(bytes((n >> 8 | _RDB_14BITLEN << 6, n & 0xFF)))
+            self.raw(bytes((n >> 8 | _RDB_14BITLEN << 6, n & 0xFF)))
         elif n <= 0xFFFF_FFFF:
-            self.parts.append(bytes((_RDB_32BITLEN,)) + struct.pack(">I", n))
+            self.raw(bytes((_RDB_32BITLEN,)) + struct.pack(">I", n))
         else:
-            self.parts.append(bytes((_RDB_64BITLEN,)) + struct.pack(">Q", n))
+            self.raw(bytes((_RDB_64BITLEN,)) + struct.pack(">Q", n))
 
     def string(self, data: bytes) -> None:
         self.length(len(data))
-        self.parts.append(data)
-        self.size += len(data)
+        self.raw(data)
 
     def millis(self, t: int) -> None:
         """``rdbSaveMillisecondTime``: a ``long long``, little-endian."""
-        self.parts.append(struct.pack("<Q", t & 0xFFFF_FFFF_FFFF_FFFF))
+        self.raw(struct.pack("<Q", t & 0xFFFF_FFFF_FFFF_FFFF))
 
     def getvalue(self) -> bytes:
         return b"".join(self.parts)

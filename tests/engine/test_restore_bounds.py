@@ -101,3 +101,22 @@ def test_dump_answers_no_more_than_restore_takes(store: Store) -> None:
     assert run(store, "DUMP", "s") == payload
     assert run(store, "RESTORE", "copy", "0", payload) == "OK"
     assert run(store, "DUMP", "copy") == payload
+
+
+def test_dump_counts_pending_entries_too(store: Store) -> None:
+    """A short stream whose group has every entry pending: the PELs, not the nodes, pass
+    the limit."""
+    for i in range(1, 501):
+        run(store, "XADD", "s", f"{i}-0", "f", "v")
+    run(store, "XGROUP", "CREATE", "s", "g", "0")
+    run(store, "XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">")
+    size = len(raw(run(store, "DUMP", "s")))
+    s = store.keyspace.get("s")
+    assert s is not None
+    nodes = sum(node.lp_bytes for node in s.nodes)
+    assert nodes * 2 < size
+    for limit in (nodes + 100, size - 1):
+        store.keyspace.limits = Limits(restore_bytes=limit)
+        assert error(store, "DUMP", "s") == DUMP.format(limit)
+    store.keyspace.limits = Limits(restore_bytes=size)
+    assert len(raw(run(store, "DUMP", "s"))) == size
