@@ -9,8 +9,10 @@ the value, lengths use RDB's variable-length encoding (``rdbSaveLen``) and strin
 stored plainly, as small integers (``rdbEncodeInteger``) or LZF-compressed
 (``rdbSaveLzfBlob``); a reader must take all three, whatever wrote them.
 
-Pure Python on purpose: the engine depends on the standard library only, and a payload is
-read once per RESTORE, so table-driven CRC64 and a byte loop for LZF are fast enough.
+Pure Python on purpose: the engine depends on the standard library only. That makes a
+payload cost its size in CRC64 (a table lookup per byte) and its expanded size in LZF and
+listpack decoding, about 40 ms per 100 KB in all here: hence the limits on both
+(``limits.Limits``, README "Limits"), checked before the work is done.
 """
 
 from __future__ import annotations
