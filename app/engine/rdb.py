@@ -81,10 +81,6 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _as_text(value: lpcodec.Element) -> str:
-    return str(value) if isinstance(value, int) else _text(value)
-
-
 def _as_int(value: lpcodec.Element) -> int:
     """A listpack integer; a string element that reads as one counts too (``lpGetInteger``)."""
     if isinstance(value, int):
@@ -175,8 +171,8 @@ def _node(
         raise BadPayload("node counts disagree with its entries")
     if starts is not None:
         starts.append(len(strings))
-    node = Node.packed(master, shared if shared == names else names, ids, _texts(strings),
-                       starts, mixed)  # fmt: skip
+    names = shared if shared == names else names
+    node = Node.packed(master, names, ids, _texts(strings), starts, mixed)
     if dead:
         node.deleted = bytearray((i + 7) >> 3)
         for j in dead:
@@ -234,9 +230,9 @@ def load_stream(
     """The stream a DUMP payload holds (RESTORE). Raises ``rdbio.PayloadVersionError`` for a
     footer RESTORE refuses, ``NotAStream`` for another key type, ``BadPayload`` otherwise;
     ``rdbio.TooLarge`` when it would take more than ``expanded`` bytes with its LZF strings
-    expanded (its size as DUMP writes it, about), or a node
-    holds more than ``node_entries`` entries, deleted ones included (0: no bound). Those two
-    bound the decoding work, as Redis's deep sanitization walks every element: a small LZF
+    expanded (about its size as DUMP writes it), or when a node holds more than
+    ``node_entries`` entries, deleted ones included (0: no bound). Those two bound the
+    decoding work, which walks every element as Redis's deep sanitization does: a small LZF
     payload can expand to millions of entries."""
     r = Reader(unseal(payload), expanded, len(payload))
     kind = r.byte()

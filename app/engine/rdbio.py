@@ -47,9 +47,10 @@ class BadPayload(Exception):
 
 
 class TooLarge(Exception):
-    """A payload that decodes to more than a bound allows: ``what`` names the bound
-    (``expanded``: bytes of its strings once expanded; ``node_entries``: entries of one
-    node, live and deleted), ``limit`` is its value. Refused before the work is done."""
+    """A payload past a bound on the work it asks for: ``what`` names the bound
+    (``expanded``: the payload's bytes with its LZF strings expanded; ``node_entries``:
+    entries of one node, live and deleted; ``dump``: the bytes DUMP would write), ``limit``
+    is its value. Found before the work is done, or as soon as it passes the bound."""
 
     def __init__(self, what: str, limit: int) -> None:
         super().__init__(what, limit)
