@@ -7,6 +7,7 @@ Before them, a 16 MB pipeline of PINGs held the event loop for 10.8 s, an unboun
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,7 @@ import pytest
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.engine.payloads import tombstones
 from tests.support.targets import TARGET_PARAMS, Served, served_on
 
 
@@ -261,3 +263,33 @@ async def test_a_blocked_group_read_is_served_within_the_limit(served: Served) -
         await _post(c, "/", ["XADD", "s", "1-1", "f", "v"])
         status, body = await woken
         assert (status, body) == (200, {"result": [["s", [["1-1", ["f", "v"]]]]]})
+
+
+async def test_restore_and_dump_within_their_limits() -> None:
+    """The settings reach RESTORE and DUMP: the issue's payload (800,000 tombstones in
+    ~100 KB of LZF) and a node past ``max_restore_node_entries`` are 400s naming the limit,
+    nothing restored; DUMP past ``max_restore_bytes`` too."""
+
+    async def restore(c: httpx.AsyncClient, key: str, payload: bytes) -> tuple[int, object]:
+        argv = ["RESTORE", key, "0", payload.decode("utf-8", "surrogateescape")]
+        r = await c.post("/", content=json.dumps(argv).encode())  # \udcNN for raw bytes
+        return r.status_code, r.json()
+
+    async with serve(max_restore_bytes=200_000, max_restore_node_entries=100) as c:
+        assert await restore(c, "s", tombstones(800_000, compressed=True)) == (
+            400,
+            {"error": "ERR Bad data format: the payload expands past 200000 bytes "
+             "(max_restore_bytes)"},
+        )  # fmt: skip
+        assert await restore(c, "s", tombstones(100, compressed=True)) == (
+            400,
+            {"error": "ERR Bad data format: a node holds more than 100 entries, deleted ones "
+             "included (max_restore_node_entries)"},
+        )  # fmt: skip
+        assert (await _post(c, "/", ["EXISTS", "s"]))[1] == {"result": 0}
+        assert await restore(c, "s", tombstones(99, compressed=True)) == (200, {"result": "OK"})
+        await _post(c, "/pipeline", [["XADD", "big", "*", "f", "v" * 100]] * 2500)
+        assert await _post(c, "/", ["DUMP", "big"]) == (
+            400,
+            {"error": "ERR DUMP payload would be larger than 200000 bytes (max_restore_bytes)"},
+        )
