@@ -207,13 +207,15 @@ def _key_repair(db: Database, stop: Stop, keys: frozenset[str]) -> KeyRepair | N
     kept = 0
     rewritten: list[Row] = []
     for row in db.rows_after(stop.row.seq - 1):
+        grown = set(bound)  # kept only if the whole row can be read
         try:
             records = decode_record(row.records)
             if checksum(row.records) != row.checksum or len(records) != row.last_seq - row.seq + 1:
                 break
-            plan = [_fate(r, seq, stop.bad_seq, bound) for seq, r in enumerate(records, row.seq)]
+            plan = [_fate(r, seq, stop.bad_seq, grown) for seq, r in enumerate(records, row.seq)]
         except (ValueError, TypeError):
             break
+        bound = grown
         if any(drop for drop in plan):
             parts = [
                 _EMPTY if drop else encode_json(r) for r, drop in zip(records, plan, strict=True)

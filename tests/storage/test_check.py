@@ -248,3 +248,28 @@ def test_a_bad_record_costs_only_its_keys(db: Database, db_url: str, tmp_path: P
     finally:
         xs.client.close()
         srv.stop()
+
+
+def test_a_damaged_row_after_the_bad_record_is_left_to_the_next_repair(
+    db: Database, db_url: str
+) -> None:
+    """The repair by key reads the rows after the bad record only while they can be read:
+    it rewrites those, and the check after it names the damaged row, which a second repair
+    truncates as before."""
+    db.append([(1, rec(["new", "a"], ["new", "b"]))])
+    bad = b'[["pel","a","g","1-0","c",5,18446744073709551616]]'
+    db.append([(2, bad), (3, rec(["add", "b", "1-0", ["f", "1"]])), (4, rec(["del", "a"]))])
+    db.append([(5, rec(["add", "b", "2-0", ["f", "2"]]))])
+    flip(db, journal, journal.c.seq == 5, b'"2"]', b'"X"]')
+    first = xstreams_check(db_url, "--repair", "--yes")
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "a repair empties record seq 2 and 1 later record of the keys 'a' (seq 2, 4)" in (
+        first.stdout
+    )
+    assert "the journal holds another bad one: journal record seq=5" in first.stdout
+    assert "checksum mismatch" in first.stdout
+    second = xstreams_check(db_url, "--repair", "--yes")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "a repair deletes records seq 5..5" in second.stdout
+    assert rows(db) == [(1, 1), (2, 4)]
+    assert xstreams_check(db_url).returncode == 0
