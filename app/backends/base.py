@@ -96,7 +96,9 @@ class Backend(Protocol):
         ...
 
     async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
-        """``/pipeline``: each command's reply or error, in order, not atomic."""
+        """``/pipeline``: each command's reply or error, in order, not atomic. The backend's
+        own trouble with any command (``BackendUnavailable``) is raised for the whole
+        request instead of standing as that command's error."""
         ...
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:

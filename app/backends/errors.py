@@ -15,7 +15,7 @@ retries later, or through another front-end; only a request's own mistake is a 4
 
 from __future__ import annotations
 
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, classify
 
 # The error codes with which redis-server refuses a command for a state of its own that
 # passes: a cluster without a slot's master (CLUSTERDOWN), a slot on the move (TRYAGAIN),
@@ -85,3 +85,10 @@ def fault_of(text: str) -> RedisFault | None:
     if text.split(" ", 1)[0] in FAULT_CODES:
         return RedisFault(text)
     return None
+
+
+def classify_reply(text: str) -> CommandError:
+    """The class of an error reply of redis-server's: a passing state of the server is a
+    ``RedisFault`` (``fault_of``), anything else the engine's class for that text
+    (``classify``), so both backends' errors of one text get one status."""
+    return fault_of(text) or classify(text)

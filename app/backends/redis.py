@@ -87,7 +87,7 @@ from app.backends.errors import (
     BlockPoolExhausted,
     RedisUnavailable,
     ReplicasUnavailable,
-    fault_of,
+    classify_reply,
 )
 from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.clock import ManualClock
@@ -111,7 +111,7 @@ from app.engine.commands.streams import (
     parse_range,
 )
 from app.engine.commands.table import COMMANDS, Command, lookup, streams_keys
-from app.engine.errors import CommandError, NoSuchKey, WrongType, classify
+from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
@@ -297,8 +297,7 @@ def _error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
     the command that failed, whose names the text may quote (``_quoted_bytes``). A refusal
     for a passing state of Redis's (CLUSTERDOWN, LOADING, READONLY...) is ``RedisFault``:
     the backend's trouble, not the request's."""
-    text = _quoted_bytes(exc if isinstance(exc, str) else _text(exc), args)
-    return fault_of(text) or classify(text)
+    return classify_reply(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
 
 
 def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from app.access import NoPerm
 from app.api.errors import status_of
-from app.engine.errors import classify
+from app.backends.errors import classify_reply
 from tests.conftest import Server
 from tests.rest.conftest import problem
 
@@ -167,15 +167,18 @@ STATUS_BY_TEXT = [
     ("ERR Invalid stream ID specified as stream command argument", 400),
     ("WRONGTYPE Operation against a key holding the wrong kind of value", 400),
     ("ERR Elements are too large to be stored", 400),
-    ("LOADING Redis is loading the dataset in memory", 400),
+    ("LOADING Redis is loading the dataset in memory", 503),
+    ("CLUSTERDOWN Hash slot not served", 503),
+    ("READONLY You can't write against a read only replica.", 503),
 ]
 
 
 @pytest.mark.parametrize(("text", "status"), STATUS_BY_TEXT)
 def test_one_status_table_for_both_backends(text: str, status: int) -> None:
-    """A Redis backend's error (``classify`` of redis-server's text) gets the status the
-    embedded engine's error of that text gets: the table reads the class only."""
-    assert status_of(classify(text)) == status
+    """A Redis backend's error (``classify_reply`` of redis-server's text) gets the status
+    the embedded engine's error of that text gets: the table reads the class only. A
+    passing state of Redis's (LOADING, CLUSTERDOWN...) is the backend's trouble: 503."""
+    assert status_of(classify_reply(text)) == status
 
 
 def test_noperm_is_403() -> None:

@@ -163,7 +163,9 @@ def test_readyz_names_a_master_short_of_wait_replicas(served: Any) -> None:
     """With --wait-replicas 1 and no replica every write answers 503 after the timeout:
     /readyz says so, and stops saying so once a replica is online."""
     with server_or_skip("--repl-diskless-sync-delay", "0") as master:
-        api = served(f"redis://{master.address}/0", "--wait-replicas", "1", "--wait-timeout", "50")
+        # a timeout a loaded machine's replica meets once online (the first write waits it out)
+        wait = ("--wait-replicas", "1", "--wait-timeout", "2000")
+        api = served(f"redis://{master.address}/0", *wait)
         assert _wait_replicas_readiness(api) == [
             {
                 "node": master.address,
