@@ -26,6 +26,8 @@ def service_limits(settings: Settings) -> Limits:
         read_keys=settings.max_read_keys,
         reply_entries=settings.max_reply_entries,
         restore_bytes=settings.max_restore_bytes,
+        stream_groups=settings.max_stream_groups,
+        group_consumers=settings.max_group_consumers,
     )
 
 
