@@ -116,6 +116,11 @@ class Settings(BaseSettings):
     max_restore_bytes: PositiveInt = 131_072
     # Entries of one node of a RESTORE payload, deleted ones included (Redis's nodes: 100).
     max_restore_node_entries: PositiveInt = 10_000
+    # Consumer groups one stream may hold, and consumers one group may hold: one more is
+    # refused (409 on /v1). XINFO GROUPS / CONSUMERS list them whole (within
+    # max_reply_entries); /v1 lists them in pages.
+    max_stream_groups: PositiveInt = 1_000
+    max_group_consumers: PositiveInt = 10_000
     # REST pages: the entries a range or read gives without `count`, and the largest `count`
     # accepted there and by XINFO STREAM FULL over REST.
     rest_default_count: PositiveInt = 100

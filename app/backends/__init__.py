@@ -27,6 +27,8 @@ def service_limits(settings: Settings) -> Limits:
         reply_entries=settings.max_reply_entries,
         restore_bytes=settings.max_restore_bytes,
         restore_node_entries=settings.max_restore_node_entries,
+        stream_groups=settings.max_stream_groups,
+        group_consumers=settings.max_group_consumers,
     )
 
 

@@ -202,8 +202,8 @@ class EmbeddedBackend:
         return result
 
     # --- groups and consumers ---------------------------------------------------------
-    async def groups(self, key: str) -> list[GroupInfo]:
-        return info.groups_info(self.store.keyspace, key)
+    async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
+        return info.groups_info(self.store.keyspace, key, start, count)
 
     async def create_group(
         self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
@@ -222,8 +222,10 @@ class EmbeddedBackend:
         stream, group = ops.find_group(self.store.keyspace, key, name)
         return info.group_info(stream, group)
 
-    async def consumers(self, key: str, group: str) -> list[ConsumerInfo]:
-        return info.consumers_info(self.store.keyspace, key, group)
+    async def consumers(
+        self, key: str, group: str, start: str = "", count: int = 0
+    ) -> list[ConsumerInfo]:
+        return info.consumers_info(self.store.keyspace, key, group, start, count)
 
     async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
         return bool(self.store.run(ops.xgroup_createconsumer, key, group, consumer))

@@ -43,7 +43,9 @@ Choices a caller may rely on:
   an XREADGROUP ``>`` that blocks (nothing was there) waits with COUNT limit/streams, so a
   wake-up is served within the limit, not refused; over several cluster slots the count and
   the reads are one script per slot, so a write racing in between may leave a slot's part
-  unread (never a reply past the limit).
+  unread (never a reply past the limit). XINFO GROUPS / CONSUMERS / STREAM FULL and the caps
+  on groups and consumers (``max_stream_groups``, ``max_group_consumers``): by the scripts of
+  app/backends/redis_caps.py.
 - A caller cancelled while a command is on its way sees ``CancelledError``, even if the
   reply came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop
   a cancellation that lands as the send completes (CPython gh-86296), and a task that
@@ -81,6 +83,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from app.backends import redis_caps as caps
 from app.backends.base import Gone, JsonReply
 from app.backends.errors import (
     BackendUnavailable,
@@ -89,6 +92,7 @@ from app.backends.errors import (
     ReplicasUnavailable,
     classify_reply,
 )
+from app.backends.redis_caps import LUA_HELPERS
 from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
@@ -192,10 +196,21 @@ return redis.call('DEL', KEYS[1])
 # pending after it), then, unless counting only, run XREADGROUP when they are fewer. A key,
 # group or ID that is not there or not valid counts 0: XREADGROUP then gives Redis's error.
 # ARGV: mode ('count' | 'read'), cap, group, consumer, n, the n words of XREADGROUP's head,
-# the IDs. Replies {1, XREADGROUP's reply}, {0, how many} when refused, or how many ('count').
-_GROUP_READ = """
+# the IDs, and max_group_consumers (0: none). Replies {1, XREADGROUP's reply}, {0, how many}
+# when refused, or how many ('count'); {2} (-1 counting) when the consumer would be one too
+# many in one of the groups.
+_GROUP_READ = (
+    LUA_HELPERS
+    + """
 local mode, cap, group, consumer = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local nhead = tonumber(ARGV[5])
+local ccap = tonumber(ARGV[6 + nhead + #KEYS] or '0')
+for i = 1, #KEYS do
+  if full(KEYS[i], group, consumer, ccap) then
+    if mode == 'count' then return -1 end
+    return {2}
+  end
+end
 local total = 0
 for i = 1, #KEYS do
   local left = cap - total
@@ -232,32 +247,22 @@ local reply = redis.pcall(unpack(argv))
 if type(reply) == 'table' and reply.err then return reply end
 return {1, reply}
 """
+)
 # XAUTOCLAIM with a COUNT past the limit (ARGV[1]): refused ({0}) when more than the limit
-# are pending from its start ID on (ARGV[2..]: the command's words after the key).
-_AUTOCLAIM = """
+# are pending from its start ID on, or ({2}) when its consumer would be one more than
+# ARGV[2] in the group (0: no cap). ARGV[3..]: the command's words after the key.
+_AUTOCLAIM = (
+    LUA_HELPERS
+    + """
 local limit = tonumber(ARGV[1])
-local ok, rows = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[2], ARGV[5], '+', limit + 1)
+if full(KEYS[1], ARGV[3], ARGV[4], tonumber(ARGV[2])) then return {2} end
+local ok, rows = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[3], ARGV[6], '+', limit + 1)
 if ok and #rows > limit then return {0} end
-local reply = redis.pcall('XAUTOCLAIM', KEYS[1], unpack(ARGV, 2))
+local reply = redis.pcall('XAUTOCLAIM', KEYS[1], unpack(ARGV, 3))
 if type(reply) == 'table' and reply.err then return reply end
 return {1, reply}
 """
-# XINFO STREAM key FULL COUNT ARGV[2]: refused ({0}) when the stream or a group's PEL holds
-# more than the limit (ARGV[1]).
-_FULL_INFO = """
-local limit = tonumber(ARGV[1])
-if redis.call('TYPE', KEYS[1])['ok'] == 'stream' then
-  if redis.call('XLEN', KEYS[1]) > limit then return {0} end
-  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
-    for j = 1, #g, 2 do
-      if g[j] == 'pending' and g[j + 1] > limit then return {0} end
-    end
-  end
-end
-local reply = redis.pcall('XINFO', 'STREAM', KEYS[1], 'FULL', 'COUNT', ARGV[2])
-if type(reply) == 'table' and reply.err then return reply end
-return {1, reply}
-"""
+)
 
 
 # --- bytes, IDs and errors ----------------------------------------------------------------
@@ -804,8 +809,8 @@ class RedisBackend:
             args = ["FLUSHDB", *args[1:]]
             name = "flushdb"
         bounded = _bounded(self.limits, cmd, args)
-        if bounded is not None:  # one key: routed by it
-            key = args[2] if name == "xinfo|stream" else args[1]
+        if bounded is not None:  # one key (or keys of one slot): routed by the first
+            key = (cmd.keys(args) or [args[1]])[0]
             each = self._write if cmd.writes or bounded.writes else self._call
             return bounded.finish(await each(key, *bounded.line))
         raw = _argv(args)
@@ -879,6 +884,8 @@ class RedisBackend:
         group = r.group is not None
         block = r.block_ms is not None
         cap = self.limits.reply_cap(r.count, len(keys))
+        if group and cap is None and self.limits.group_consumers:
+            await self._room_for(r)
         if cap is not None and group:
             raw = await self._group_read(r, cap)
             if raw is not None or not block:
@@ -896,6 +903,19 @@ class RedisBackend:
             raw = _capped_read(self.limits, r.command, cap)(raw)
         return raw
 
+    async def _room_for(self, r: ReadRequest) -> None:
+        """An XREADGROUP that ``_GROUP_READ`` does not run: its consumer checked against
+        ``max_group_consumers`` first, on each slot (see app/backends/redis_caps.py)."""
+        assert r.group is not None and r.consumer is not None
+        slots: dict[int, list[str]] = {}
+        for key in r.keys:
+            slots.setdefault(self._slot(key), []).append(key)
+        for keys in slots.values():
+            line, finish = caps.room_then(
+                self.limits, [_b(k) for k in keys], r.group, _b(r.consumer), []
+            )
+            finish(await self._call(keys[0], *line))
+
     async def _group_read(self, r: ReadRequest, cap: int) -> Raw:
         """XREADGROUP (not blocking) counted first, by ``_GROUP_READ``: refused with nothing
         delivered when ``cap`` entries would be. Over several cluster slots, every slot is
@@ -904,20 +924,27 @@ class RedisBackend:
         parts: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
             parts.setdefault(self._slot(key), []).append(i)
+        ccap = self.limits.group_consumers
         if len(parts) == 1:
             return _group_reply(self.limits, r)(
-                await self._write(keys[0], *_group_line(r, keys, list(r.ids), cap, "read"))
+                await self._write(keys[0], *_group_line(r, keys, list(r.ids), cap, "read", ccap))
             )
         chunks = [([keys[i] for i in idx], [r.ids[i] for i in idx]) for idx in parts.values()]
         counts = await asyncio.gather(
-            *(self._call(part[0], *_group_line(r, part, ids, cap, "count")) for part, ids in chunks)
+            *(
+                self._call(part[0], *_group_line(r, part, ids, cap, "count", ccap))
+                for part, ids in chunks
+            )
         )
+        if any(int(n) < 0 for n in counts):
+            assert r.group is not None
+            raise self.limits.too_many_consumers(r.group)
         total = sum(int(n) for n in counts)
         if total >= cap:
             raise self.limits.too_large(r.command)
         replies = []
         for (part, part_ids), n in zip(chunks, counts, strict=True):
-            line = _group_line(r, part, part_ids, cap - total + int(n), "read")
+            line = _group_line(r, part, part_ids, cap - total + int(n), "read", ccap)
             raw = await self._write(part[0], *line)
             if isinstance(raw, list) and raw[0] == 1:
                 replies.append(raw[1])  # else a write raced in: that part stays unread
@@ -1073,7 +1100,12 @@ class RedisBackend:
         return out
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
-        m = _map(await self._call(key, "XINFO", "STREAM", _b(key), "FULL", "COUNT", count))
+        if self.limits.reply_entries:
+            line, finish = caps.full_info(self.limits, _b(key), count)
+            raw = finish(await self._call(key, *line))
+        else:
+            raw = await self._call(key, "XINFO", "STREAM", _b(key), "FULL", "COUNT", count)
+        m = _map(raw)
         groups = []
         for raw in m["groups"]:
             g = _map(raw)
@@ -1176,9 +1208,10 @@ class RedisBackend:
         return _read_reply(await self._read(args, gone))
 
     # --- groups and consumers -------------------------------------------------------------
-    async def groups(self, key: str) -> list[GroupInfo]:
+    async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
+        rows = await self._listing(key, None, start, count)
         out = []
-        for raw in await self._call(key, "XINFO", "GROUPS", _b(key)):
+        for raw in rows:
             g = _map(raw)
             out.append(
                 GroupInfo(
@@ -1192,9 +1225,20 @@ class RedisBackend:
             )
         return out
 
+    async def _listing(self, key: str, group: str | None, start: str, count: int) -> Raw:
+        """XINFO GROUPS / CONSUMERS rows: whole, or a page cut by Redis (redis_caps)."""
+        if not (count or self.limits.reply_entries):
+            line: list[Arg] = ["XINFO", "GROUPS", _b(key)]
+            if group is not None:
+                line = ["XINFO", "CONSUMERS", _b(key), _b(group)]
+            return await self._call(key, *line)
+        raw_group = None if group is None else _b(group)
+        line, finish = caps.listing(self.limits, _b(key), raw_group, _b(start), count)
+        return finish(await self._call(key, *line))
+
     async def group(self, key: str, name: str) -> GroupInfo:
         try:
-            found = [g for g in await self.groups(key) if g.name == name]
+            found = [g for g in await self.groups(key, name, 1) if g.name == name]
         except NoSuchKey:
             found = []
         if not found:
@@ -1209,6 +1253,10 @@ class RedisBackend:
             argv.append("MKSTREAM")
         if entries_read is not None:
             argv += ["ENTRIESREAD", entries_read]
+        if self.limits.stream_groups:
+            line, finish = caps.new_group(self.limits, key, argv)
+            finish(await self._write(key, *line))
+            return
         await self._write(key, *argv)
 
     async def set_group_id(
@@ -1222,15 +1270,20 @@ class RedisBackend:
     async def destroy_group(self, key: str, name: str) -> bool:
         return bool(await self._write(key, "XGROUP", "DESTROY", _b(key), _b(name)))
 
-    async def consumers(self, key: str, group: str) -> list[ConsumerInfo]:
+    async def consumers(
+        self, key: str, group: str, start: str = "", count: int = 0
+    ) -> list[ConsumerInfo]:
         out = []
-        for raw in await self._call(key, "XINFO", "CONSUMERS", _b(key), _b(group)):
+        for raw in await self._listing(key, group, start, count):
             c = _map(raw)
             out.append(ConsumerInfo(_s(c["name"]), int(c["pending"]), int(c["idle"])))
         return out
 
     async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
         argv: list[Arg] = ["XGROUP", "CREATECONSUMER", _b(key), _b(group), _b(consumer)]
+        if self.limits.group_consumers:
+            line, finish = caps.new_consumer(self.limits, group, argv)
+            return bool(finish(await self._write(key, *line)))
         return bool(await self._group_admin(key, group, argv))
 
     async def delete_consumer(self, key: str, group: str, consumer: str) -> int:
@@ -1290,7 +1343,9 @@ class RedisBackend:
             argv.append("JUSTID")
         if args.last_id is not None:
             argv += ["LASTID", _id(args.last_id)]
-        return _claimed(await self._write(args.key, *argv), args.justid)
+        return _claimed(
+            await self._with_room(args.key, args.group, args.consumer, argv), args.justid
+        )
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         argv: list[Arg] = [
@@ -1305,8 +1360,15 @@ class RedisBackend:
         ]
         if args.justid:
             argv.append("JUSTID")
-        nxt, claimed, deleted = await self._write(args.key, *argv)
+        nxt, claimed, deleted = await self._with_room(args.key, args.group, args.consumer, argv)
         return AutoClaim(_sid(nxt), _claimed(claimed, args.justid), [_sid(x) for x in deleted])
+
+    async def _with_room(self, key: str, group: str, consumer: str, argv: list[Arg]) -> Raw:
+        """XCLAIM / XAUTOCLAIM, refused when ``consumer`` would be one too many."""
+        if not self.limits.group_consumers:
+            return await self._write(key, *argv)
+        line, finish = caps.room_then(self.limits, [_b(key)], group, _b(consumer), argv)
+        return finish(await self._write(key, *line))
 
 
 # --- limits -------------------------------------------------------------------------------
@@ -1325,10 +1387,13 @@ def _bounded(limits: Limits, cmd: Command, args: list[str]) -> _Bounded | None:
     """How ``args`` must be sent to stay within ``limits``, or None: as given (within them
     already, no limit set, or malformed: Redis's own error then). XREAD / XREADGROUP here
     are the forms one connection can send (a pipeline's, a transaction's, not blocking)."""
-    if not (limits.read_keys or limits.reply_entries):
-        return None
     name = cmd.name
     try:
+        capped = _capped(limits, name, args)
+        if capped is not None:
+            return capped
+        if not (limits.read_keys or limits.reply_entries):
+            return None
         if name in ("xread", "xreadgroup"):
             return _bounded_read(limits, args)
         if name in ("xrange", "xrevrange"):
@@ -1350,16 +1415,42 @@ def _bounded(limits: Limits, cmd: Command, args: list[str]) -> _Bounded | None:
         if name == "xautoclaim":
             if not limits.past(parse_xautoclaim(args).count):
                 return None
-            line = _eval_line(_AUTOCLAIM, [args[1]], [limits.reply_entries, *_argv(args)[2:]])
-            return _Bounded(line, _script_reply(limits, args[0]), writes=True)
+            ccap = limits.group_consumers
+            line = _eval_line(_AUTOCLAIM, [args[1]], [limits.reply_entries, ccap, *_argv(args)[2:]])
+            return _Bounded(line, _script_reply(limits, args[0], args[2]), writes=True)
         if name == "xinfo|stream":
             count = full_count(args)
-            if count is None or not limits.past(count):
+            if count is None or not limits.reply_entries:
                 return None
-            line = _eval_line(_FULL_INFO, [args[2]], [limits.reply_entries, count])
-            return _Bounded(line, _script_reply(limits, "xinfo stream full"))
+            return _Bounded(*caps.full_info(limits, _b(args[2]), count))
+        if name in ("xinfo|groups", "xinfo|consumers") and limits.reply_entries:
+            group = _b(args[3]) if name == "xinfo|consumers" else None
+            return _Bounded(*caps.listing(limits, _b(args[2]), group, b"", 0))
     except CommandError:
         return None
+    return None
+
+
+def _capped(limits: Limits, name: str, args: list[str]) -> _Bounded | None:
+    """How a command that may add a group or a consumer is sent to stay within the caps
+    (app/backends/redis_caps.py), or None (no cap, or nothing to add). XAUTOCLAIM past the
+    reply limit, and XREADGROUP, are capped by their limit scripts (``_bounded``)."""
+    if name == "xgroup|create" and limits.stream_groups and len(args) >= 5:
+        return _Bounded(*caps.new_group(limits, args[2], _argv(args)), writes=True)
+    if not limits.group_consumers:
+        if name == "restore" and limits.stream_groups:
+            return _Bounded(*caps.restore(limits, _argv(args)), writes=True)
+        return None
+    if name == "restore":
+        return _Bounded(*caps.restore(limits, _argv(args)), writes=True)
+    if name == "xgroup|createconsumer" and len(args) == 5:
+        return _Bounded(*caps.new_consumer(limits, args[3], _argv(args)), writes=True)
+    claims = name == "xclaim" or (
+        name == "xautoclaim" and not limits.past(parse_xautoclaim(args).count)
+    )
+    if claims and len(args) >= 6:
+        room = caps.room_then(limits, [_b(args[1])], args[2], _b(args[3]), _argv(args))
+        return _Bounded(*room, writes=True)
     return None
 
 
@@ -1374,9 +1465,13 @@ def _bounded_read(limits: Limits, args: list[str]) -> _Bounded | None:
         return _Bounded(["PING"], lambda _: _raise(refused))  # sent all the same: in order
     cap = limits.reply_cap(r.count, len(r.keys))
     if cap is None:
+        if r.group is not None and r.consumer is not None and limits.group_consumers:
+            keys = [_b(k) for k in r.keys]
+            room = caps.room_then(limits, keys, r.group, _b(r.consumer), _argv(args))
+            return _Bounded(*room, writes=True)
         return None
     if r.group is not None:
-        line = _group_line(r, list(r.keys), list(r.ids), cap, "read")
+        line = _group_line(r, list(r.keys), list(r.ids), cap, "read", limits.group_consumers)
         return _Bounded(line, _group_reply(limits, r), writes=True)
     line = [*_read_head(r, cap), "STREAMS", *map(_b, r.keys), *map(_b, r.ids)]
     return _Bounded(line, _capped_read(limits, r.command, cap))
@@ -1411,22 +1506,28 @@ def _read_head(r: ReadRequest, count: int) -> list[Arg]:
     return head
 
 
-def _group_line(r: ReadRequest, keys: list[str], ids: list[str], cap: int, mode: str) -> list[Arg]:
-    """``_GROUP_READ`` over ``keys`` (one slot) and their IDs; XREADGROUP without BLOCK."""
+def _group_line(
+    r: ReadRequest, keys: list[str], ids: list[str], cap: int, mode: str, consumers: int
+) -> list[Arg]:
+    """``_GROUP_READ`` over ``keys`` (one slot) and their IDs; XREADGROUP without BLOCK;
+    ``consumers``: max_group_consumers (0: none)."""
     assert r.group is not None and r.consumer is not None
     head = _without_block(_read_head(r, r.count))
     args: list[Arg] = [mode, cap, _b(r.group), _b(r.consumer), len(head), *head, *map(_b, ids)]
-    return _eval_line(_GROUP_READ, keys, args)
+    return _eval_line(_GROUP_READ, keys, [*args, consumers])
 
 
 def _group_reply(limits: Limits, r: ReadRequest) -> Callable[[Raw], Raw]:
-    return _script_reply(limits, r.command)
+    return _script_reply(limits, r.command, r.group)
 
 
-def _script_reply(limits: Limits, command: str) -> Callable[[Raw], Raw]:
-    """A limit script's reply: ``{1, reply}`` is the command's, ``{0, ...}`` refused."""
+def _script_reply(limits: Limits, command: str, group: str | None = None) -> Callable[[Raw], Raw]:
+    """A limit script's reply: ``{1, reply}`` is the command's, ``{0, ...}`` refused past
+    the reply limit, ``{2}`` a consumer too many in ``group``."""
 
     def finish(raw: Raw) -> Raw:
+        if raw[0] == 2 and group is not None:
+            raise limits.too_many_consumers(group)
         if raw[0] != 1:
             raise limits.too_large(command)
         return raw[1] if len(raw) > 1 else None

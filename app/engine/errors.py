@@ -11,7 +11,8 @@
      │    ├── NoSuchEntry      no entry with that ID (REST's lookup)
      │    └── Unblocked        UNBLOCKED: a blocked reader's stream was deleted
      ├── Conflict              the request contradicts the state it meets
-     │    └── BusyGroup        BUSYGROUP: the group exists already
+     │    ├── BusyGroup        BUSYGROUP: the group exists already
+     │    └── TooMany          a stream holds its most groups, or a group its most consumers
      │    (an ID not greater than the stream's top, XSETID below the top, IDs exhausted)
      ├── WrongType             WRONGTYPE: the key holds another type
      └── TooLarge              past a size: an entry too large, a limit of the service
@@ -37,6 +38,7 @@ __all__ = [
     "NotFound",
     "SyntaxError_",
     "TooLarge",
+    "TooMany",
     "Unblocked",
     "WrongArgument",
     "WrongArity",
@@ -139,6 +141,12 @@ class BusyGroup(Conflict):
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 
+class TooMany(Conflict):
+    """A stream already holds ``max_stream_groups`` groups, or a group ``max_group_consumers``
+    consumers: one more is refused (app/engine/limits.py). A service limit, not Redis's: it
+    keeps every listing of groups and consumers bounded."""
+
+
 class WrongType(CommandError):
     def __init__(self, text: str = WRONGTYPE) -> None:
         super().__init__(text)
@@ -182,6 +190,7 @@ _CONFLICT_PARTS = (
     "is smaller than the target stream length",  # XSETID ENTRIESADDED
     "exhausted the last possible ID",
 )
+_TOO_MANY_PARTS = ("(max_stream_groups)", "(max_group_consumers)")
 _TOO_LARGE_PARTS = (
     "Elements are too large to be stored",
     "(max_reply_entries)",
@@ -231,6 +240,8 @@ def classify(text: str) -> CommandError:
         if text == NO_SUCH_ENTRY:
             return NoSuchEntry(text)
         return NoSuchConsumer(text) if text.startswith("ERR no such consumer ") else NotFound(text)
+    if any(p in text for p in _TOO_MANY_PARTS):
+        return TooMany(text)
     if any(p in text for p in _CONFLICT_PARTS):
         return Conflict(text)
     if any(p in text for p in _TOO_LARGE_PARTS):

@@ -12,10 +12,17 @@ from dataclasses import dataclass, field
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
+from app.engine.listpack import utf8
 from app.engine.pel import Pel, PendingEntry, key_of, sid_of
 from app.engine.stream import Entry, Fields, Stream
 
-__all__ = ["Consumer", "ConsumerGroup", "PendingEntry"]
+__all__ = ["Consumer", "ConsumerGroup", "PendingEntry", "by_name"]
+
+
+def by_name(names: Iterable[str]) -> list[str]:
+    """Group or consumer names in Redis's order: their bytes' (a rax), not ``str``'s, which
+    puts a byte that is not UTF-8 (a lone surrogate) after every character below U+DC80."""
+    return sorted(names, key=utf8)
 
 
 @dataclass(slots=True)

@@ -9,9 +9,10 @@ that says which limit and how to stay within it, before it changes anything. 0 m
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
-from app.engine.errors import CommandError, TooLarge
+from app.engine.errors import CommandError, TooLarge, TooMany
 from app.engine.rdbio import TooLarge as PayloadTooLarge
 
 
@@ -29,6 +30,10 @@ class Limits:
     # Entries of one node of a RESTORE payload, deleted ones included: Redis's nodes hold
     # 100 (stream-node-max-entries), and every later command on a node walks it.
     restore_node_entries: int = 0
+    # Consumer groups one stream may hold, and consumers one group may hold: XINFO GROUPS,
+    # XINFO CONSUMERS and XINFO STREAM FULL list them all, with no COUNT that bounds them.
+    stream_groups: int = 0
+    group_consumers: int = 0
 
     def check_restore(self, size: int) -> None:
         if self.restore_bytes and size > self.restore_bytes:
@@ -81,8 +86,58 @@ class Limits:
         limit, so the command must look before it answers (XAUTOCLAIM, XINFO STREAM FULL)."""
         return bool(self.reply_entries) and (count == 0 or count > self.reply_entries)
 
-    def too_large(self, command: str) -> CommandError:
+    def too_large(self, command: str, hint: str | None = None) -> CommandError:
+        hint = hint or f"read it in pages with COUNT {self.reply_entries} or less"
         return TooLarge.err(
             f"{command.upper()} reply would hold more than {self.reply_entries} entries "
-            f"(max_reply_entries): read it in pages with COUNT {self.reply_entries} or less"
+            f"(max_reply_entries): {hint}"
         )
+
+    def check_listing(self, command: str, rows: int) -> None:
+        """XINFO GROUPS / CONSUMERS / STREAM FULL list every group (and consumer) whatever
+        COUNT says, as Redis does: refused whole past ``max_reply_entries`` rows."""
+        if self.reply_entries and rows > self.reply_entries:
+            raise self.too_large(command, LISTING_HINT)
+
+    def check_new_group(self, key: str, groups: int) -> None:
+        """Refuse a group more on a stream that holds ``groups`` (XGROUP CREATE)."""
+        if self.stream_groups and groups >= self.stream_groups:
+            raise self.too_many_groups(key)
+
+    def check_new_consumer(self, group: str, consumers: Collection[str], name: str) -> None:
+        """Refuse ``name`` as a consumer more in a group whose consumers are ``consumers``
+        (XGROUP CREATECONSUMER; XREADGROUP, XCLAIM, XAUTOCLAIM naming a new consumer, before
+        they change anything, even when they would then claim or read nothing)."""
+        full = self.group_consumers and len(consumers) >= self.group_consumers
+        if full and name not in consumers:
+            raise self.too_many_consumers(group)
+
+    def too_many_groups(self, key: str) -> CommandError:
+        return TooMany.err(
+            f"too many consumer groups: key '{key}' holds at most {self.stream_groups} "
+            "(max_stream_groups)"
+        )
+
+    def too_many_consumers(self, group: str) -> CommandError:
+        return TooMany.err(
+            f"too many consumers: group '{group}' holds at most {self.group_consumers} "
+            "(max_group_consumers)"
+        )
+
+    def check_restored(self, groups: int, most_consumers: int) -> None:
+        """RESTORE of a stream with more groups, or a group with more consumers, than the
+        caps allow: refused, so no stream ever holds more than they say."""
+        if self.stream_groups and groups > self.stream_groups:
+            raise TooMany.err(
+                f"RESTORE payload holds {groups} consumer groups: at most "
+                f"{self.stream_groups} are allowed (max_stream_groups)"
+            )
+        if self.group_consumers and most_consumers > self.group_consumers:
+            raise TooMany.err(
+                f"RESTORE payload holds a group of {most_consumers} consumers: at most "
+                f"{self.group_consumers} are allowed (max_group_consumers)"
+            )
+
+
+# XINFO GROUPS / CONSUMERS have no COUNT: their rows are read in pages over REST instead.
+LISTING_HINT = "list them in pages over REST (/v1/streams/<key>/groups[/<group>/consumers])"

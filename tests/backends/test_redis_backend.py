@@ -882,3 +882,48 @@ async def test_a_woken_group_read_stays_within_the_limit(limited: RedisBackend) 
     got = await asyncio.wait_for(task, 5)
     assert [len(r.entries) for r in got] == [5]
     assert (await limited.pending_summary("w", "g")).count == 5
+
+
+# --- listings and caps (issue 23, part 6) --------------------------------------------------
+@pytest.fixture
+async def capped(backend_url: str) -> AsyncIterator[Pair]:
+    """The engine and Redis behind the same listing bound and caps."""
+    limits = Limits(reply_entries=4, stream_groups=5, group_consumers=3)
+    engine = EngineRef()
+    engine.store.keyspace.limits = limits
+    b = RedisBackend.from_url(backend_url, limits=limits)
+    await b.start()
+    yield Pair(engine, b)
+    await b.close()
+
+
+async def test_listings_in_pages_and_the_caps(capped: Pair) -> None:
+    """Pages of groups and consumers by name (from a name on, at most a count) are Redis's
+    rows cut by its script, in its byte order, names that are not UTF-8 included; the whole
+    listing past the reply limit, and a group or consumer past its cap, are refused alike."""
+    names = ["a", "b", "\udc80", "é", "z"]  # bytes 0x80 sort before é's 0xc3, as in a rax
+    await capped.both("append", [add("s", 1)])
+    for name in names:
+        await capped.both("create_group", "s", name, "0", False, None)
+    await capped.both("create_group", "s", "over", "0", False, None)  # past max_stream_groups
+    await capped.both("create_group", "s", "a", "0", False, None)  # BUSYGROUP still first
+    await capped.both("groups", "s")  # 5 groups, past max_reply_entries
+    await capped.both("stream_full_info", "s", 10)
+    await capped.both("groups", "nothing", "", 2)
+    for start in ("", "a", "a\0", "c", "\udc80", "\udcff", "zz"):
+        for count in (1, 2, 10):
+            await capped.both("groups", "s", start, count)
+    for consumer in ("x", "y", "\udc80"):
+        await capped.both("create_consumer", "s", "a", consumer)
+    await capped.both("create_consumer", "s", "a", "w")  # past max_group_consumers
+    await capped.both("read", ReadRequest(["s"], [">"], count=1, group="a", consumer="w"))
+    await capped.both("read", ReadRequest(["s"], [">"], group="a", consumer="w"))
+    await capped.both("claim", ClaimArgs("s", "a", "w", 0, [sid(1)]))
+    await capped.both("autoclaim", AutoClaimArgs("s", "a", "w", 0, MIN_ID))
+    await capped.both("read", ReadRequest(["s"], [">"], count=1, group="a", consumer="x"))
+    await capped.both("consumers", "s", "a")
+    for start in ("", "x", "x\0", "\udc80"):
+        await capped.both("consumers", "s", "a", start, 2)
+    await capped.both("consumers", "s", "nogroup", "", 2)
+    await capped.both("group", "s", "\udc80")
+    await capped.both("group", "s", "c")

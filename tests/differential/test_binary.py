@@ -21,6 +21,7 @@ from tests.differential.support import mask
 KEY, OTHER = b"s\xff", b"s\xfe"
 GROUP, ALICE, BOB = b"g\xfe", b"c\xfd", b"\xc3\x28"  # BOB: a broken two-byte sequence
 FIELD, VALUE = b"f\xfe\xc3", b"\xff\x00\xc3\xa9\x80"  # é inside a value stays é
+ACUTE = "é".encode()
 
 SCRIPT: list[tuple[bytes | str, ...]] = [
     ("XADD", KEY, "1-1", FIELD, VALUE),
@@ -38,6 +39,12 @@ SCRIPT: list[tuple[bytes | str, ...]] = [
     ("XPENDING", KEY, GROUP, "-", "+", "10", BOB),
     ("XCLAIM", KEY, GROUP, BOB, "0", "1-1"),
     ("XAUTOCLAIM", KEY, GROUP, ALICE, "0", "0-0"),
+    # Names listed in their bytes' order, as Redis's rax keeps them: 0x80 before é (0xc3 0xa9),
+    # and BOB's broken 0xc3 0x28 before é (a str's order would put é first both times).
+    ("XGROUP", "CREATE", KEY, ACUTE, "0"),
+    ("XGROUP", "CREATE", KEY, b"\x80", "0"),
+    ("XCLAIM", KEY, GROUP, ACUTE, "0", "2-1", "JUSTID"),
+    ("XPENDING", KEY, GROUP),
     ("XINFO", "GROUPS", KEY),
     ("XINFO", "CONSUMERS", KEY, GROUP),
     ("XINFO", "STREAM", KEY),

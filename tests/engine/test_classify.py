@@ -21,11 +21,13 @@ from app.engine.errors import (
     NotFound,
     SyntaxError_,
     TooLarge,
+    TooMany,
     Unblocked,
     WrongArgument,
     WrongType,
     classify,
 )
+from app.engine.limits import Limits
 from app.engine.store import Store
 
 # (text from redis-server 7.0, the class it is)
@@ -92,6 +94,12 @@ OWN_TEXTS: list[tuple[str, type[CommandError]]] = [
         "ERR too many keys: XREAD names 3 streams, at most 2 are allowed (max_read_keys)",
         TooLarge,
     ),
+    ("ERR too many consumer groups: key 's' holds at most 2 (max_stream_groups)", TooMany),
+    ("ERR too many consumers: group 'g' holds at most 2 (max_group_consumers)", TooMany),
+    (
+        "ERR RESTORE payload holds 3 consumer groups: at most 2 are allowed (max_stream_groups)",
+        TooMany,
+    ),
 ]
 
 
@@ -144,6 +152,20 @@ def test_engine_raises_what_classify_says(
         store.execute(argv)
     assert type(caught.value) is cls
     assert type(classify(caught.value.text)) is cls
+
+
+def test_caps_are_raised_as_classify_says() -> None:
+    """The caps on groups and consumers: a conflict with the state met (409 on REST), raised
+    and classified alike, so the Redis backend's refusals answer as the engine's do."""
+    store = Store()
+    store.keyspace.limits = Limits(stream_groups=1, group_consumers=1)
+    store.execute(["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+    store.execute(["XGROUP", "CREATECONSUMER", "s", "g", "a"])
+    for argv in (["XGROUP", "CREATE", "s", "h", "$"], ["XGROUP", "CREATECONSUMER", "s", "g", "b"]):
+        with pytest.raises(TooMany) as caught:
+            store.execute(argv)
+        assert type(classify(caught.value.text)) is TooMany
+        assert isinstance(caught.value, Conflict)
 
 
 def test_exhausted_and_too_large(store: Store) -> None:

@@ -14,9 +14,9 @@ not UTF-8 travel as ``%NN`` in URLs and as ``\\udcNN`` in JSON (app/api/binary).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -36,6 +36,7 @@ from app.api.services import services_of
 from app.backends import Backend, ClientGone
 from app.engine.commands.reads import ReadRequest
 from app.engine.errors import CommandError
+from app.engine.ids import INT64_MAX
 from app.engine.replies import StreamRead
 
 StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
@@ -51,7 +52,8 @@ _WHY = {
     401: "No credentials, or none valid now (unknown, revoked or expired key; bad JWT).",
     403: "Credentials that do not reach: the verb is not granted on this stream (NOPERM).",
     404: "No such stream, group, consumer or entry.",
-    409: "BUSYGROUP, or an ID not greater than the stream's top.",
+    409: "BUSYGROUP, an ID not greater than the stream's top, or a stream holding its most "
+    "groups (`max_stream_groups`) or a group its most consumers (`max_group_consumers`).",
     413: "The request body is larger than the configured limit.",
     422: "The JSON body is malformed or misses a field.",
     429: "A long poll (`block_ms`) past the credential's cap on event streams and long polls"
@@ -210,6 +212,46 @@ def page_count(request: Request, count: int | None, *, zero_allowed: bool = True
             "read further pages with `next`"
         )
     return count
+
+
+AfterParam = Annotated[
+    str | None,
+    Query(description="List the names after this one (the previous page's `next`)."),
+]
+PageParam = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=INT64_MAX,
+        description="At most this many per page; without it, the service's default page (100 "
+        "unless configured), at most `rest_max_count` (1000 unless configured).",
+    ),
+]
+Row = TypeVar("Row")
+
+
+async def name_page(
+    request: Request,
+    response: Response,
+    after: str | None,
+    count: int | None,
+    fetch: Callable[[str, int], Awaitable[list[Row]]],
+    name: Callable[[Row], str],
+) -> tuple[list[Row], str | None]:
+    """One page of a listing by name (groups, consumers) and the name to go on after.
+
+    ``fetch(start, n)`` gives at most ``n`` rows named ``start`` or after, in order. One row
+    past the page is asked for, so a page says whether another follows (``Link: <...>;
+    rel="next"``, and the returned name) and the last page never leads to an empty one. The
+    smallest name after ``after`` is ``after`` with a NUL byte appended."""
+    size = page_count(request, count, zero_allowed=False)
+    rows = await fetch("" if after is None else after + "\0", size + 1)
+    if len(rows) <= size:
+        return rows, None
+    rows = rows[:size]
+    nxt = name(rows[-1])
+    response.headers["Link"] = next_link(request, after=nxt, count=size)
+    return rows, nxt
 
 
 def next_link(request: Request, **params: str | int) -> str:

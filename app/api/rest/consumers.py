@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from fastapi import Request, Response
 
 from app.api.encoding import rest_maybe_entry
 from app.api.rest.common import (
+    AfterParam,
     ConsumerName,
     Encoded,
     FieldsParam,
     GroupName,
+    PageParam,
     StreamName,
     errors,
+    name_page,
     read_or_wait,
     router,
     segment,
@@ -30,17 +35,20 @@ from app.engine.replies import ConsumerInfo
 api = router("/v1/streams/{stream}/groups/{group}/consumers", "consumers")
 
 
-async def _consumers(backend: Backend, stream: str, group: str) -> list[ConsumerInfo]:
-    """The group's consumers (XINFO CONSUMERS), in one call: its "no such key" or NOGROUP
-    becomes NOGROUP naming both key and group, as every path under a group answers."""
-    return await on_group(backend, stream, group, backend.consumers(stream, group))
+async def _consumers(
+    backend: Backend, stream: str, group: str, start: str, count: int
+) -> list[ConsumerInfo]:
+    """A page of the group's consumers (XINFO CONSUMERS), in one call: its "no such key" or
+    NOGROUP becomes NOGROUP naming both key and group, as every path under a group answers."""
+    return await on_group(backend, stream, group, backend.consumers(stream, group, start, count))
 
 
-def _named(rows: list[ConsumerInfo], group: str, name: str) -> ConsumerInfo:
-    found = next((c for c in rows if c.name == name), None)
-    if found is None:
+async def _named(backend: Backend, stream: str, group: str, name: str) -> ConsumerInfo:
+    """The consumer's row: a page of one from its name, not the whole listing."""
+    rows = await _consumers(backend, stream, group, name, 1)
+    if not rows or rows[0].name != name:
         raise NoSuchConsumer.named(group, name)
-    return found
+    return rows[0]
 
 
 @api.get(
@@ -50,11 +58,24 @@ def _named(rows: list[ConsumerInfo], group: str, name: str) -> ConsumerInfo:
     response_model=ConsumerList,
     responses=errors(404),
 )
-async def list_consumers(stream: StreamName, group: GroupName, backend: BackendDep) -> ConsumerList:
-    """Every consumer with its pending count and idle time (XINFO CONSUMERS)."""
-    return ConsumerList(
-        consumers=[schema.consumer(c) for c in await _consumers(backend, stream, group)]
-    )
+async def list_consumers(
+    stream: StreamName,
+    group: GroupName,
+    backend: BackendDep,
+    request: Request,
+    response: Response,
+    after: AfterParam = None,
+    count: PageParam = None,
+) -> ConsumerList:
+    """The consumers, by name, one page at a time, each with its pending count and idle time
+    (XINFO CONSUMERS). A page followed by another gives `next`, to pass as `after`, and a
+    `Link: <...>; rel="next"` header to it."""
+
+    def fetch(start: str, n: int) -> Awaitable[list[ConsumerInfo]]:
+        return _consumers(backend, stream, group, start, n)
+
+    rows, nxt = await name_page(request, response, after, count, fetch, lambda c: c.name)
+    return ConsumerList(consumers=[schema.consumer(c) for c in rows], next=nxt)
 
 
 @api.put(
@@ -62,7 +83,7 @@ async def list_consumers(stream: StreamName, group: GroupName, backend: BackendD
     operation_id="create_consumer",
     summary="Create a consumer",
     response_model=Consumer,
-    responses={**errors(404, 503), 201: {"model": Consumer, "description": "Created."}},
+    responses={**errors(404, 409, 503), 201: {"model": Consumer, "description": "Created."}},
 )
 async def create_consumer(
     stream: StreamName,
@@ -82,7 +103,7 @@ async def create_consumer(
         response.headers["Location"] = (
             f"{stream_url(stream)}/groups/{segment(group)}/consumers/{segment(consumer)}"
         )
-    return schema.consumer(_named(await _consumers(backend, stream, group), group, consumer))
+    return schema.consumer(await _named(backend, stream, group, consumer))
 
 
 @api.delete(
@@ -102,7 +123,7 @@ async def delete_consumer(
     # reply that tells them apart; a look afterwards cannot either (it is gone both ways).
     # So the 404 is decided on a look before: a consumer deleted by another client between
     # the two calls is answered 200 with 0 pending, as if this request had deleted it.
-    _named(await _consumers(backend, stream, group), group, consumer)
+    await _named(backend, stream, group, consumer)
     deleted = backend.delete_consumer(stream, group, consumer)
     return ConsumerDeleted(pending=await on_group(backend, stream, group, deleted))
 
@@ -112,7 +133,7 @@ async def delete_consumer(
     operation_id="read_group",
     summary="Read as a consumer",
     response_model=MaybeEntryList,
-    responses=errors(404, 413, 429),
+    responses=errors(404, 409, 413, 429),
 )
 async def read_group(
     stream: StreamName,

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from fastapi import Response
+from collections.abc import Awaitable
+
+from fastapi import Request, Response
 
 from app.api.errors import no_such_stream
-from app.api.rest.common import GroupName, StreamName, errors, router, segment, stream_url
+from app.api.rest.common import (
+    AfterParam,
+    GroupName,
+    PageParam,
+    StreamName,
+    errors,
+    name_page,
+    router,
+    segment,
+    stream_url,
+)
 from app.api.rest.explain import explained, on_group
 from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup
 from app.api.services import BackendDep
 from app.engine.commands.groups import no_such_group
 from app.engine.errors import CommandError, NotFound
+from app.engine.replies import GroupInfo
 
 api = router("/v1/streams/{stream}/groups", "groups")
 
@@ -23,10 +36,23 @@ api = router("/v1/streams/{stream}/groups", "groups")
     response_model=GroupList,
     responses=errors(404),
 )
-async def list_groups(stream: StreamName, backend: BackendDep) -> GroupList:
-    """Every group with its consumers, pending count, last-delivered ID, entries-read and lag
-    (XINFO GROUPS)."""
-    return GroupList(groups=[schema.group(g) for g in await backend.groups(stream)])
+async def list_groups(
+    stream: StreamName,
+    backend: BackendDep,
+    request: Request,
+    response: Response,
+    after: AfterParam = None,
+    count: PageParam = None,
+) -> GroupList:
+    """The groups, by name, one page at a time: each with its consumers, pending count,
+    last-delivered ID, entries-read and lag (XINFO GROUPS). A page followed by another gives
+    `next`, to pass as `after`, and a `Link: <...>; rel="next"` header to it."""
+
+    def fetch(start: str, n: int) -> Awaitable[list[GroupInfo]]:
+        return backend.groups(stream, start, n)
+
+    rows, nxt = await name_page(request, response, after, count, fetch, lambda g: g.name)
+    return GroupList(groups=[schema.group(g) for g in rows], next=nxt)
 
 
 @api.post(

@@ -121,7 +121,7 @@ def _claimed(found: list[Entry | StreamID], justid: bool, form: FieldsForm) -> d
     operation_id="claim_entries",
     summary="Claim pending entries",
     response_model=Claimed,
-    responses=errors(404, 413),
+    responses=errors(404, 409, 413),
 )
 async def claim_entries(
     stream: StreamName,
@@ -161,7 +161,7 @@ async def claim_entries(
     operation_id="autoclaim_entries",
     summary="Claim idle pending entries from a cursor",
     response_model=AutoClaimed,
-    responses=errors(404, 413),
+    responses=errors(404, 409, 413),
 )
 async def autoclaim_entries(
     stream: StreamName,

@@ -116,6 +116,8 @@ def _restore(ks: Keyspace, argv: list[str]) -> Status:
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
     ks.limits.check_restore(len(payload))
     stream = decode_payload(ks, payload)
+    consumers = max((len(g.consumers) for g in stream.groups.values()), default=0)
+    ks.limits.check_restored(len(stream.groups), consumers)
     expired = absttl and 0 < ttl <= ks.clock.now_ms()  # checkAlreadyExpired
     if ttl and not expired:
         raise CommandError(NO_EXPIRY)

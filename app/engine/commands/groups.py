@@ -32,7 +32,7 @@ from app.engine.errors import (
     SyntaxError_,
     WrongArgument,
 )
-from app.engine.groups import ConsumerGroup
+from app.engine.groups import ConsumerGroup, by_name
 from app.engine.ids import (
     MIN_ID,
     StreamID,
@@ -132,10 +132,12 @@ def xgroup_create(
         sid = stream.last_id if stream is not None else MIN_ID
     else:
         sid = parse_strict_id(id_text)
-    if stream is None:
+    if stream is not None:
+        if name in stream.groups:
+            raise BusyGroup()
+        ks.limits.check_new_group(key, len(stream.groups))
+    else:
         stream = ks.create(key)
-    if name in stream.groups:
-        raise BusyGroup()
     stream.groups[name] = ConsumerGroup(name, sid, entries_read)
     ks.record(GroupCreated(key=key, group=name, last_id=sid, entries_read=entries_read))
     return OK
@@ -190,6 +192,7 @@ def xgroup_createconsumer(ks: Keyspace, key: str, name: str, consumer: str) -> i
     _, group = _group_or_nogroup(ks, key, name)
     if consumer in group.consumers:
         return 0
+    ks.limits.check_new_consumer(name, group.consumers, consumer)
     c = group.consumer(consumer, ks.clock.now_ms())
     ks.record(consumer_seen(key, group, c))
     return 1
@@ -279,7 +282,8 @@ def xpending_summary(ks: Keyspace, key: str, group_name: str) -> PendingSummary:
     _, group = find_group(ks, key, group_name)
     if not group.pel:
         return PendingSummary(0, None, None, [])
-    consumers = [(c.name, len(c.pel)) for _, c in sorted(group.consumers.items()) if c.pel]
+    owners = (group.consumers[name] for name in by_name(group.consumers))
+    consumers = [(c.name, len(c.pel)) for c in owners if c.pel]
     return PendingSummary(len(group.pel), group.pel.first(), group.pel.last(), consumers)
 
 
@@ -407,6 +411,7 @@ def parse_xclaim(argv: list[str]) -> ClaimArgs:
 def xclaim(ks: Keyspace, a: ClaimArgs) -> list[Entry | StreamID]:
     """Change the owner of pending entries (XCLAIM); entries gone from the stream leave the PEL."""
     stream, group = find_group(ks, a.key, a.group)
+    ks.limits.check_new_consumer(a.group, group.consumers, a.consumer)
     now = ks.clock.now_ms()
     if a.last_id is not None and a.last_id > group.last_id:
         group.last_id = a.last_id
@@ -497,6 +502,7 @@ def parse_xautoclaim(argv: list[str]) -> AutoClaimArgs:
 def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     """Claim idle pending entries from a cursor (XAUTOCLAIM), at most ``count * 10`` looked at."""
     stream, group = find_group(ks, a.key, a.group)
+    ks.limits.check_new_consumer(a.group, group.consumers, a.consumer)
     now = ks.clock.now_ms()
     attempts = a.count * ATTEMPTS_FACTOR
     count = a.count

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from itertools import islice
 
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
 from app.engine.errors import NoGroup, NoSuchKey
-from app.engine.groups import ConsumerGroup, PendingEntry
+from app.engine.groups import ConsumerGroup, PendingEntry, by_name
 from app.engine.ids import StreamID
 from app.engine.int64 import elapsed_ms, i64
 from app.engine.keyspace import Keyspace
+from app.engine.listpack import utf8
 from app.engine.pel import key_of
 from app.engine.replies import (
     ConsumerFull,
@@ -90,13 +92,18 @@ def _deliveries(items: Iterable[tuple[StreamID, PendingEntry]]) -> list[PendingD
 
 
 def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
-    """XINFO STREAM FULL: ``count`` bounds entries and each PEL listed (0: everything)."""
+    """XINFO STREAM FULL: ``count`` bounds entries and each PEL listed (0: everything).
+
+    As in Redis, ``count`` does not bound the groups and consumers listed: their rows
+    together are held to ``max_reply_entries`` (refused past it) instead."""
     s = _stream(ks, key)
+    rows = len(s.groups) + sum(len(g.consumers) for g in s.groups.values())
+    ks.limits.check_listing("xinfo stream full", rows)
     groups = []
-    for name in sorted(s.groups):
+    for name in by_name(s.groups):
         g = s.groups[name]
         consumers = []
-        for cname in sorted(g.consumers):
+        for cname in by_name(g.consumers):
             c = g.consumers[cname]
             consumers.append(
                 ConsumerFull(
@@ -138,21 +145,44 @@ def group_info(stream: Stream, g: ConsumerGroup) -> GroupInfo:
     return GroupInfo(g.name, len(g.consumers), len(g.pel), g.last_id, g.entries_read, g.lag(stream))
 
 
-def groups_info(ks: Keyspace, key: str) -> list[GroupInfo]:
+def page(names: Iterable[str], start: str, count: int) -> list[str]:
+    """The first ``count`` names from ``start`` on (inclusive), in ``by_name``'s order: one
+    pass, no sort of the whole set, so a page costs about the set's size, not its sort."""
+    first = utf8(start)
+    return heapq.nsmallest(count, (n for n in names if utf8(n) >= first), key=utf8)
+
+
+def groups_info(ks: Keyspace, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
+    """XINFO GROUPS (``count`` 0: every group, refused past ``max_reply_entries``), or one
+    page of it by name: at most ``count`` groups from ``start`` on (REST's pages)."""
     s = _stream(ks, key)
-    return [group_info(s, s.groups[name]) for name in sorted(s.groups)]
+    if not count:
+        ks.limits.check_listing("xinfo groups", len(s.groups))
+        names = by_name(s.groups)
+    else:
+        names = page(s.groups, start, count)
+    return [group_info(s, s.groups[name]) for name in names]
 
 
-def consumers_info(ks: Keyspace, key: str, group_name: str) -> list[ConsumerInfo]:
+def consumers_info(
+    ks: Keyspace, key: str, group_name: str, start: str = "", count: int = 0
+) -> list[ConsumerInfo]:
+    """XINFO CONSUMERS, whole or one page by name, as ``groups_info``."""
     s = _stream(ks, key)
     g = s.groups.get(group_name)
     if g is None:
         raise NoGroup(f"NOGROUP No such consumer group '{group_name}' for key name '{key}'")
+    if not count:
+        ks.limits.check_listing("xinfo consumers", len(g.consumers))
+        names = by_name(g.consumers)
+    else:
+        names = page(g.consumers, start, count)
     now = ks.clock.now_ms()
-    return [
-        ConsumerInfo(c.name, len(c.pel), max(elapsed_ms(now, c.seen_time_ms), 0))
-        for _, c in sorted(g.consumers.items())
-    ]
+    out = []
+    for name in names:
+        c = g.consumers[name]
+        out.append(ConsumerInfo(c.name, len(c.pel), max(elapsed_ms(now, c.seen_time_ms), 0)))
+    return out
 
 
 def full_count(argv: list[str]) -> int | None:

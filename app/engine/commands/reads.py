@@ -158,6 +158,13 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
     cap = ks.limits.reply_cap(a.count, len(a.keys))
     if cap is not None and _reply_size(ks, a, cap) >= cap:
         raise ks.limits.too_large("xreadgroup" if a.group is not None else "xread")
+    if a.group is not None:
+        assert a.consumer is not None
+        for key in a.keys:  # a new consumer in a full group: refused before any delivery
+            stream = ks.get(key)
+            found = stream.groups.get(a.group) if stream is not None else None
+            if found is not None:
+                ks.limits.check_new_consumer(a.group, found.consumers, a.consumer)
     out: list[StreamRead] = []
     for key, gt in zip(a.keys, a.ids, strict=True):
         stream = ks.get(key)
@@ -230,6 +237,8 @@ def deliver_new(
     """XREADGROUP ``>`` for one stream: deliver, record as pending, journal the effects."""
     stream = ks.streams[key]
     now = ks.clock.now_ms()
+    # A blocked read woken after its group filled up: refused as a new read would be.
+    ks.limits.check_new_consumer(group.name, group.consumers, consumer_name)
     consumer = group.consumer(consumer_name, now)
     ks.record(consumer_seen(key, group, consumer))
     entries = group.read_new(stream, consumer, count, noack, now)

@@ -34,12 +34,21 @@ class Group(BaseModel):
     lag: int | None
 
 
-class GroupList(BaseModel):
-    """Every group of the stream (XINFO GROUPS), by name."""
+_NEXT = (
+    "The last name of this page, to pass as `after` for the next one (the `Link` header's "
+    '`rel="next"` is that request); null on the last page.'
+)
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"groups": [_GROUP_EXAMPLE]}]})
+
+class GroupList(BaseModel):
+    """One page of the stream's groups (XINFO GROUPS), by name."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"groups": [_GROUP_EXAMPLE], "next": None}]}
+    )
 
     groups: list[Group]
+    next: str | None = Field(None, description=_NEXT)
 
 
 class NewGroup(Body):
@@ -81,15 +90,18 @@ class Consumer(BaseModel):
 
 
 class ConsumerList(BaseModel):
-    """Every consumer of the group (XINFO CONSUMERS), by name."""
+    """One page of the group's consumers (XINFO CONSUMERS), by name."""
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"consumers": [{"name": "alice", "pending": 1, "idle_ms": 9104}]}]
+            "examples": [
+                {"consumers": [{"name": "alice", "pending": 1, "idle_ms": 9104}], "next": None}
+            ]
         }
     )
 
     consumers: list[Consumer]
+    next: str | None = Field(None, description=_NEXT)
 
 
 class ConsumerDeleted(BaseModel):
