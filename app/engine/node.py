@@ -307,6 +307,21 @@ class Node:
         d = self.deleted
         return d is not None and bool(d[i >> 3] >> (i & 7) & 1)
 
+    def first_live(self) -> int:
+        """The position of the first live entry, -1 when none is (a trim can leave a node
+        holding only deleted entries: Redis keeps it, see ``Stream.trim``)."""
+        for i in range(len(self.dms)):
+            if not self.is_deleted(i):
+                return i
+        return -1
+
+    def last_live(self) -> int:
+        """The position of the last live entry, -1 when none is."""
+        for i in range(len(self.dms) - 1, -1, -1):
+            if not self.is_deleted(i):
+                return i
+        return -1
+
     def id_at(self, i: int) -> StreamID:
         m = self.master
         if self.wide:

@@ -22,7 +22,16 @@ from app.engine.node import Entry, Fields, Node
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
 
-__all__ = ["Entry", "Fields", "Node", "Stream", "TrimSpec", "TrimStrategy", "id_follows"]
+__all__ = [
+    "Entry",
+    "Fields",
+    "Node",
+    "Stream",
+    "TrimOutcome",
+    "TrimSpec",
+    "TrimStrategy",
+    "id_follows",
+]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
 
@@ -41,6 +50,20 @@ class TrimSpec:
     minid: StreamID = MIN_ID
     approx: bool = False
     limit: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TrimOutcome:
+    """What a trim did: ``deleted`` entries (the reply), ``dropped`` nodes. A trim may drop
+    a node that held only deleted entries and delete nothing: the reply is 0, yet the
+    stream changed (so the journal must hear of it)."""
+
+    deleted: int
+    dropped: int
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.deleted or self.dropped)
 
 
 def id_follows(last: StreamID, sid: StreamID) -> bool:
@@ -133,8 +156,12 @@ class Stream:
         self.length -= 1
         return True
 
-    def trim(self, spec: TrimSpec) -> int:
-        """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does; returns how many."""
+    def trim(self, spec: TrimSpec) -> TrimOutcome:
+        """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does.
+
+        Whole nodes go first; in the first node that cannot go, exact trimming flags entries
+        deleted. That node stays even when none of its entries is left live, as in Redis:
+        later appends land in it, and a later trim drops it whole."""
         deleted = 0
         drop = 0
         maxlen = spec.maxlen
@@ -169,7 +196,7 @@ class Stream:
         if drop:
             del self.nodes[:drop]
             del self.firsts[:drop]
-        return deleted
+        return TrimOutcome(deleted, drop)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -219,24 +246,23 @@ class Stream:
 
     @property
     def first_id(self) -> StreamID:
-        """The first live entry's ID, 0-0 when empty (Redis's ``first_id``)."""
-        if not self.nodes:
-            return MIN_ID
-        node = self.nodes[0]  # a node with no live entry is gone, so this one has one
-        i = 0
-        while node.is_deleted(i):
-            i += 1
-        return node.id_at(i)
+        """The first live entry's ID, 0-0 when empty (Redis's ``first_id``). Nodes that a
+        trim left with deleted entries only are passed over (see ``trim``)."""
+        if self.length:
+            for node in self.nodes:
+                i = node.first_live()
+                if i >= 0:
+                    return node.id_at(i)
+        return MIN_ID
 
     def last_valid_id(self) -> StreamID:
         """The last live entry's ID (``streamLastValidID``), 0-0 when empty."""
-        if not self.nodes:
-            return MIN_ID
-        node = self.nodes[-1]
-        i = len(node) - 1
-        while node.is_deleted(i):
-            i -= 1
-        return node.id_at(i)
+        if self.length:
+            for node in reversed(self.nodes):
+                i = node.last_live()
+                if i >= 0:
+                    return node.id_at(i)
+        return MIN_ID
 
     # -- Redis 7 read counters (lag) -----------------------------------------------------
 

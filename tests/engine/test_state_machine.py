@@ -364,7 +364,7 @@ class EngineMachine(RuleBasedStateMachine):
             ids = node.ids()
             rows = [node.fields_at(i) for i in range(n)]
             deleted = [node.is_deleted(i) for i in range(n)]
-            assert node.live >= 1, "an empty node was kept"
+            assert n >= 1, "a node without entries was kept"
             assert node.live == deleted.count(False) and node.ndeleted == deleted.count(True)
             assert node.live + node.ndeleted == n
             assert node.live_ids() == [sid for sid, d in zip(ids, deleted, strict=True) if not d]
