@@ -201,11 +201,18 @@ class Stream:
     # -- reading -------------------------------------------------------------------------
 
     def _locate(self, sid: StreamID) -> tuple[int, int] | None:
-        k = bisect_right(self.firsts, sid) - 1
-        if k < 0:
-            return None
-        i = self.nodes[k].find(sid)
-        return None if i < 0 else (k, i)
+        """Where the live entry ``sid`` is, found as Redis finds it (``streamEntryExists``,
+        XDEL): from the last node whose master ID is <= ``sid`` (else the first), the first
+        live entry >= ``sid`` in node order, which is ``sid`` or tells it is absent. (After
+        XSETID under a node's deleted entries, later appends hold IDs below its master.)"""
+        nodes = self.nodes
+        k = max(bisect_right(self.firsts, sid) - 1, 0)
+        while k < len(nodes):
+            i = nodes[k].seek(sid)
+            if i >= 0:
+                return (k, i) if nodes[k].id_at(i) == sid else None
+            k += 1
+        return None
 
     def get(self, sid: StreamID) -> Fields | None:
         found = self._locate(sid)
@@ -227,9 +234,10 @@ class Stream:
         room = count if count > 0 else -1
         nodes = self.nodes
         if rev:
+            # Redis seeks the last node whose master ID is <= end, else the last node.
             k = bisect_right(self.firsts, end) - 1
             if k < 0:
-                return out
+                k = len(nodes) - 1
             if nodes[k].read_rev(nodes[k].rindex(end), start, end, room, out):
                 return out
             for prev in range(k - 1, -1, -1):

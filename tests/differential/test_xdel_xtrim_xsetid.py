@@ -415,6 +415,16 @@ def test_stream_emptied_by_xdel_and_xtrim(pair: ExactPair) -> None:
         [("XADD", "s", "12-0", "a", "1"), ("XTRIM", "s", "MAXLEN", "~", "0")],
         [("XADD", "s", "12-0", "a", "1"), ("XDEL", "s", "12-0")],
         [("XSETID", "s", "5-0")],
+        # Under the node's master ID: the appends land in it, out of ID order, and are
+        # found (ranges both ways, XINFO's first and last entry, XDEL) as Redis finds them.
+        [
+            ("XSETID", "s", "5-0"),
+            ("XADD", "s", "7-0", "a", "2"),
+            ("XADD", "s", "8-0", "b", "2"),
+            ("XREVRANGE", "s", "7-0", "-"),
+            ("XDEL", "s", "8-0"),
+            ("XDEL", "s", "7-0"),
+        ],
     ],
 )
 def test_writes_after_a_stream_emptied_by_xdel_and_xtrim(
