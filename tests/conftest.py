@@ -6,6 +6,7 @@ Tests that need redis-server skip when it is absent, unless ``XSTREAMS_REQUIRE_S
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -84,7 +85,11 @@ class Commands:
         self.client = client or httpx.Client(base_url=url, headers=headers, timeout=30)
 
     def raw(self, *args: Any, **kwargs: Any) -> httpx.Response:
-        return self.client.post("/", json=[str(a) for a in args], **kwargs)
+        # ASCII JSON: a byte that is not UTF-8 (a DUMP payload's) travels as its \udcNN
+        # escape, the command endpoint's binary-safe form; httpx's json= cannot encode it.
+        headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}
+        body = json.dumps([str(a) for a in args]).encode()
+        return self.client.post("/", content=body, headers=headers, **kwargs)
 
     def __call__(self, *args: Any) -> Any:
         """The command's result; a Redis error comes back as a ``ReplyError``."""

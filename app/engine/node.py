@@ -382,6 +382,21 @@ class Node:
         d = self.deleted
         return d is not None and bool(d[i >> 3] >> (i & 7) & 1)
 
+    def first_live(self) -> int:
+        """The position of the first live entry, -1 when none is (a trim can leave a node
+        holding only deleted entries: Redis keeps it, see ``Stream.trim``)."""
+        for i in range(len(self.dms)):
+            if not self.is_deleted(i):
+                return i
+        return -1
+
+    def last_live(self) -> int:
+        """The position of the last live entry, -1 when none is."""
+        for i in range(len(self.dms) - 1, -1, -1):
+            if not self.is_deleted(i):
+                return i
+        return -1
+
     def id_at(self, i: int) -> StreamID:
         m = self.master
         if self.wide:
@@ -510,6 +525,9 @@ class Node:
         met or ``out`` got full."""
         if self.ordered and self.starts is None and j >= 0:
             ids = self.ids()[: j + 1]
+            # (A scan that began at the last node, end below every master ID, meets nodes
+            # whose IDs are all above end: none of them may come out.)
+            ids = ids[: bisect_right(ids, end)]
             cut = bisect_left(ids, start)
             got = self._uniform(cut, ids[cut:], -1)
             got.reverse()
@@ -553,15 +571,11 @@ class Node:
                 lo = mid + 1
         return lo - 1
 
-    def find(self, sid: StreamID) -> int:
-        """The position of the live entry ``sid``, or -1."""
+    def seek(self, sid: StreamID) -> int:
+        """The position of the first live entry with an ID >= ``sid``, in node order (as
+        Redis's forward iterator meets it), or -1 when there is none."""
         n = len(self.dms)
-        if self.ordered:
-            i = self.index(sid)
-            if i < n and self.id_at(i) == sid and not self.is_deleted(i):
-                return i
-            return -1
-        for i in range(n):
-            if self.id_at(i) == sid and not self.is_deleted(i):
+        for i in range(self.index(sid), n):
+            if not self.is_deleted(i) and self.id_at(i) >= sid:
                 return i
         return -1

@@ -263,7 +263,9 @@ def load_stream(
     for master in sorted(listpacks):  # the rax orders nodes by key, whatever the payload did
         node = _node(master, listpacks[master], shared, node_entries)
         shared = node.master_fields
-        if node.live:  # Redis removes a node with its last live entry: none should come
+        # A node with only deleted entries stays, as in Redis (a trim leaves such nodes, and
+        # later appends land in them); one with no entry at all is no node Redis makes.
+        if len(node):
             s.nodes.append(node)
             s.firsts.append(master)
             s.length += node.live

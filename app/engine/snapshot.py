@@ -212,7 +212,7 @@ def _decode_node(nd: dict[str, Any]) -> Node:
         or len(node.ends) != nstrs + 1
         or node.ends[-1] != len(node.strs)
         or node.live + node.ndeleted != n
-        or not node.live
+        or not n  # (no live entry is fine: a trim can leave only deleted ones, as in Redis)
     ):
         raise ReplayError(f"malformed snapshot: node {ms}-{seq} is inconsistent")
     return node

@@ -23,7 +23,16 @@ from app.engine.node import Entry, Fields, Node
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
 
-__all__ = ["Entry", "Fields", "Node", "Stream", "TrimSpec", "TrimStrategy", "id_follows"]
+__all__ = [
+    "Entry",
+    "Fields",
+    "Node",
+    "Stream",
+    "TrimOutcome",
+    "TrimSpec",
+    "TrimStrategy",
+    "id_follows",
+]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
 
@@ -42,6 +51,20 @@ class TrimSpec:
     minid: StreamID = MIN_ID
     approx: bool = False
     limit: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TrimOutcome:
+    """What a trim did: ``deleted`` entries (the reply), ``dropped`` nodes. A trim may drop
+    a node that held only deleted entries and delete nothing: the reply is 0, yet the
+    stream changed (so the journal must hear of it)."""
+
+    deleted: int
+    dropped: int
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.deleted or self.dropped)
 
 
 def id_follows(last: StreamID, sid: StreamID) -> bool:
@@ -134,8 +157,12 @@ class Stream:
         self.length -= 1
         return True
 
-    def trim(self, spec: TrimSpec) -> int:
-        """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does; returns how many."""
+    def trim(self, spec: TrimSpec) -> TrimOutcome:
+        """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does.
+
+        Whole nodes go first; in the first node that cannot go, exact trimming flags entries
+        deleted. That node stays even when none of its entries is left live, as in Redis:
+        later appends land in it, and a later trim drops it whole."""
         deleted = 0
         drop = 0
         maxlen = spec.maxlen
@@ -170,16 +197,23 @@ class Stream:
         if drop:
             del self.nodes[:drop]
             del self.firsts[:drop]
-        return deleted
+        return TrimOutcome(deleted, drop)
 
     # -- reading -------------------------------------------------------------------------
 
     def _locate(self, sid: StreamID) -> tuple[int, int] | None:
-        k = bisect_right(self.firsts, sid) - 1
-        if k < 0:
-            return None
-        i = self.nodes[k].find(sid)
-        return None if i < 0 else (k, i)
+        """Where the live entry ``sid`` is, found as Redis finds it (``streamEntryExists``,
+        XDEL): from the last node whose master ID is <= ``sid`` (else the first), the first
+        live entry >= ``sid`` in node order, which is ``sid`` or tells it is absent. (After
+        XSETID under a node's deleted entries, later appends hold IDs below its master.)"""
+        nodes = self.nodes
+        k = max(bisect_right(self.firsts, sid) - 1, 0)
+        while k < len(nodes):
+            i = nodes[k].seek(sid)
+            if i >= 0:
+                return (k, i) if nodes[k].id_at(i) == sid else None
+            k += 1
+        return None
 
     def get(self, sid: StreamID) -> Fields | None:
         found = self._locate(sid)
@@ -201,9 +235,10 @@ class Stream:
         room = count if count > 0 else -1
         nodes = self.nodes
         if rev:
+            # Redis seeks the last node whose master ID is <= end, else the last node.
             k = bisect_right(self.firsts, end) - 1
             if k < 0:
-                return out
+                k = len(nodes) - 1
             if nodes[k].read_rev(nodes[k].rindex(end), start, end, room, out):
                 return out
             for prev in range(k - 1, -1, -1):
@@ -220,24 +255,23 @@ class Stream:
 
     @property
     def first_id(self) -> StreamID:
-        """The first live entry's ID, 0-0 when empty (Redis's ``first_id``)."""
-        if not self.nodes:
-            return MIN_ID
-        node = self.nodes[0]  # a node with no live entry is gone, so this one has one
-        i = 0
-        while node.is_deleted(i):
-            i += 1
-        return node.id_at(i)
+        """The first live entry's ID, 0-0 when empty (Redis's ``first_id``). Nodes that a
+        trim left with deleted entries only are passed over (see ``trim``)."""
+        if self.length:
+            for node in self.nodes:
+                i = node.first_live()
+                if i >= 0:
+                    return node.id_at(i)
+        return MIN_ID
 
     def last_valid_id(self) -> StreamID:
         """The last live entry's ID (``streamLastValidID``), 0-0 when empty."""
-        if not self.nodes:
-            return MIN_ID
-        node = self.nodes[-1]
-        i = len(node) - 1
-        while node.is_deleted(i):
-            i -= 1
-        return node.id_at(i)
+        if self.length:
+            for node in reversed(self.nodes):
+                i = node.last_live()
+                if i >= 0:
+                    return node.id_at(i)
+        return MIN_ID
 
     # -- Redis 7 read counters (lag) -----------------------------------------------------
 

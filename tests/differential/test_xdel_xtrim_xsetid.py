@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from tests.differential.checks import read_all
 from tests.differential.exact import ExactPair
+from tests.differential.support import NODES_COMPARED
 
 MAX = "18446744073709551615"
 INVALID = "ERR Invalid stream ID specified as stream command argument"
@@ -376,3 +378,80 @@ def test_entries_larger_than_a_node(pair: ExactPair, size: int) -> None:
     _meta(pair)
     pair("XTRIM", "s", "MINID", "~", "29")
     _meta(pair)
+
+
+# --- nodes left with deleted entries only ---------------------------------------------------
+
+
+def _emptied(pair: ExactPair) -> None:
+    """Issue 23's sequence: XDEL takes the node's last entry, an exact MINID trim flags the
+    first one deleted. Redis keeps the node (count 0, deleted 2) and the stream is empty."""
+    pair.masked = NODES_COMPARED
+    assert pair("XADD", "s", "9-0", "a", "1") == "9-0"
+    assert pair("XADD", "s", "11-0", "a", "1", "b", "2", "c", "3") == "11-0"
+    assert pair("XDEL", "s", "11-0") == 1
+    assert pair("XTRIM", "s", "MINID", "11-0") == 1
+
+
+def test_stream_emptied_by_xdel_and_xtrim(pair: ExactPair) -> None:
+    """Every read, XINFO form and DUMP of it answers as Redis does (length 0, counters kept,
+    no first or last entry), never an internal error."""
+    _emptied(pair)
+    info = pair("XINFO", "STREAM", "s")
+    assert info[:2] == ["length", 0] and info[-4:] == ["first-entry", None, "last-entry", None]
+    read_all(pair, "s")
+
+
+@pytest.mark.parametrize(
+    "then",
+    [
+        [("XADD", "s", "12-0", "a", "1")],  # lands in the emptied node
+        [("XADD", "s", "12-0", "b", "2"), ("XADD", "s", "13-0", "a", "1")],
+        [("XTRIM", "s", "MAXLEN", "0")],  # length 0 <= 0: the node stays
+        [("XTRIM", "s", "MINID", "11-0")],  # its last ID is not below: it stays
+        [("XTRIM", "s", "MINID", "12-0")],  # dropped, with 0 entries deleted
+        [("XTRIM", "s", "MINID", "~", "12-0", "LIMIT", "1")],
+        [("XADD", "s", "MINID", "12-0", "12-0", "a", "1")],
+        [("XADD", "s", "12-0", "a", "1"), ("XTRIM", "s", "MAXLEN", "~", "0")],
+        [("XADD", "s", "12-0", "a", "1"), ("XDEL", "s", "12-0")],
+        [("XSETID", "s", "5-0")],
+        # Under the node's master ID: the appends land in it, out of ID order, and are
+        # found (ranges both ways, XINFO's first and last entry, XDEL) as Redis finds them.
+        [
+            ("XSETID", "s", "5-0"),
+            ("XADD", "s", "7-0", "a", "2"),
+            ("XADD", "s", "8-0", "b", "2"),
+            ("XREVRANGE", "s", "7-0", "-"),
+            ("XDEL", "s", "8-0"),
+            ("XDEL", "s", "7-0"),
+        ],
+    ],
+)
+def test_writes_after_a_stream_emptied_by_xdel_and_xtrim(
+    pair: ExactPair, then: list[tuple[str, ...]]
+) -> None:
+    """What comes next treats the emptied node as Redis does: appends fill it, a trim drops
+    it whole or keeps it, and every read agrees after each step."""
+    _emptied(pair)
+    for cmd in then:
+        pair(*cmd)
+        read_all(pair, "s")
+
+
+def test_groups_over_a_stream_emptied_by_xdel_and_xtrim(pair: ExactPair) -> None:
+    """Deliveries of entries that then went: the PEL keeps them, XREADGROUP of the history
+    gives them as nil, XAUTOCLAIM drops them, lag and entries-read follow Redis."""
+    pair.masked = NODES_COMPARED
+    pair("XGROUP", "CREATE", "s", "g1", "$", "MKSTREAM")
+    pair("XADD", "s", "9-0", "a", "1")
+    pair("XADD", "s", "10-0", "b", "1")
+    pair("XADD", "s", "11-0", "a", "1", "b", "2", "c", "3")
+    pair("XREADGROUP", "GROUP", "g1", "alice", "COUNT", "2", "STREAMS", "s", ">")
+    pair("XGROUP", "CREATE", "s", "g2", "0")
+    assert pair("XDEL", "s", "11-0") == 1
+    assert pair("XTRIM", "s", "MINID", "=", "11-0") == 2
+    read_all(pair, "s")
+    pair("XREADGROUP", "GROUP", "g2", "bob", "STREAMS", "s", ">")
+    read_all(pair, "s")
+    pair("XAUTOCLAIM", "s", "g1", "bob", "0", "0-0")
+    read_all(pair, "s")

@@ -307,3 +307,81 @@ def test_trim_option_errors(store: Store, trim: list[str], message: str) -> None
     add(store, 1, 10)
     assert error(store, "XTRIM", "k", *trim).endswith(message)
     assert run(store, "XLEN", "k") == 10
+
+
+# -- a node left with deleted entries only -----------------------------------------------
+
+
+def _emptied(store: Store) -> None:
+    """Issue 23: XDEL takes the node's last entry, an exact MINID trim flags its first one
+    deleted. redis-server 7.0.15 keeps the node (count 0, deleted 2)."""
+    run(store, "XADD", "k", "9-0", "a", "1")
+    run(store, "XADD", "k", "11-0", "a", "1", "b", "2", "c", "3")
+    assert run(store, "XDEL", "k", "11-0") == 1
+    assert run(store, "XTRIM", "k", "MINID", "11-0") == 1
+
+
+def test_a_trim_keeps_a_node_with_no_live_entry() -> None:
+    """XINFO STREAM answers as Redis did (length 0, the node counted, counters kept, no
+    first or last entry) instead of failing on the missing first entry."""
+    store = Store()
+    _emptied(store)
+    assert [(n.live, n.ndeleted) for n in stream(store).nodes] == [(0, 2)]
+    for argv in (["XINFO", "STREAM", "k"], ["XINFO", "STREAM", "k", "FULL"]):
+        info = run(store, *argv)
+        assert (info.length, info.radix_tree_keys, info.entries_added) == (0, 1, 2)
+        assert str(info.last_generated_id) == str(info.max_deleted_entry_id) == "11-0"
+        assert str(info.recorded_first_entry_id) == "0-0"
+    plain = run(store, "XINFO", "STREAM", "k")
+    assert plain.first_entry is None and plain.last_entry is None
+    assert run(store, "XINFO", "STREAM", "k", "FULL").entries == []
+    assert run(store, "XRANGE", "k", "-", "+") == run(store, "XREVRANGE", "k", "+", "-") == []
+
+
+def test_appends_fill_the_node_a_trim_emptied() -> None:
+    """The next entry lands in that node (2 entries < node-max-entries), as in Redis."""
+    store = Store()
+    _emptied(store)
+    run(store, "XADD", "k", "12-0", "a", "1")
+    assert [(n.live, n.ndeleted) for n in stream(store).nodes] == [(1, 2)]
+    info = run(store, "XINFO", "STREAM", "k")
+    assert str(info.first_entry.id) == str(info.last_entry.id) == "12-0"
+    assert str(info.recorded_first_entry_id) == "12-0"
+
+
+@pytest.mark.parametrize(
+    ("argv", "kept"),
+    [
+        (["XTRIM", "k", "MAXLEN", "0"], 1),  # length 0 is within MAXLEN 0: nothing to do
+        (["XTRIM", "k", "MINID", "11-0"], 1),  # its last (deleted) ID is not below
+        (["XTRIM", "k", "MINID", "12-0"], 0),  # dropped whole; 0 entries deleted
+        (["XTRIM", "k", "MINID", "~", "12-0"], 0),
+    ],
+)
+def test_a_later_trim_drops_the_emptied_node_as_redis_does(argv: list[str], kept: int) -> None:
+    store = Store()
+    _emptied(store)
+    assert run(store, *argv) == 0
+    assert len(stream(store).nodes) == kept
+    assert run(store, "XINFO", "STREAM", "k").radix_tree_keys == kept
+
+
+def test_dump_restore_and_snapshot_keep_the_emptied_node() -> None:
+    """RESTORE of its DUMP and a snapshot load give the node back (a snapshot of it used to
+    be refused as malformed, which stops recovery)."""
+    from app.engine.snapshot import encode_snapshot
+
+    store = Store()
+    _emptied(store)
+    payload = run(store, "DUMP", "k")
+    assert run(store, "RESTORE", "copy", "0", payload) == "OK"
+    copy = store.keyspace.get("copy")
+    assert copy is not None and [(n.live, n.ndeleted) for n in copy.nodes] == [(0, 2)]
+    loaded = Store()
+    loaded.restore(encode_snapshot(store.snapshot_view()), [])
+    for key in ("k", "copy"):
+        assert repr(run(loaded, "XINFO", "STREAM", key, "FULL")) == repr(
+            run(store, "XINFO", "STREAM", key, "FULL")
+        )
+        s = loaded.keyspace.get(key)
+        assert s is not None and [(n.live, n.ndeleted) for n in s.nodes] == [(0, 2)]

@@ -240,3 +240,23 @@ def test_consecutive_appends_are_checked_one_by_one() -> None:
         StreamID(2, 0),
         StreamID(3, 0),
     ]
+
+
+def test_a_trim_that_only_drops_an_emptied_node_is_journaled() -> None:
+    """XTRIM MINID past a node that holds only deleted entries answers 0 yet drops the node
+    (as Redis does): the journal records it, so replay does not keep a node the live store
+    dropped (the next appends would land elsewhere, and ``~`` trims would differ)."""
+    sink = Sink()
+    store = Store(clock=ManualClock(0), journal=sink)
+    for argv in (
+        ["XADD", "s", "9-0", "a", "1"],
+        ["XADD", "s", "11-0", "a", "1", "b", "2"],
+        ["XDEL", "s", "11-0"],
+        ["XTRIM", "s", "MINID", "11-0"],
+    ):
+        store.execute(argv)
+    assert store.execute(["XTRIM", "s", "MINID", "12-0"]) == 0
+    assert str(store.execute(["XADD", "s", "12-0", "a", "1"])) == "12-0"
+    replayed = Store(clock=ManualClock(0))
+    replayed.restore(None, (decode_record(encode_record(r)) for r in sink.records))
+    assert encode_snapshot(replayed.snapshot_view()) == encode_snapshot(store.snapshot_view())

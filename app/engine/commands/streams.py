@@ -296,7 +296,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.trim is not None:
         trim = with_default_limit(ks, a.trim)
-        if stream.trim(trim):
+        if stream.trim(trim).changed:
             ks.record(Trimmed(key=a.key, trim=trim))
     ks.blocked.signal(a.key)
     return sid
@@ -312,10 +312,10 @@ def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     if stream is None:
         return 0
     spec = with_default_limit(ks, spec)
-    deleted = stream.trim(spec)
-    if deleted:
+    outcome = stream.trim(spec)
+    if outcome.changed:
         ks.record(Trimmed(key=key, trim=spec))
-    return deleted
+    return outcome.deleted
 
 
 @command("xtrim", -4, W, keys=key_at(1))
