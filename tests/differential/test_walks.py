@@ -9,7 +9,7 @@ on both servers (``checks.read_all``: ranges, XREAD, every XINFO form, XPENDING,
 reads, DUMP crossed both ways) and every reply must be equal, radix-tree-keys included.
 This is where a node holding only deleted entries (issue 23) is met again and again.
 
-The reference redis-server is started for this module (``support.redis_server``): CONFIG SET
+The reference redis-server is started for this module (``tests.support.redis_servers``): CONFIG SET
 on the shared one would change the node sizes under the other test workers. xstreams is the
 app's command endpoint in process (``InprocCommands``): no HTTP, so hundreds of walks take
 about a minute.
@@ -35,7 +35,7 @@ from tests.differential.exact import ExactPair
 from tests.differential.generator import PROFILES, Generator
 from tests.differential.support import NODES_COMPARED
 from tests.differential.walk import report, walk
-from tests.support.redis_server import private_redis
+from tests.support.redis_servers import server_or_skip
 
 PROFILE = PROFILES["tombstones"]
 WALKS = int(os.environ.get("XSTREAMS_WALKS", "400"))
@@ -49,8 +49,8 @@ pytestmark = pytest.mark.redis
 @pytest.fixture(scope="module")
 def walk_pair() -> Iterator[ExactPair]:
     """xstreams in process beside a redis-server of this module's own."""
-    with private_redis() as port:
-        rr = redis.Redis(port=port, decode_responses=True)
+    with server_or_skip() as server:
+        rr = redis.Redis(port=server.port, decode_responses=True)
         xs = InprocCommands()
         pair = ExactPair(xs, rr, NODES_COMPARED)
         yield pair
