@@ -1,4 +1,6 @@
-"""The engine imports nothing above it: no web, SQL or Spark code (DESIGN.md's layer rule)."""
+"""The engine imports nothing above it: no web, SQL or Spark code.
+
+These are the layer rules of docs/architecture.md, checked in code."""
 
 from __future__ import annotations
 
