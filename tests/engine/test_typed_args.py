@@ -10,6 +10,7 @@ import pytest
 
 from app.engine.commands.streams import (
     DEFAULT_LIMIT,
+    AddTrimOptions,
     parse_trim_options,
     parse_xsetid,
     trim_spec,
@@ -18,7 +19,9 @@ from app.engine.commands.streams import (
 )
 from app.engine.effects import Trimmed
 from app.engine.errors import CommandError
+from app.engine.ids import StreamID
 from app.engine.store import Store
+from app.engine.stream import TrimSpec, TrimStrategy
 
 # (trim_spec's keywords, the same clause as XTRIM tokens)
 CLAUSES: list[tuple[dict[str, Any], list[str]]] = [
@@ -60,7 +63,7 @@ def test_trim_spec_is_the_parsers_rule(
             100 * ks.config.node_max_entries if spec.limit == DEFAULT_LIMIT else spec.limit,
         )  # fmt: skip
 
-    parsed = _outcome(lambda: parse_trim_options(ks, ["XTRIM", "s", *tokens], xadd=False)[1])
+    parsed = _outcome(lambda: parse_trim_options(ks, ["XTRIM", "s", *tokens], xadd=False).trim)
     assert _outcome(typed) == parsed
 
 
@@ -98,3 +101,21 @@ def test_the_default_limit_is_decided_when_the_trim_runs(store: Store) -> None:
         assert [e.trim.limit for e in ks.effects if isinstance(e, Trimmed)] == [100]
     finally:
         ks.effects = None
+
+
+def test_xadd_options_parse_to_a_typed_record(store: Store) -> None:
+    """XADD's options come back as one frozen record (callers read fields, no casts): where
+    parsing stopped, the trim clause, and the ID options; XTRIM leaves the ID options unset."""
+    ks = store.keyspace
+    argv = ["XADD", "s", "NOMKSTREAM", "MAXLEN", "=", "5", "7-*", "f", "v"]
+    got = parse_trim_options(ks, argv, xadd=True)
+    trim = TrimSpec(TrimStrategy.MAXLEN, 5, StreamID(0, 0), False, 0)
+    assert got == AddTrimOptions(6, trim, StreamID(7, 0), seq_given=False, nomkstream=True)
+    assert parse_trim_options(ks, ["XADD", "s", "*", "f", "v"], xadd=True) == AddTrimOptions(
+        2, None
+    )
+    assert parse_trim_options(ks, ["XTRIM", "s", "MAXLEN", "5"], xadd=False) == AddTrimOptions(
+        4, trim
+    )
+    with pytest.raises(AttributeError):
+        got.nomkstream = False  # type: ignore[misc]

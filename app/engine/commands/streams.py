@@ -152,20 +152,30 @@ def trim_spec(
     return spec
 
 
-def parse_trim_options(
-    ks: Keyspace, argv: list[str], xadd: bool
-) -> tuple[int, TrimSpec | None, dict[str, object]]:
-    """The options of XADD / XTRIM (``streamParseAddOrTrimArgsOrReply``).
+@dataclass(frozen=True, slots=True)
+class AddTrimOptions:
+    """What XADD's or XTRIM's options parsed to, typed so callers need no casts.
 
-    Returns the index where parsing stopped (XADD: the ID), the trim clause, and for XADD
-    the ID-related values (``id``, ``seq_given``, ``nomkstream``).
-    """
+    ``end`` is the index where parsing stopped (XADD: the ID's). ``id``, ``seq_given`` and
+    ``nomkstream`` are XADD's alone; XTRIM leaves them at their defaults."""
+
+    end: int
+    trim: TrimSpec | None
+    id: StreamID | None = None
+    seq_given: bool = True
+    nomkstream: bool = False
+
+
+def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOptions:
+    """The options of XADD / XTRIM (``streamParseAddOrTrimArgsOrReply``)."""
     strategy: TrimStrategy | None = None
     approx = False
     maxlen = 0
     minid = MIN_ID
     limit: int | None = None
-    extra: dict[str, object] = {"id": None, "seq_given": True, "nomkstream": False}
+    sid: StreamID | None = None
+    seq_given = True
+    nomkstream = False
     i = 2
     n = len(argv)
     while i < n:
@@ -195,33 +205,30 @@ def parse_trim_options(
             limit = _limit_arg(int_arg(argv[i + 1]))
             i += 1
         elif xadd and low == "nomkstream":
-            extra["nomkstream"] = True
+            nomkstream = True
         elif xadd:
             sid, seq_given = parse_id(opt, 0, strict=True, allow_seq_auto=True)
-            extra["id"] = sid
-            extra["seq_given"] = seq_given
             break
         else:
             raise SyntaxError_()
         i += 1
     spec = _trim_clause(strategy, maxlen, minid, approx, limit, xadd)
-    return i, None if spec is None else with_default_limit(ks, spec), extra
+    trim = None if spec is None else with_default_limit(ks, spec)
+    return AddTrimOptions(i, trim, sid, seq_given, nomkstream)
 
 
 def parse_xadd(ks: Keyspace, argv: list[str]) -> XAddArgs:
-    idpos, spec, extra = parse_trim_options(ks, argv, xadd=True)
-    nfields = len(argv) - (idpos + 1)
+    o = parse_trim_options(ks, argv, xadd=True)
+    nfields = len(argv) - (o.end + 1)
     if nfields < 2 or nfields % 2:
         raise WrongArgument.err("wrong number of arguments for 'xadd' command")
-    sid = extra["id"]
-    assert sid is None or isinstance(sid, StreamID)
     return XAddArgs(
         key=argv[1],
-        fields=tuple(argv[idpos + 1 :]),
-        id=sid,
-        seq_given=bool(extra["seq_given"]),
-        nomkstream=bool(extra["nomkstream"]),
-        trim=spec,
+        fields=tuple(argv[o.end + 1 :]),
+        id=o.id,
+        seq_given=o.seq_given,
+        nomkstream=o.nomkstream,
+        trim=o.trim,
     )
 
 
@@ -320,8 +327,8 @@ def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
 
 @command("xtrim", -4, W, keys=key_at(1))
 def _xtrim(ks: Keyspace, argv: list[str]) -> int:
-    _, spec, _ = parse_trim_options(ks, argv, xadd=False)
-    assert spec is not None
+    spec = parse_trim_options(ks, argv, xadd=False).trim
+    assert spec is not None  # _trim_clause refuses XTRIM without a strategy
     return xtrim(ks, argv[1], spec)
 
 
