@@ -132,6 +132,7 @@ from app.engine.replies import (
     ScanPage,
     Status,
     StreamFullInfo,
+    StreamHeader,
     StreamInfo,
     StreamRead,
 )
@@ -376,17 +377,17 @@ def _entries(raw: Raw) -> list[Entry]:
     return [_entry(e) for e in raw or []]
 
 
-def _stream_header(m: dict[str, Raw]) -> dict[str, Any]:
-    """The fields XINFO STREAM and XINFO STREAM FULL share, in their reply types' names."""
-    return {
-        "length": int(m["length"]),
-        "radix_tree_keys": int(m["radix-tree-keys"]),
-        "radix_tree_nodes": int(m["radix-tree-nodes"]),
-        "last_generated_id": _sid(m["last-generated-id"]),
-        "max_deleted_entry_id": _sid(m["max-deleted-entry-id"]),
-        "entries_added": int(m["entries-added"]),
-        "recorded_first_entry_id": _sid(m["recorded-first-entry-id"]),
-    }
+def _stream_header(m: dict[str, Raw]) -> StreamHeader:
+    """The fields XINFO STREAM and XINFO STREAM FULL share."""
+    return StreamHeader(
+        length=int(m["length"]),
+        radix_tree_keys=int(m["radix-tree-keys"]),
+        radix_tree_nodes=int(m["radix-tree-nodes"]),
+        last_generated_id=_sid(m["last-generated-id"]),
+        max_deleted_entry_id=_sid(m["max-deleted-entry-id"]),
+        entries_added=int(m["entries-added"]),
+        recorded_first_entry_id=_sid(m["recorded-first-entry-id"]),
+    )
 
 
 def _stream_info(raw: Raw) -> StreamInfo:
@@ -394,7 +395,7 @@ def _stream_info(raw: Raw) -> StreamInfo:
     m = _map(raw)
     first, last = m["first-entry"], m["last-entry"]
     return StreamInfo(
-        **_stream_header(m),
+        header=_stream_header(m),
         groups=int(m["groups"]),
         first_entry=None if first is None else _entry(first),
         last_entry=None if last is None else _entry(last),
@@ -1139,7 +1140,7 @@ class RedisBackend:
                 )
             )
         return StreamFullInfo(
-            **_stream_header(m),
+            header=_stream_header(m),
             entries=_entries(m["entries"]),
             groups=groups,
         )

@@ -73,8 +73,10 @@ class ScanPage:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamInfo:
-    """XINFO STREAM: Redis's fields in Redis's order."""
+class StreamHeader:
+    """The fields XINFO STREAM and XINFO STREAM FULL both begin with, in Redis's order.
+
+    One type, so each surface (engine, Redis backend, RESP, REST) builds or shapes it once."""
 
     length: int
     radix_tree_keys: int
@@ -83,6 +85,13 @@ class StreamInfo:
     max_deleted_entry_id: StreamID
     entries_added: int
     recorded_first_entry_id: StreamID
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """XINFO STREAM: Redis's fields in Redis's order (the header's, then these)."""
+
+    header: StreamHeader
     groups: int
     first_entry: Entry | None
     last_entry: Entry | None
@@ -140,15 +149,9 @@ class GroupFull:
 
 @dataclass(frozen=True, slots=True)
 class StreamFullInfo:
-    """XINFO STREAM key FULL."""
+    """XINFO STREAM key FULL (the header's fields, then these)."""
 
-    length: int
-    radix_tree_keys: int
-    radix_tree_nodes: int
-    last_generated_id: StreamID
-    max_deleted_entry_id: StreamID
-    entries_added: int
-    recorded_first_entry_id: StreamID
+    header: StreamHeader
     entries: list[Entry]
     groups: list[GroupFull]
 

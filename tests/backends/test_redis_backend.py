@@ -38,6 +38,7 @@ from app.engine.replies import (
     PendingDelivery,
     PendingRow,
     StreamFullInfo,
+    StreamHeader,
     StreamInfo,
     StreamRead,
 )
@@ -70,10 +71,12 @@ def norm(x: Any) -> Any:
         return dataclasses.replace(x, seen_time_ms=0, pending=norm(x.pending))
     if isinstance(x, GroupFull):
         return dataclasses.replace(x, pending=norm(x.pending), consumers=norm(x.consumers))
-    if isinstance(x, StreamInfo):
+    if isinstance(x, StreamHeader):
         return dataclasses.replace(x, radix_tree_nodes=0)
+    if isinstance(x, StreamInfo):
+        return dataclasses.replace(x, header=norm(x.header))
     if isinstance(x, StreamFullInfo):
-        return dataclasses.replace(x, radix_tree_nodes=0, groups=norm(x.groups))
+        return dataclasses.replace(x, header=norm(x.header), groups=norm(x.groups))
     return x
 
 
@@ -265,6 +268,21 @@ async def test_scan_lists_streams(pair: Pair) -> None:
                     break
             seen.append(keys)
         assert seen[0] == seen[1], (match, seen)
+
+
+async def test_info_and_full_info_share_one_header(pair: Pair) -> None:
+    """Both backends answer XINFO STREAM and XINFO STREAM FULL with one ``StreamHeader``, equal
+    between the two replies and between the backends (radix-tree nodes aside)."""
+    await pair.both("append", [add("h", ms) for ms in range(1, 8)])
+    await pair.both("delete_entries", "h", [sid(3)])
+    await pair.both("trim", "h", TrimSpec(TrimStrategy.MAXLEN, maxlen=4))
+    await pair.both("set_id", XSetIdArgs("h", sid(9), entries_added=12, max_deleted_id=sid(8)))
+    info = await pair.both("stream_info", "h")
+    full = await pair.both("stream_full_info", "h", 0)
+    assert isinstance(info.header, StreamHeader)
+    assert info.header == full.header
+    assert (info.header.length, info.header.entries_added) == (4, 12)
+    assert info.header.max_deleted_entry_id == sid(8)
 
 
 async def test_stream_infos_of_a_page(pair: Pair) -> None:

@@ -77,23 +77,23 @@ def _check_ranges_from_node_ids(
 def _check_info(store: Store, key: str, s: Stream, entries: list[Entry], ordered: bool) -> None:
     info = store.execute(["XINFO", "STREAM", key])
     assert isinstance(info, StreamInfo)
-    assert info.length == len(entries) == s.length
-    assert info.radix_tree_keys == len(s.nodes)
+    assert info.header.length == len(entries) == s.length
+    assert info.header.radix_tree_keys == len(s.nodes)
     assert info.first_entry == (entries[0] if entries else None)
     assert info.last_entry == (entries[-1] if entries else None)
     if ordered:  # (else Redis's recorded first ID may be another entry's)
-        assert info.recorded_first_entry_id == (entries[0].id if entries else StreamID(0, 0))
+        assert info.header.recorded_first_entry_id == (entries[0].id if entries else StreamID(0, 0))
     for count, shown in ((None, 10), ("1", 1), ("0", len(entries))):
         argv = ["XINFO", "STREAM", key, "FULL", *(["COUNT", count] if count else [])]
         full = store.execute(argv)
         assert isinstance(full, StreamFullInfo)
         assert full.entries == entries[:shown]
-        assert (full.length, full.entries_added, full.last_generated_id) == (
-            info.length,
-            info.entries_added,
-            info.last_generated_id,
+        assert (full.header.length, full.header.entries_added, full.header.last_generated_id) == (
+            info.header.length,
+            info.header.entries_added,
+            info.header.last_generated_id,
         )
-        assert full.radix_tree_keys == info.radix_tree_keys
+        assert full.header.radix_tree_keys == info.header.radix_tree_keys
         assert [g.name for g in full.groups] == sorted(s.groups)
 
 

@@ -132,8 +132,12 @@ def test_listpacks_written_have_the_modelled_size(store: Store) -> None:
 def test_the_legacy_rdb9_payload_loads_as_redis_7_loads_it(store: Store) -> None:
     assert run(store, "RESTORE", "x", "0", text(LEGACY_RDB9)) == "OK"
     info = run(store, "XINFO", "STREAM", "x", "FULL")
-    assert (info.length, str(info.last_generated_id), info.entries_added) == (2, "6-0", 2)
-    assert str(info.max_deleted_entry_id) == "0-0"
+    assert (info.header.length, str(info.header.last_generated_id), info.header.entries_added) == (
+        2,
+        "6-0",
+        2,
+    )
+    assert str(info.header.max_deleted_entry_id) == "0-0"
     g1, g2 = info.groups
     assert (g1.name, g1.entries_read, g1.lag, g1.pel_count) == ("g1", 1, 1, 4)
     assert (g2.name, g2.entries_read, g2.lag, g2.pel_count) == ("g2", 0, 2, 0)

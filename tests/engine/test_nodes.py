@@ -43,8 +43,8 @@ def check_nodes(store: Store, expected: list[int]) -> None:
     assert live_sizes(store) == expected
     if expected:
         info = run(store, "XINFO", "STREAM", "k")
-        assert info.radix_tree_keys == len(expected)
-        assert info.length == sum(expected)
+        assert info.header.radix_tree_keys == len(expected)
+        assert info.header.length == sum(expected)
 
 
 # -- where nodes split -------------------------------------------------------------------
@@ -329,9 +329,13 @@ def test_a_trim_keeps_a_node_with_no_live_entry() -> None:
     assert [(n.live, n.ndeleted) for n in stream(store).nodes] == [(0, 2)]
     for argv in (["XINFO", "STREAM", "k"], ["XINFO", "STREAM", "k", "FULL"]):
         info = run(store, *argv)
-        assert (info.length, info.radix_tree_keys, info.entries_added) == (0, 1, 2)
-        assert str(info.last_generated_id) == str(info.max_deleted_entry_id) == "11-0"
-        assert str(info.recorded_first_entry_id) == "0-0"
+        assert (info.header.length, info.header.radix_tree_keys, info.header.entries_added) == (
+            0,
+            1,
+            2,
+        )
+        assert str(info.header.last_generated_id) == str(info.header.max_deleted_entry_id) == "11-0"
+        assert str(info.header.recorded_first_entry_id) == "0-0"
     plain = run(store, "XINFO", "STREAM", "k")
     assert plain.first_entry is None and plain.last_entry is None
     assert run(store, "XINFO", "STREAM", "k", "FULL").entries == []
@@ -346,7 +350,7 @@ def test_appends_fill_the_node_a_trim_emptied() -> None:
     assert [(n.live, n.ndeleted) for n in stream(store).nodes] == [(1, 2)]
     info = run(store, "XINFO", "STREAM", "k")
     assert str(info.first_entry.id) == str(info.last_entry.id) == "12-0"
-    assert str(info.recorded_first_entry_id) == "12-0"
+    assert str(info.header.recorded_first_entry_id) == "12-0"
 
 
 @pytest.mark.parametrize(
@@ -363,7 +367,7 @@ def test_a_later_trim_drops_the_emptied_node_as_redis_does(argv: list[str], kept
     _emptied(store)
     assert run(store, *argv) == 0
     assert len(stream(store).nodes) == kept
-    assert run(store, "XINFO", "STREAM", "k").radix_tree_keys == kept
+    assert run(store, "XINFO", "STREAM", "k").header.radix_tree_keys == kept
 
 
 def test_dump_restore_and_snapshot_keep_the_emptied_node() -> None:

@@ -403,13 +403,13 @@ class EngineMachine(RuleBasedStateMachine):
             assert live == sorted(set(live)), "live entries out of order or repeated"
             info = self.store.execute(["XINFO", "STREAM", key])
             assert isinstance(info, StreamInfo)
-            assert info.length == len(live)
-            assert info.entries_added >= len(live)
+            assert info.header.length == len(live)
+            assert info.header.entries_added >= len(live)
             if live:
                 assert info.first_entry is not None and info.first_entry.id == live[0]
                 assert info.last_entry is not None and info.last_entry.id == live[-1]
-                assert info.recorded_first_entry_id == live[0]
-                assert live[-1] <= info.last_generated_id
+                assert info.header.recorded_first_entry_id == live[0]
+                assert live[-1] <= info.header.last_generated_id
             else:
                 assert info.first_entry is None and info.last_entry is None
             # (max-deleted-entry-id may exceed last-generated-id: XSETID on an empty stream
@@ -489,9 +489,9 @@ def _reply(store: Store, argv: list[str]) -> Any:
 
 def redis_lag(info: StreamInfo, group: GroupInfo, live: list[StreamID]) -> int | None:
     """XINFO's lag by Redis 7.0's ``streamReplyWithCGLag``, from what XINFO shows."""
-    added, length = info.entries_added, info.length
+    added, length = info.header.entries_added, info.header.length
     first = live[0] if live else MIN_ID
-    last, max_deleted = info.last_generated_id, info.max_deleted_entry_id
+    last, max_deleted = info.header.last_generated_id, info.header.max_deleted_entry_id
 
     def has_tombstones(start: StreamID) -> bool:  # streamRangeHasTombstones(s, start, NULL)
         if not length or max_deleted == MIN_ID or first > max_deleted:

@@ -28,6 +28,7 @@ from app.engine.replies import (
     ScanPage,
     Status,
     StreamFullInfo,
+    StreamHeader,
     StreamInfo,
     StreamRead,
 )
@@ -116,13 +117,7 @@ class Shaper:
         if isinstance(r, StreamInfo):
             return self.map(
                 [
-                    ("length", r.length),
-                    ("radix-tree-keys", r.radix_tree_keys),
-                    ("radix-tree-nodes", r.radix_tree_nodes),
-                    ("last-generated-id", self.id(r.last_generated_id)),
-                    ("max-deleted-entry-id", self.id(r.max_deleted_entry_id)),
-                    ("entries-added", r.entries_added),
-                    ("recorded-first-entry-id", self.id(r.recorded_first_entry_id)),
+                    *self._header(r.header),
                     ("groups", r.groups),
                     ("first-entry", self(r.first_entry)),
                     ("last-entry", self(r.last_entry)),
@@ -131,13 +126,7 @@ class Shaper:
         if isinstance(r, StreamFullInfo):
             return self.map(
                 [
-                    ("length", r.length),
-                    ("radix-tree-keys", r.radix_tree_keys),
-                    ("radix-tree-nodes", r.radix_tree_nodes),
-                    ("last-generated-id", self.id(r.last_generated_id)),
-                    ("max-deleted-entry-id", self.id(r.max_deleted_entry_id)),
-                    ("entries-added", r.entries_added),
-                    ("recorded-first-entry-id", self.id(r.recorded_first_entry_id)),
+                    *self._header(r.header),
                     ("entries", [self.entry(e) for e in r.entries]),
                     ("groups", [self(g) for g in r.groups]),
                 ]
@@ -187,6 +176,18 @@ class Shaper:
         if not self.b64 and all(type(x) is Entry for x in items):
             return resp_entries(items)
         return [self(x) for x in items]
+
+    def _header(self, h: StreamHeader) -> list[tuple[str, Any]]:
+        """The pairs XINFO STREAM and XINFO STREAM FULL begin with."""
+        return [
+            ("length", h.length),
+            ("radix-tree-keys", h.radix_tree_keys),
+            ("radix-tree-nodes", h.radix_tree_nodes),
+            ("last-generated-id", self.id(h.last_generated_id)),
+            ("max-deleted-entry-id", self.id(h.max_deleted_entry_id)),
+            ("entries-added", h.entries_added),
+            ("recorded-first-entry-id", self.id(h.recorded_first_entry_id)),
+        ]
 
     def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:
         if with_consumer:

@@ -87,7 +87,7 @@ async def get_stream(
         if count:
             count = page_count(request, count)
         else:  # 0, everything: only while everything is within one page
-            length = (await backend.stream_info(stream)).length
+            length = (await backend.stream_info(stream)).header.length
             most = services.settings.rest_max_count
             if length > most or any(g.pending > most for g in await backend.groups(stream)):
                 raise CommandError.err(

@@ -80,7 +80,7 @@ async def _positions(services: Services, keys: list[str], last_id: str) -> dict[
     positions: dict[str, StreamID] = {}
     for key in keys:
         info = await stream_info(backend, key)
-        positions[key] = info.last_generated_id if info is not None else MIN_ID
+        positions[key] = info.header.last_generated_id if info is not None else MIN_ID
     return positions
 
 

@@ -97,10 +97,10 @@ def trimmed_before(info: StreamInfo | None, after: StreamID) -> tuple[bool, Stre
     gap even if nothing lay between it and the first entry. Past that point gaps are found
     exactly (``_replay`` and ``StreamTail`` know which entry comes next, or how many).
     """
-    if info is None or info.entries_added <= info.length:
+    if info is None or info.header.entries_added <= info.header.length:
         return False, None
     if info.first_entry is None:
-        return after < info.last_generated_id, None
+        return after < info.header.last_generated_id, None
     first = info.first_entry.id
     following = after.incr()
     return following is not None and following < first, first
@@ -174,7 +174,7 @@ class StreamTail:
         try:
             info = await stream_info(self.backend, self.key)
             if info is not None:
-                self.cursor, self.added = info.last_generated_id, info.entries_added
+                self.cursor, self.added = info.header.last_generated_id, info.header.entries_added
             else:
                 self.added = 0
             self.started.set_result(None)
@@ -221,10 +221,10 @@ class StreamTail:
             return None
         info = await stream_info(backend, key)
         last = got[-1].id
-        if info is None or info.last_generated_id < last:
+        if info is None or info.header.last_generated_id < last:
             # Deleted (and maybe created again) since the read: nothing to count against.
             return Batch(self.seq + 1, cursor, last, False, self._encode(got)), None
-        upto, added = info.last_generated_id, info.entries_added
+        upto, added = info.header.last_generated_id, info.header.entries_added
         entries = got if last == upto else got + await range_between(backend, key, last, upto)
         # A count below the last one: the stream was deleted and created again meanwhile, so
         # this round has nothing to count against; from here on, the new stream's count.

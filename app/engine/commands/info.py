@@ -23,6 +23,7 @@ from app.engine.replies import (
     Help,
     PendingDelivery,
     StreamFullInfo,
+    StreamHeader,
     StreamInfo,
 )
 from app.engine.stream import Entry, Stream
@@ -51,10 +52,18 @@ def _stream(ks: Keyspace, key: str) -> Stream:
     return stream
 
 
-def _tree(stream: Stream) -> tuple[int, int]:
+def _header(s: Stream) -> StreamHeader:
     # Redis reports its radix tree's key and node counts; ours is a list of nodes.
-    keys = len(stream.nodes)
-    return keys, keys + 1
+    keys = len(s.nodes)
+    return StreamHeader(
+        length=s.length,
+        radix_tree_keys=keys,
+        radix_tree_nodes=keys + 1,
+        last_generated_id=s.last_id,
+        max_deleted_entry_id=s.max_deleted_id,
+        entries_added=i64(s.entries_added),
+        recorded_first_entry_id=s.first_id,
+    )
 
 
 def _entry(s: Stream, sid: StreamID) -> Entry | None:
@@ -68,15 +77,8 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
     # live SSE tails ask for XINFO STREAM once per batch (their count of entries_added).
     first = _entry(s, s.first_id)
     last = _entry(s, s.last_valid_id())
-    rkeys, rnodes = _tree(s)
     return StreamInfo(
-        length=s.length,
-        radix_tree_keys=rkeys,
-        radix_tree_nodes=rnodes,
-        last_generated_id=s.last_id,
-        max_deleted_entry_id=s.max_deleted_id,
-        entries_added=i64(s.entries_added),
-        recorded_first_entry_id=s.first_id,
+        header=_header(s),
         groups=len(s.groups),
         first_entry=first,
         last_entry=last,
@@ -127,15 +129,8 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
                 consumers=consumers,
             )
         )
-    rkeys, rnodes = _tree(s)
     return StreamFullInfo(
-        length=s.length,
-        radix_tree_keys=rkeys,
-        radix_tree_nodes=rnodes,
-        last_generated_id=s.last_id,
-        max_deleted_entry_id=s.max_deleted_id,
-        entries_added=i64(s.entries_added),
-        recorded_first_entry_id=s.first_id,
+        header=_header(s),
         entries=s.range(count=count),
         groups=groups,
     )

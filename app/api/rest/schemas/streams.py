@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
@@ -68,10 +70,8 @@ class StreamPage(BaseModel):
     next_cursor: int | None = Field(description="Pass as `cursor` for the next page.")
 
 
-class StreamInfo(BaseModel):
-    """XINFO STREAM."""
-
-    model_config = ConfigDict(json_schema_extra={"examples": [_INFO_EXAMPLE]})
+class _StreamHeader(BaseModel):
+    """The stream's name, then the fields XINFO STREAM and XINFO STREAM FULL begin with."""
 
     name: str
     length: int
@@ -81,6 +81,27 @@ class StreamInfo(BaseModel):
     max_deleted_entry_id: str
     entries_added: int
     recorded_first_entry_id: str
+
+
+def _header(name: str, h: replies.StreamHeader) -> dict[str, Any]:
+    """``_StreamHeader``'s fields from the engine's header, shaped once for both resources."""
+    return {
+        "name": name,
+        "length": h.length,
+        "radix_tree_keys": h.radix_tree_keys,
+        "radix_tree_nodes": h.radix_tree_nodes,
+        "last_generated_id": format_id(h.last_generated_id),
+        "max_deleted_entry_id": format_id(h.max_deleted_entry_id),
+        "entries_added": h.entries_added,
+        "recorded_first_entry_id": format_id(h.recorded_first_entry_id),
+    }
+
+
+class StreamInfo(_StreamHeader):
+    """XINFO STREAM."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_INFO_EXAMPLE]})
+
     groups: int
     first_entry: Entry | None
     last_entry: Entry | None
@@ -112,7 +133,7 @@ class GroupFull(BaseModel):
     consumers: list[ConsumerFull]
 
 
-class StreamFullInfo(BaseModel):
+class StreamFullInfo(_StreamHeader):
     """XINFO STREAM FULL: entries, groups, their PELs and consumers (each list bounded)."""
 
     model_config = ConfigDict(
@@ -165,14 +186,6 @@ class StreamFullInfo(BaseModel):
         }
     )
 
-    name: str
-    length: int
-    radix_tree_keys: int
-    radix_tree_nodes: int
-    last_generated_id: str
-    max_deleted_entry_id: str
-    entries_added: int
-    recorded_first_entry_id: str
     entries: list[Entry]
     groups: list[GroupFull]
 
@@ -180,10 +193,10 @@ class StreamFullInfo(BaseModel):
 def stream_summary(name: str, i: replies.StreamInfo) -> StreamSummary:
     return StreamSummary(
         name=name,
-        length=i.length,
+        length=i.header.length,
         groups=i.groups,
-        last_generated_id=format_id(i.last_generated_id),
-        entries_added=i.entries_added,
+        last_generated_id=format_id(i.header.last_generated_id),
+        entries_added=i.header.entries_added,
         first_entry_id=format_id(i.first_entry.id) if i.first_entry else None,
         last_entry_id=format_id(i.last_entry.id) if i.last_entry else None,
     )
@@ -196,14 +209,7 @@ def entry(e: EngineEntry, form: FieldsForm) -> Entry:
 
 def stream_info(name: str, i: replies.StreamInfo, form: FieldsForm) -> StreamInfo:
     return StreamInfo(
-        name=name,
-        length=i.length,
-        radix_tree_keys=i.radix_tree_keys,
-        radix_tree_nodes=i.radix_tree_nodes,
-        last_generated_id=format_id(i.last_generated_id),
-        max_deleted_entry_id=format_id(i.max_deleted_entry_id),
-        entries_added=i.entries_added,
-        recorded_first_entry_id=format_id(i.recorded_first_entry_id),
+        **_header(name, i.header),
         groups=i.groups,
         first_entry=entry(i.first_entry, form) if i.first_entry else None,
         last_entry=entry(i.last_entry, form) if i.last_entry else None,
@@ -221,14 +227,7 @@ def _delivery(p: replies.PendingDelivery) -> PendingDelivery:
 
 def stream_full_info(name: str, i: replies.StreamFullInfo, form: FieldsForm) -> StreamFullInfo:
     return StreamFullInfo(
-        name=name,
-        length=i.length,
-        radix_tree_keys=i.radix_tree_keys,
-        radix_tree_nodes=i.radix_tree_nodes,
-        last_generated_id=format_id(i.last_generated_id),
-        max_deleted_entry_id=format_id(i.max_deleted_entry_id),
-        entries_added=i.entries_added,
-        recorded_first_entry_id=format_id(i.recorded_first_entry_id),
+        **_header(name, i.header),
         entries=[entry(e, form) for e in i.entries],
         groups=[
             GroupFull(
