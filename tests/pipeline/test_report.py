@@ -33,8 +33,13 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.pipeline.report import compute_report, run_report
-from app.pipeline.report_model import (
+from tests.pipeline.conftest import need
+
+# app.pipeline imports pyarrow: without it, skip the module (or fail: see conftest).
+need("pyarrow")
+
+from app.pipeline.report import compute_report, run_report  # noqa: E402
+from app.pipeline.report_model import (  # noqa: E402
     Bucket,
     NoEntriesError,
     ReportOptionError,

@@ -19,17 +19,16 @@ from http import HTTPStatus
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
-from starlette.datastructures import QueryParams
 
 from app.access import check_keys
 from app.api.access_gate import principal_of
-from app.api.binary import encode_json, loads, query_pairs, quote_name
-from app.api.deps import read_body, wait_for_disconnect
+from app.api.binary import encode_json, query_pairs, quote_name
+from app.api.deps import wait_for_disconnect
 from app.api.rest.models import MODELS, model_of
+from app.api.rest.request import RestRequest
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
 from app.api.services import services_of
@@ -80,8 +79,9 @@ _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 class RestRoute(APIRoute):
     """A /v1 route: what the command endpoint does around each command, done once here.
 
-    - The body is read through ``read_body``, so ``max_body_bytes`` holds (413) before
-      FastAPI buffers and parses it.
+    - FastAPI gets a ``RestRequest`` (app/api/rest/request): its body is read through
+      ``read_body``, so ``max_body_bytes`` holds (413) before FastAPI buffers and parses it,
+      and a malformed JSON body is a 422.
     - A write (any method but GET) is refused while storage cannot make it durable (503).
     - Every answer, reads and errors included, waits until the journal records behind the
       stream it is about are durable (``Durability.wait_visible``), as on the command
@@ -91,7 +91,7 @@ class RestRoute(APIRoute):
     - The caller must be granted what the Redis command the operation models needs
       (``routes.models``) on the stream in the path, or on every stream a multi-stream read
       names (``app.access``): else 403, before the body is even read.
-    - Query values keep bytes that are not UTF-8 (``query_pairs``), as paths do (``RawPaths``).
+    - Query values keep bytes that are not UTF-8 (``RestRequest.query_params``), as paths do.
     - The response model is encoded here (``_encoded``), in the one representation of such
       bytes: pydantic's JSON cannot write a lone surrogate.
     """
@@ -110,20 +110,17 @@ class RestRoute(APIRoute):
         model = self.model
 
         async def rest(request: Request) -> Response:
+            request = RestRequest(request.scope, request.receive)
             durability = services_of(request).durability
             stream = request.path_params.get("stream")
             keys = None if stream is None else [stream]
-            query: bytes = request.scope["query_string"]
-            if b"%" in query:
-                request._query_params = QueryParams(query_pairs(query))
             principal = principal_of(request.scope)
             if not principal.unrestricted:
                 # The stream in the path, or the streams a multi-stream read names.
                 named = keys if keys is not None else request.query_params.getlist("stream")
                 check_keys(principal, model, named or None)
             if request.method in _WRITES:
-                request._body = await read_body(request)
-                _decode_json(request)
+                await request.load_body()
                 durability.check_writable()
             try:
                 response = await handler(request)
@@ -264,35 +261,6 @@ def next_link(request: Request, **params: str | int) -> str:
     query = "&".join(f"{quote_name(k)}={quote_name(v)}" for k, v in pairs)
     path = (request.scope.get("raw_path") or request.url.path.encode()).decode("latin-1")
     return f'<{path}?{query}>; rel="next"'
-
-
-def _decode_json(request: Request) -> None:
-    """Parse a JSON body before FastAPI does, so that every malformed one is a 422.
-
-    FastAPI's own parse (the stdlib's) turns only a syntax error into a 422: a body that is
-    not UTF-8, or nested past the stdlib's recursion limit, became a 400 "error parsing the
-    body" (or a RecursionError). orjson refuses all of them alike (nesting past 1024, NaN),
-    the strict fallback that reads ``\\udcNN`` escapes likewise, and FastAPI then uses the
-    document found here (Starlette's ``Request.json`` cache).
-    """
-    body: bytes = request._body
-    media = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    if not body or not (media == "application/json" or media.endswith("+json")):
-        return
-    try:
-        request._json = loads(body)  # orjson, then the reader of \udcNN escapes (app/api/binary)
-    except (ValueError, RecursionError) as e:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "json_invalid",
-                    "loc": ("body", getattr(e, "pos", 0)),
-                    "msg": "JSON decode error",
-                    "input": {},
-                    "ctx": {"error": getattr(e, "msg", type(e).__name__)},
-                }
-            ]
-        ) from None
 
 
 def router(prefix: str, tag: str) -> APIRouter:
