@@ -83,7 +83,6 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from app.backends import redis_caps as caps
 from app.backends.base import Gone, JsonReply
 from app.backends.errors import (
     BackendUnavailable,
@@ -92,7 +91,8 @@ from app.backends.errors import (
     ReplicasUnavailable,
     classify_reply,
 )
-from app.backends.redis_caps import LUA_HELPERS
+from app.backends.redis import caps
+from app.backends.redis.caps import LUA_HELPERS
 from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
