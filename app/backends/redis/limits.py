@@ -204,14 +204,12 @@ def _script_reply(limits: Limits, command: str, group: str | None = None) -> Cal
     """A limit script's reply: ``{1, reply}`` is the command's, ``{0, ...}`` refused past
     the reply limit, ``{2}`` a consumer too many in ``group``."""
 
-    def finish(raw: Raw) -> Raw:
+    def refusal(raw: Raw) -> CommandError:
         if raw[0] == 2 and group is not None:
-            raise limits.too_many_consumers(group)
-        if raw[0] != 1:
-            raise limits.too_large(command)
-        return raw[1] if len(raw) > 1 else None
+            return limits.too_many_consumers(group)
+        return limits.too_large(command)
 
-    return finish
+    return caps.ran(refusal)
 
 
 def _capped_list(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]:

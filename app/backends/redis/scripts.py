@@ -295,4 +295,5 @@ return {1, reply}
 
 
 def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
-    return ["EVAL", script, len(keys), *map(_b, keys), *args]
+    """``eval_line`` for keys given as text."""
+    return eval_line(script, [_b(k) for k in keys], args)
