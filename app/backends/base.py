@@ -6,7 +6,7 @@ a store or a Redis connection themselves. Two implementations stand behind it:
 - ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL.
   Its replies are made to wait for durability by the surface (``Durability.wait_visible``,
   which also covers error replies), as the journal's fsync mode says.
-- ``RedisBackend`` (app/backends/redis.py): redis-server or Redis Cluster through redis-py's
+- ``RedisBackend`` (app/backends/redis/): redis-server or Redis Cluster through redis-py's
   asyncio clients. Redis decides the semantics; a write returns once Redis replied (and, with
   ``wait_replicas``, once enough replicas confirmed).
 

@@ -16,7 +16,8 @@ from app.backends.errors import (
     ReplicasUnavailable,
     fault_of,
 )
-from app.backends.redis import RedisBackend, _error
+from app.backends.redis import RedisBackend
+from app.backends.redis.parse import _error
 from app.backends.shards import ShardHealth, assess, readiness_fields
 from app.engine.errors import (
     BusyGroup,

@@ -391,7 +391,7 @@ async def _replay(
         }
         if outbox.reason is not None:
             # Closed while reading (its source is cancelled then, but a cancellation can be
-            # lost on the way: see app/backends/redis.py): joining now would keep it live on
+            # lost on the way: see app/backends/redis/routing.py): joining now would keep it live on
             # its tails, and them running, until an entry found the outbox closed.
             return None
         gaps: list[tuple[str, StreamID | None]] = []

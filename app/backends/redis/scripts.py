@@ -1,38 +1,15 @@
-"""Listings and caps in front of Redis: the engine's numbers and texts (app/engine/limits.py).
+"""The Lua scripts the Redis backend sends, in one place.
 
-redis-server lists every group (XINFO GROUPS, XINFO STREAM FULL) and every consumer (XINFO
-CONSUMERS) whatever their number, and has no cap on either. The embedded engine bounds both
-(``max_reply_entries``, ``max_stream_groups``, ``max_group_consumers``); so does this front-end,
-with the same limits and texts, through Lua scripts that count first and act after, in one
-step on the key's slot:
-
-- a listing is counted from a small reply (XINFO STREAM's ``groups``, XINFO GROUPS' row of
-  the group) before it is built; past the limit nothing is sent back but a refusal. A page of
-  names (REST) is cut in the script: the front-end never takes in more than the page;
-- XGROUP CREATE / CREATECONSUMER run, and are undone in the same script when they took the
-  stream past its cap (so Redis's own errors keep their order: key, ID, BUSYGROUP);
-- XCLAIM, XAUTOCLAIM and XREADGROUP naming a consumer the group does not hold are refused
-  when the group holds its most, before they run. The exception: an XREADGROUP that the
-  reply limit's script (``_GROUP_READ``) does not run (it blocks, or its COUNT is within
-  the limit) is checked by a script of its own just before it is sent, so a consumer that
-  another front-end adds in between may take the group past its cap;
-- RESTORE runs, and when the stream it made holds too many groups or consumers, the key gets
-  back what it held before (DUMP and PTTL taken first), so a refused RESTORE changes nothing.
-
-A script answers ``{1, reply}`` when the command ran, else ``{0, ...}`` (refused); the
-callers here turn that into the engine's error.
+A script decides nothing: it only makes a sequence of Redis commands atomic on one key's slot
+(count first, then act), so a refusal changes nothing. The engine's numbers and texts stay in
+app/engine/limits.py; callers pass them in as ARGV.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from app.engine.errors import CommandError
-from app.engine.limits import LISTING_HINT, Limits
-
-Raw = Any  # a RESP reply as redis-py gives it without callbacks
-Arg = str | bytes | int
+from app.backends.redis.parse import Arg, _b
 
 # Lua helpers shared by the scripts: whether ``consumer`` would be one too many in ``group``
 # of ``key`` (a key, group or consumer that is not there counts as room: the command then
@@ -193,81 +170,130 @@ return {1, reply}
 """
 )
 
-Finish = Callable[[Raw], Raw]
-
 
 def eval_line(script: str, keys: Sequence[Arg], args: Sequence[Arg]) -> list[Arg]:
     return ["EVAL", script, len(keys), *keys, *args]
 
 
-def ran(refusal: Callable[[Raw], CommandError]) -> Finish:
-    """A script's reply: ``{1, reply}`` is the command's; any other is refused with the
-    error ``refusal`` makes of it."""
+# Decide nothing here: these scripts only make a sequence of Redis commands atomic.
+PROBE = """
+local t = redis.call('TYPE', KEYS[1])['ok']
+local now = redis.call('TIME')
+if t == 'none' then return {'', now[1], now[2]} end
+if t ~= 'stream' then return {'WRONGTYPE', now[1], now[2]} end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then return {info[i + 1], now[1], now[2]} end
+end
+return redis.error_reply('ERR no last-generated-id in XINFO STREAM')
+"""
 
-    def finish(raw: Raw) -> Raw:
-        if raw[0] != 1:
-            raise refusal(raw)
-        return raw[1] if len(raw) > 1 else None
+APPEND = """
+local key = KEYS[1]
+local t = redis.call('TYPE', key)['ok']
+if ARGV[1] == '' then
+  if t ~= 'none' then return 0 end
+else
+  if t ~= 'stream' then return 0 end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' and info[i + 1] ~= ARGV[1] then return 0 end
+  end
+end
+local out = {}
+local i = 3
+for j = 1, tonumber(ARGV[2]) do
+  local n = tonumber(ARGV[i])
+  out[j] = redis.call('XADD', key, unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return out
+"""
 
-    return finish
+DELETE_STREAM = """
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then return 0 end
+if t ~= 'stream' then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+return redis.call('DEL', KEYS[1])
+"""
+
+# Limits (see limits.py): count at most ARGV[2] entries the read would answer
+# (KEYS of one slot; ``>``: after the group's last-delivered-id; an ID: the consumer's
+# pending after it), then, unless counting only, run XREADGROUP when they are fewer. A key,
+# group or ID that is not there or not valid counts 0: XREADGROUP then gives Redis's error.
+# ARGV: mode ('count' | 'read'), cap, group, consumer, n, the n words of XREADGROUP's head,
+# the IDs, and max_group_consumers (0: none). Replies {1, XREADGROUP's reply}, {0, how many}
+# when refused, or how many ('count'); {2} (-1 counting) when the consumer would be one too
+# many in one of the groups.
+GROUP_READ = (
+    LUA_HELPERS
+    + """
+local mode, cap, group, consumer = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local nhead = tonumber(ARGV[5])
+local ccap = tonumber(ARGV[6 + nhead + #KEYS] or '0')
+for i = 1, #KEYS do
+  if full(KEYS[i], group, consumer, ccap) then
+    if mode == 'count' then return -1 end
+    return {2}
+  end
+end
+local total = 0
+for i = 1, #KEYS do
+  local left = cap - total
+  if left <= 0 then break end
+  local key, id = KEYS[i], ARGV[5 + nhead + i]
+  local ok, rows = false, nil
+  if id == '>' then
+    local found, groups = pcall(redis.call, 'XINFO', 'GROUPS', key)
+    if found then
+      for _, g in ipairs(groups) do
+        local name, last = nil, nil
+        for j = 1, #g, 2 do
+          if g[j] == 'name' then name = g[j + 1] end
+          if g[j] == 'last-delivered-id' then last = g[j + 1] end
+        end
+        if name == group and last then
+          ok, rows = pcall(redis.call, 'XRANGE', key, '(' .. last, '+', 'COUNT', left)
+        end
+      end
+    end
+  else
+    ok, rows = pcall(redis.call, 'XPENDING', key, group, '(' .. id, '+', left, consumer)
+  end
+  if ok then total = total + #rows end
+end
+if mode == 'count' then return total end
+if total >= cap then return {0, total} end
+local argv = {}
+for j = 1, nhead do argv[j] = ARGV[5 + j] end
+argv[#argv + 1] = 'STREAMS'
+for i = 1, #KEYS do argv[#argv + 1] = KEYS[i] end
+for i = 1, #KEYS do argv[#argv + 1] = ARGV[5 + nhead + i] end
+local reply = redis.pcall(unpack(argv))
+if type(reply) == 'table' and reply.err then return reply end
+return {1, reply}
+"""
+)
+
+# XAUTOCLAIM with a COUNT past the limit (ARGV[1]): refused ({0}) when more than the limit
+# are pending from its start ID on, or ({2}) when its consumer would be one more than
+# ARGV[2] in the group (0: no cap). ARGV[3..]: the command's words after the key.
+AUTOCLAIM = (
+    LUA_HELPERS
+    + """
+local limit = tonumber(ARGV[1])
+if full(KEYS[1], ARGV[3], ARGV[4], tonumber(ARGV[2])) then return {2} end
+local ok, rows = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[3], ARGV[6], '+', limit + 1)
+if ok and #rows > limit then return {0} end
+local reply = redis.pcall('XAUTOCLAIM', KEYS[1], unpack(ARGV, 3))
+if type(reply) == 'table' and reply.err then return reply end
+return {1, reply}
+"""
+)
 
 
-def listing(
-    limits: Limits, key: bytes, group: bytes | None, start: bytes, count: int
-) -> tuple[list[Arg], Finish]:
-    """XINFO GROUPS (``group`` None) or CONSUMERS: whole (``count`` 0) within the reply
-    limit, or one page of at most ``count`` rows from ``start`` on."""
-    what = "GROUPS" if group is None else "CONSUMERS"
-    args: list[Arg] = [what, limits.reply_entries, start, count]
-    if group is not None:
-        args.append(group)
-    command = f"xinfo {what.lower()}"
-    return eval_line(LISTING, [key], args), ran(lambda _: limits.too_large(command, LISTING_HINT))
-
-
-def full_info(limits: Limits, key: bytes, count: int) -> tuple[list[Arg], Finish]:
-    """XINFO STREAM FULL COUNT ``count``: its groups and consumers always within the reply
-    limit; its entries and PELs too when ``count`` could pass it."""
-    deep = 1 if limits.past(count) else 0
-
-    def refusal(raw: Raw) -> CommandError:
-        hint = LISTING_HINT if raw[0] == 2 else None
-        return limits.too_large("xinfo stream full", hint)
-
-    return eval_line(FULL_INFO, [key], [limits.reply_entries, count, deep]), ran(refusal)
-
-
-def new_group(limits: Limits, key: str, line: list[Arg]) -> tuple[list[Arg], Finish]:
-    """XGROUP CREATE (``line``, encoded) within ``max_stream_groups``."""
-    args: list[Arg] = ["groups", limits.stream_groups, *line]
-    return eval_line(NEW_MEMBER, [line[2]], args), ran(lambda _: limits.too_many_groups(key))
-
-
-def new_consumer(limits: Limits, group: str, line: list[Arg]) -> tuple[list[Arg], Finish]:
-    """XGROUP CREATECONSUMER (``line``, encoded) within ``max_group_consumers``."""
-    args: list[Arg] = ["consumers", limits.group_consumers, *line]
-    return eval_line(NEW_MEMBER, [line[2]], args), ran(lambda _: limits.too_many_consumers(group))
-
-
-def room_then(
-    limits: Limits, keys: Sequence[Arg], group: str, consumer: Arg, line: list[Arg]
-) -> tuple[list[Arg], Finish]:
-    """``line`` (XCLAIM, XAUTOCLAIM, XREADGROUP; empty: only the check) unless ``consumer``
-    would be one too many in ``group`` of one of ``keys``."""
-    args: list[Arg] = [limits.group_consumers, group.encode("utf-8", "surrogateescape")]
-    args += [consumer, *line]
-    return eval_line(ROOM_THEN, keys, args), ran(lambda _: limits.too_many_consumers(group))
-
-
-def restore(limits: Limits, line: list[Arg]) -> tuple[list[Arg], Finish]:
-    """RESTORE (``line``, encoded) within the group and consumer caps."""
-
-    def refusal(raw: Raw) -> CommandError:
-        try:
-            limits.check_restored(int(raw[1]), int(raw[2]))
-        except CommandError as e:
-            return e
-        return CommandError.err("RESTORE refused")  # not reached: the script counted alike
-
-    args: list[Arg] = [limits.stream_groups, limits.group_consumers, *line[2:]]
-    return eval_line(RESTORE, [line[1]], args), ran(refusal)
+def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
+    """``eval_line`` for keys given as text."""
+    return eval_line(script, [_b(k) for k in keys], args)

@@ -1,0 +1,209 @@
+"""Blocking reads on connections of their own, and XREAD / XREADGROUP split by slot.
+
+- Blocking reads (``read`` with ``block_ms``, XREAD / XREADGROUP BLOCK through ``command``)
+  each hold a connection of their own from a bounded set (``block_connections``); none free
+  raises ``BlockPoolExhausted`` at once. A read whose client left, or that was cancelled, has
+  its connection closed, never reused: Redis may still answer on it.
+- Redis Cluster: a multi-key XREAD / XREADGROUP is split by slot and the parts merged, keys in
+  the order given. A blocking one over several slots waits on all and answers with the first
+  that has something (plus any that are ready by then); an XREADGROUP ``>`` raced out that way
+  may have been delivered by Redis all the same: its entries stay pending (XCLAIM them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Awaitable, Sequence
+
+from redis.asyncio import ConnectionPool
+from redis.asyncio.cluster import ClusterNode
+from redis.exceptions import (
+    AskError,
+    MovedError,
+    ResponseError,
+)
+
+from app.backends.base import Gone
+from app.backends.errors import (
+    BlockPoolExhausted,
+    RedisUnavailable,
+)
+from app.backends.redis.parse import (
+    Arg,
+    Raw,
+    _b,
+    _error,
+    _s,
+)
+from app.backends.redis.routing import (
+    _UNREACHABLE,
+    Router,
+    T,
+    _cancellable,
+)
+from app.engine.waiting import ClientGone
+
+
+class Blocking(Router):
+    """Blocking reads over ``Router``: the pool of connections they hold, and the split by slot."""
+
+    def _reserve(self, n: int) -> None:
+        if self._blocking + n > self.block_connections:
+            raise BlockPoolExhausted(self.block_connections)
+        self._blocking += n
+
+    def _block_pool(self, node: ClusterNode | None) -> ConnectionPool:
+        name = node.name if node is not None else ""
+        pool = self._block_pools.get(name)
+        if pool is None:
+            pool = self._block_pools[name] = self._new_block_pool(node)
+        return pool
+
+    async def _blocking_call(self, key: str, args: list[Arg]) -> Raw:
+        """One blocking command on a connection of its own (the caller reserved it), on the
+        node serving ``key`` (once more after a MOVED / ASK: nothing ran)."""
+        for attempt in range(2):
+            try:
+                return await self._block_on(self._node(key), args)
+            except (MovedError, AskError) as e:
+                if attempt or not self._cluster:
+                    raise _error(e) from None
+                await self._c.nodes_manager.initialize()
+        raise AssertionError("unreachable")
+
+    async def _block_on(self, node: ClusterNode | None, args: list[Arg]) -> Raw:
+        """Unless Redis answered, the connection is closed before it goes back to its pool:
+        a late reply must never reach the next command sent on it."""
+        pool = self._block_pool(node)
+        try:
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+        except _UNREACHABLE as e:
+            raise RedisUnavailable(str(e)) from None
+        answered = False
+        try:
+            await _cancellable(conn.send_command(*args))  # not blocked for BLOCK's time
+            try:
+                # BLOCK decides how long: no socket timeout (redis-py's default is 5 s).
+                reply = await _cancellable(conn.read_response(timeout=math.inf))
+            except (MovedError, AskError):
+                answered = True
+                raise
+            except ResponseError as e:
+                answered = True
+                raise _error(e, args) from None
+            answered = True
+            return reply
+        except _UNREACHABLE as e:
+            raise RedisUnavailable(str(e)) from None
+        finally:
+            if not answered:
+                await conn.disconnect()
+            await pool.release(conn)
+
+    async def _until_gone(self, aw: Awaitable[T], gone: Gone | None) -> T:
+        """``aw``, unless the client leaves first (then ``ClientGone``; ``aw`` is cancelled)."""
+        if gone is None:
+            return await aw  # a cancelled caller cancels the read: its connection is closed
+        task = asyncio.ensure_future(aw)
+        left = asyncio.ensure_future(gone())
+        try:
+            done, _ = await asyncio.wait({task, left}, return_when=asyncio.FIRST_COMPLETED)
+            if task in done:
+                return task.result()
+            raise ClientGone()
+        finally:
+            left.cancel()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def _xread(
+        self,
+        head: list[Arg],
+        keys: list[str],
+        ids: list[Arg],
+        block: bool,
+        group: bool,
+        gone: Gone | None,
+    ) -> Raw:
+        """XREAD / XREADGROUP: ``head`` is the command and its options (BLOCK included when
+        ``block``), then ``STREAMS keys ids``. Split by slot in a cluster, merged in key order."""
+        parts: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            parts.setdefault(self._slot(key), []).append(i)
+
+        def argv(idx: list[int], h: list[Arg]) -> list[Arg]:
+            return [*h, "STREAMS", *(_b(keys[i]) for i in idx), *(ids[i] for i in idx)]
+
+        groups = list(parts.values())
+        if not block:
+            replies = await asyncio.gather(
+                *(self._call(keys[idx[0]], *argv(idx, head)) for idx in groups)
+            )
+            return _merge(keys, replies)
+        if len(groups) > 1 and group:
+            # Serve what is there now first: a raced-out XREADGROUP may lose a delivery.
+            now = _without_block(head)
+            replies = await asyncio.gather(
+                *(self._call(keys[idx[0]], *argv(idx, now)) for idx in groups)
+            )
+            merged = _merge(keys, replies)
+            if merged is not None:
+                return merged
+        self._reserve(len(groups))
+        try:
+            calls = [self._blocking_call(keys[idx[0]], argv(idx, head)) for idx in groups]
+            return await self._until_gone(_first_answer(keys, calls), gone)
+        finally:
+            self._blocking -= len(groups)
+
+
+def _without_block(head: list[Arg]) -> list[Arg]:
+    out: list[Arg] = []
+    skip = False
+    for h in head:
+        if skip:
+            skip = False
+            continue
+        if isinstance(h, str | bytes) and _s(h).lower() == "block":
+            skip = True
+            continue
+        out.append(h)
+    return out
+
+
+def _merge(keys: list[str], replies: Sequence[Raw]) -> Raw:
+    """Parts of an XREAD reply from several slots, as one reply: streams in the order of
+    ``keys``; nil when no part has anything."""
+    found: dict[str, Raw] = {}
+    for reply in replies:
+        for item in reply or []:
+            found[_s(item[0])] = item
+    if not found:
+        return None
+    return [found[k] for k in dict.fromkeys(keys) if k in found]
+
+
+async def _first_answer(keys: list[str], calls: Sequence[Awaitable[Raw]]) -> Raw:
+    """Blocking reads on several slots: the first non-nil answer, with any others already
+    in; nil when all timed out. The rest are cancelled (their connections closed)."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            ready = [t.result() for t in done]  # an error reply raises here
+            if any(r is not None for r in ready):
+                ready += [t.result() for t in pending if t.done()]
+                return _merge(keys, ready)
+        return None
+    finally:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await t

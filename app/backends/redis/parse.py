@@ -1,0 +1,186 @@
+"""Bytes, IDs, errors and replies: what goes to Redis and what comes back, as the engine's types.
+
+Bytes are bytes: names and values are ``str`` holding non-UTF-8 bytes as lone surrogates
+(``surrogateescape``, app/api/binary.py); they are encoded that way on the way out and decoded
+that way on the way back. redis-py runs without response callbacks, so a reply is RESP as sent
+(bulk and simple strings as bytes, integers, nils, arrays, errors), in RESP2 as the command
+endpoint answers (redis-py 8 would speak RESP3, whose maps and sets shape otherwise). The
+parsers here turn it into the engine's reply objects, so every surface shapes them as it
+shapes the embedded engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import (
+    ResponseError,
+)
+
+from app.backends.base import JsonReply
+from app.backends.errors import (
+    classify_reply,
+)
+from app.engine.errors import CommandError
+from app.engine.ids import StreamID
+from app.engine.replies import (
+    MissingEntry,
+    Status,
+    StreamHeader,
+    StreamInfo,
+    StreamRead,
+)
+from app.engine.stream import Entry
+
+Raw = Any  # a RESP reply as redis-py's parser gives it without callbacks
+Arg = str | bytes | int
+
+
+def _b(s: str) -> bytes:
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _s(b: Raw) -> str:
+    if isinstance(b, bytes):
+        return b.decode("utf-8", "surrogateescape")
+    return str(b)
+
+
+def _id(sid: StreamID) -> bytes:
+    return f"{sid.ms}-{sid.seq}".encode()
+
+
+def _sid(raw: Raw) -> StreamID:
+    ms, _, seq = _s(raw).partition("-")
+    return StreamID(int(ms), int(seq))
+
+
+def _opt_sid(raw: Raw) -> StreamID | None:
+    return None if raw is None else _sid(raw)
+
+
+def _text(exc: ResponseError) -> str:
+    """Redis's error text: redis-py strips a known code (``ERR``) into ``status_code``."""
+    msg = str(exc.args[0]) if exc.args else ""
+    code = getattr(exc, "status_code", None)
+    return f"{code} {msg}" if code else msg
+
+
+def _error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
+    """The engine's class for a Redis error text (``classify``: one table for both
+    backends), so every surface answers an error alike whichever backend made it. ``args``:
+    the command that failed, whose names the text may quote (``_quoted_bytes``). A refusal
+    for a passing state of Redis's (CLUSTERDOWN, LOADING, READONLY...) is ``RedisFault``:
+    the backend's trouble, not the request's."""
+    return classify_reply(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
+
+
+def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
+    """hiredis decodes an error reply with ``errors="replace"``: a key or group name that is
+    not UTF-8, quoted in the text ("No such key 's\ufffd'"), lost its bytes. Each argument
+    that is not UTF-8 is put back as the embedded engine quotes it (surrogateescape). UTF-8
+    decoding resynchronises on the ASCII quotes around a name, so the argument decoded alone
+    with "replace" is exactly what the text holds."""
+    if "\ufffd" not in text:
+        return text
+    for a in args:
+        raw = _b(a) if isinstance(a, str) else a
+        if not isinstance(raw, bytes):
+            continue
+        lossy = raw.decode("utf-8", "replace")
+        if "\ufffd" in lossy:
+            text = text.replace(lossy, raw.decode("utf-8", "surrogateescape"))
+    return text
+
+
+def _reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
+    """A command's raw reply in the command endpoint's shape. redis-py does not say whether a
+    string came as a simple string (``+OK``) or a bulk one, and the endpoint must (Upstash's
+    base64 encoding leaves simple strings alone): TYPE, PING without a message and every
+    top-level ``OK`` (XGROUP CREATE, XSETID, RESTORE, FLUSHDB...) are simple strings, as the
+    engine's commands answer them; a bulk ``OK`` at the top level only comes from PING or
+    ECHO with that message."""
+    if isinstance(r, bytes) and (
+        name == "type"
+        or (name == "ping" and len(args) == 1)
+        or (r == b"OK" and name not in ("ping", "echo"))
+    ):
+        return Status(_s(r))
+    return _json(r)
+
+
+def _json(r: Raw) -> JsonReply:
+    """A raw reply in the command endpoint's JSON shape: bulk and simple strings as text,
+    integers, nil as None, arrays as lists; an error inside an array as ``CommandError``."""
+    if isinstance(r, bytes):
+        return _s(r)
+    if isinstance(r, list):
+        return [_json(x) for x in r]
+    if isinstance(r, ResponseError):
+        return _error(r)
+    return r
+
+
+def _map(raw: Raw) -> dict[str, Raw]:
+    it = iter(raw)
+    return {_s(k): v for k, v in zip(it, it, strict=True)}
+
+
+def _entry(raw: Raw) -> Entry:
+    return Entry(_sid(raw[0]), tuple(_s(x) for x in raw[1]))
+
+
+def _entries(raw: Raw) -> list[Entry]:
+    return [_entry(e) for e in raw or []]
+
+
+def _stream_header(m: dict[str, Raw]) -> StreamHeader:
+    """The fields XINFO STREAM and XINFO STREAM FULL share."""
+    return StreamHeader(
+        length=int(m["length"]),
+        radix_tree_keys=int(m["radix-tree-keys"]),
+        radix_tree_nodes=int(m["radix-tree-nodes"]),
+        last_generated_id=_sid(m["last-generated-id"]),
+        max_deleted_entry_id=_sid(m["max-deleted-entry-id"]),
+        entries_added=int(m["entries-added"]),
+        recorded_first_entry_id=_sid(m["recorded-first-entry-id"]),
+    )
+
+
+def _stream_info(raw: Raw) -> StreamInfo:
+    """An XINFO STREAM reply."""
+    m = _map(raw)
+    first, last = m["first-entry"], m["last-entry"]
+    return StreamInfo(
+        header=_stream_header(m),
+        groups=int(m["groups"]),
+        first_entry=None if first is None else _entry(first),
+        last_entry=None if last is None else _entry(last),
+    )
+
+
+def _opt_int(raw: Raw) -> int | None:
+    return None if raw is None else int(raw)
+
+
+def _read_reply(raw: Raw) -> list[StreamRead]:
+    out = []
+    for key, entries in raw or []:
+        items: list[Entry | MissingEntry] = [
+            MissingEntry(_sid(e[0])) if e[1] is None else _entry(e) for e in entries
+        ]
+        out.append(StreamRead(_s(key), items))
+    return out
+
+
+def _claimed(raw: Raw, justid: bool) -> list[Entry | StreamID]:
+    if justid:
+        return [_sid(x) for x in raw]
+    return [_entry(e) for e in raw if e is not None]
+
+
+def _argv(args: list[str]) -> list[Arg]:
+    """A command line for redis-py: the command's name as text (its cluster routing looks
+    names up as text; only names the table knows get here), arguments as bytes."""
+    return [args[0], *(_b(a) for a in args[1:])]

@@ -1,0 +1,233 @@
+"""The command endpoint in front of Redis: one command, a pipeline, a transaction.
+
+The engine's command table decides what may run, with its errors (unknown, arity); the rest
+is Redis's. Replies come back in the command endpoint's shape (parse.py).
+
+- Redis Cluster: KEYS, DBSIZE, FLUSHDB / FLUSHALL run on every master (KEYS concatenated,
+  DBSIZE summed); SCAN walks the masters one after another (routing.py). DEL / EXISTS over
+  several slots are summed per slot; any other multi-key command is Redis's (CROSSSLOT). A
+  /multi-exec must name keys of one slot only, else the whole transaction is refused with
+  Redis's CROSSSLOT text.
+- FLUSHALL runs as FLUSHDB: the backend's keyspace is its database, not the whole server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from redis.exceptions import (
+    ResponseError,
+)
+
+from app.backends.base import JsonReply
+from app.backends.errors import (
+    BackendUnavailable,
+    BlockPoolExhausted,
+    RedisUnavailable,
+)
+from app.backends.redis.limits import (
+    _bounded,
+)
+from app.backends.redis.parse import (
+    Arg,
+    Raw,
+    _argv,
+    _b,
+    _error,
+    _reply,
+)
+from app.backends.redis.reads import (
+    Reads,
+)
+from app.engine.commands.table import Command, lookup
+from app.engine.errors import CommandError
+
+CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
+
+
+class Passthrough(Reads):
+    """Raw commands, routed by their keys, within the limits (limits.py)."""
+
+    async def command(self, argv: Sequence[str]) -> JsonReply:
+        args = list(argv)
+        cmd = _known(args)
+        return _reply(cmd.name, args, await self._run(cmd, args))
+
+    async def _run(self, cmd: Command, args: list[str]) -> Raw:
+        name = cmd.name
+        if name in ("xread", "xreadgroup"):
+            return await self._command_read(args)
+        if name == "flushall":
+            args = ["FLUSHDB", *args[1:]]
+            name = "flushdb"
+        bounded = _bounded(self.limits, cmd, args)
+        if bounded is not None:  # one key (or keys of one slot): routed by the first
+            key = (cmd.keys(args) or [args[1]])[0]
+            each = self._write if cmd.writes or bounded.writes else self._call
+            return bounded.finish(await each(key, *bounded.line))
+        raw = _argv(args)
+        keys = cmd.keys(args)
+        if not self._cluster or keys == []:
+            if cmd.writes:
+                return await self._write(keys[0] if keys else None, *raw)
+            return await self._call(keys[0] if keys else None, *raw)
+        if keys is None:
+            return await self._everywhere(name, args, raw)
+        if name in ("del", "exists") and len({self._slot(k) for k in keys}) > 1:
+            each = self._write if cmd.writes else self._call
+            total = 0
+            for key in keys:
+                total += int(await each(key, raw[0], _b(key)))
+            return total
+        if cmd.writes:
+            return await self._write(keys[0], *raw)
+        return await self._call(keys[0], *raw)
+
+    async def _everywhere(self, name: str, args: list[str], raw: list[Arg]) -> Raw:
+        """A whole-keyspace command in a cluster (see this module's docstring)."""
+        masters = self._masters()
+        if name == "scan":
+            return await self._cluster_scan(args[1], raw[2:])
+        if name in ("info", "config|get"):
+            return await self._call(None, *raw)
+        replies = [await self._call(None, *raw, node=n) for n in masters]
+        if name == "keys":
+            return [k for r in replies for k in r]
+        if name == "dbsize":
+            return sum(int(r) for r in replies)
+        return replies[0]  # FLUSHDB, CONFIG SET / RESETSTAT: the same answer from each
+
+    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+        """Not atomic. On redis-server, sent on one connection in one round trip (unless one
+        of them may block: those wait their turn one by one, as the embedded endpoint's do);
+        in a cluster, one by one, each routed to its slot. Too few replicas for
+        ``wait_replicas`` fails the whole request (``ReplicasUnavailable``) after every
+        command ran, and so does a command Redis refused for a passing state of its own
+        (``RedisFault``: CLUSTERDOWN, LOADING...): the service's trouble, not one command's.
+        Redis being unreachable, or no connection for a blocking read, fails it at once."""
+        parsed = [list(c) for c in commands]
+        if self._cluster or any(_may_block(a) for a in parsed):
+            out: list[JsonReply | CommandError] = []
+            for argv in parsed:
+                try:
+                    out.append(await self.command(argv))
+                except (RedisUnavailable, BlockPoolExhausted):
+                    raise  # the service's trouble, not one command's: the request fails
+                except CommandError as e:
+                    out.append(e)
+            return _unless_unavailable(out)
+        answers: list[JsonReply | CommandError] = [None] * len(parsed)
+        finish: dict[int, Callable[[Raw], Raw]] = {}
+        sent: list[int] = []
+        lines: list[list[Arg]] = []
+        writes = False
+        for i, args in enumerate(parsed):
+            try:
+                cmd = _known(args)
+            except CommandError as e:
+                answers[i] = e
+                continue
+            if cmd.name == "flushall":
+                args = ["FLUSHDB", *args[1:]]
+            bounded = _bounded(self.limits, cmd, args)
+            if bounded is not None:
+                finish[i] = bounded.finish
+            writes = writes or cmd.writes or (bounded is not None and bounded.writes)
+            sent.append(i)
+            lines.append(_argv(args) if bounded is None else bounded.line)
+        wait = bool(self.wait_replicas and writes)
+        if wait:
+            lines.append(self._wait_args())
+        replies = await self._sequence(None, lines) if lines else []
+        for i, line, r in zip(sent, lines, replies, strict=False):
+            answers[i] = _answer(parsed[i], line, r, finish.get(i))
+        if wait:
+            self._check_acked(replies[-1])
+        return _unless_unavailable(answers)
+
+    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+        parsed = [list(c) for c in commands]
+        cmds = []
+        for args in parsed:
+            try:
+                cmds.append(_known(args))
+            except CommandError as e:
+                raise CommandError(
+                    "EXECABORT Transaction discarded because of previous errors."
+                ) from e
+        first: str | None = None
+        if self._cluster:
+            slots: set[int] = set()
+            for cmd, args in zip(cmds, parsed, strict=True):
+                for key in cmd.keys(args) or []:
+                    slots.add(self._slot(key))
+                    first = first or key
+            if len(slots) > 1:
+                raise CommandError(CROSSSLOT)
+        lines: list[list[Arg]] = [["MULTI"]]
+        finish: list[Callable[[Raw], Raw] | None] = []
+        writes = False
+        for cmd, args in zip(cmds, parsed, strict=True):
+            if cmd.name == "flushall":
+                args = ["FLUSHDB", *args[1:]]
+            bounded = _bounded(self.limits, cmd, args)
+            finish.append(None if bounded is None else bounded.finish)
+            writes = writes or cmd.writes or (bounded is not None and bounded.writes)
+            lines.append(_argv(args) if bounded is None else bounded.line)
+        lines.append(["EXEC"])
+        writes = bool(self.wait_replicas) and writes
+        if writes:
+            lines.append(self._wait_args())
+        replies = await self._sequence(first, lines)
+        result = replies[len(parsed) + 1]
+        if isinstance(result, ResponseError):
+            # EXECABORT for a command refused as it was queued: when Redis refused it for a
+            # passing state (CLUSTERDOWN...), that is the transaction's answer.
+            for queued in replies[1 : len(parsed) + 1]:
+                if isinstance(queued, ResponseError):
+                    _unless_unavailable([_error(queued)])
+            raise _error(result)
+        if writes:
+            self._check_acked(replies[-1])
+        return [
+            _answer(args, line, r, f)
+            for args, line, r, f in zip(parsed, lines[1:], result or [], finish, strict=False)
+        ]
+
+
+def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonReply | CommandError]:
+    """``answers``, unless one of them is the backend's trouble (``BackendUnavailable``):
+    then that is the whole request's error, raised."""
+    for r in answers:
+        if isinstance(r, BackendUnavailable):
+            raise r
+    return answers
+
+
+def _answer(
+    args: list[str], line: list[Arg], r: Raw, finish: Callable[[Raw], Raw] | None
+) -> JsonReply | CommandError:
+    """One reply of a pipeline or a transaction, in the command endpoint's shape."""
+    if isinstance(r, ResponseError):
+        return _error(r, line)
+    if finish is not None:
+        try:
+            r = finish(r)
+        except CommandError as e:
+            return e
+    return _reply(args[0].lower(), line, r)
+
+
+def _known(args: list[str]) -> Command:
+    """The embedded command table decides what may run, with its errors (unknown, arity)."""
+    if not args:
+        raise CommandError.err("empty command")
+    return lookup(args)
+
+
+def _may_block(args: list[str]) -> bool:
+    return (
+        bool(args)
+        and args[0].lower() in ("xread", "xreadgroup")
+        and any(a.lower() == "block" for a in args[1:])
+    )

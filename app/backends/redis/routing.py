@@ -1,0 +1,318 @@
+"""Connections and routing: one command, a sequence on one connection, a script, a write.
+
+- Redis Cluster: a command goes to the master serving its key; a MOVED / ASK for a sequence
+  refreshes the slot map and resends it once. SCAN walks the masters one after another
+  (sorted by address); the cursor carries the master's index in its low 10 bits and that
+  master's own cursor above them, so a cursor is valid while the set of masters stays the same.
+- A caller cancelled while a command is on its way sees ``CancelledError``, even if the reply
+  came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop a
+  cancellation that lands as the send completes (CPython gh-86296), and a task that ignores
+  being cancelled (an event stream whose client left) would run on (``_cancellable``).
+- ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
+  timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
+- Redis's trouble is never the request's: an error reply for a passing state of the server
+  (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING, READONLY... ``FAULT_CODES``) raises
+  ``RedisFault`` with Redis's text, and no connection, no answer in time or no master known
+  for a slot raise ``RedisUnavailable``: both ``BackendUnavailable``, which every surface
+  answers 503 with ``Retry-After``. ``shards()`` reports each master's state for /readyz.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import (
+    AskError,
+    MovedError,
+    RedisClusterException,
+    ResponseError,
+    SlotNotCoveredError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from app.backends.errors import (
+    RedisUnavailable,
+    ReplicasUnavailable,
+)
+from app.backends.redis.parse import (
+    Arg,
+    Raw,
+    _b,
+    _error,
+    _s,
+)
+from app.backends.redis.scripts import (
+    _eval_line,
+)
+from app.backends.shards import ShardHealth, assess, unreachable
+from app.engine.commands.table import COMMANDS
+from app.engine.errors import CommandError
+from app.engine.limits import Limits
+
+T = TypeVar("T")
+SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
+# Redis out of reach for a command: no connection, no answer in time, or (a cluster) no
+# master known for the slot and the slot map could not be learnt again.
+_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError, RedisClusterException)
+
+
+class Router:
+    """One client (standalone or cluster), the node for a key, and the WAIT after a write."""
+
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        block_pools: Callable[[ClusterNode | None], ConnectionPool],
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+        block_connections: int = 64,
+        limits: Limits | None = None,
+    ) -> None:
+        self._client = client
+        self.limits = limits or Limits()
+        self._cluster = isinstance(client, RedisCluster)
+        self.name = "redis-cluster" if self._cluster else "redis"
+        self._new_block_pool = block_pools
+        self._block_pools: dict[str, ConnectionPool] = {}
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        self.block_connections = block_connections
+        self._blocking = 0  # connections held by blocking reads now
+        _raw_replies(client)
+
+    async def start(self) -> None:
+        """Connect (a cluster learns its slots) and check Redis answers."""
+        if self._cluster:
+            await self._c.initialize()
+        await self._call(None, "PING")
+
+    async def close(self) -> None:
+        for pool in self._block_pools.values():
+            await pool.disconnect()
+        self._block_pools.clear()
+        await self._client.aclose()
+
+    async def shards(self, timeout_s: float) -> list[ShardHealth]:
+        """Each master's health (app/backends/shards.py), probed at once on a connection of
+        its own (no retry, no slot-map refresh: a probe must not disturb the traffic): its
+        INFO replication and CLUSTER INFO. A master that does not answer within
+        ``timeout_s`` is unreachable."""
+        masters: list[ClusterNode | None] = list(self._masters()) if self._cluster else [None]
+        return list(await asyncio.gather(*(self._shard(m, timeout_s) for m in masters)))
+
+    async def _shard(self, node: ClusterNode | None, timeout_s: float) -> ShardHealth:
+        if node is not None:
+            name = node.name
+        else:
+            assert isinstance(self._client, Redis)
+            kw = self._client.connection_pool.connection_kwargs
+            name = f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
+            name = kw.get("path") or name  # a unix socket
+        # CLUSTER INFO on a server without cluster support is an error: no cluster state.
+        probe: list[list[Arg]] = [["INFO", "replication"], ["CLUSTER", "INFO"]]
+        try:
+            info, cluster = await asyncio.wait_for(self._on_connection(node, probe), timeout_s)
+        except TimeoutError:
+            return unreachable(name, f"no answer in {timeout_s:g} s")
+        except RedisUnavailable as e:
+            return unreachable(name, e.text.removeprefix("ERR the Redis backend is unavailable: "))
+        if isinstance(info, ResponseError):  # it answers, but not this (NOAUTH...)
+            return ShardHealth(name, None, _error(info).text)
+        state = None if isinstance(cluster, ResponseError) else _s(cluster)
+        return assess(name, _s(info), state, self.wait_replicas)
+
+    @property
+    def _c(self) -> RedisCluster:
+        assert isinstance(self._client, RedisCluster)
+        return self._client
+
+    def _node(self, key: str | None) -> ClusterNode | None:
+        """The master serving ``key`` (cluster), the default node for no key, None standalone."""
+        if not self._cluster:
+            return None
+        if key is None:
+            return self._c.get_default_node()
+        try:
+            # keyslot() hashes bytes as they are (the stub says str): a key need not be UTF-8.
+            return self._c.get_node_from_key(_b(key))  # type: ignore[arg-type]
+        except SlotNotCoveredError as e:  # no master known for it (a failover under way)
+            raise RedisUnavailable(str(e)) from None
+
+    def _slot(self, key: str) -> int:
+        return self._c.keyslot(_b(key)) if self._cluster else 0
+
+    def _masters(self) -> list[ClusterNode]:
+        return sorted(self._c.get_primaries(), key=lambda n: n.name)
+
+    async def _call(self, key: str | None, *args: Arg, node: ClusterNode | None = None) -> Raw:
+        """One command, routed by ``key`` (or to ``node``); an error reply raises its class."""
+        try:
+            if self._cluster:
+                target = node if node is not None else self._node(key)
+                return await _cancellable(self._c.execute_command(*args, target_nodes=target))
+            return await _cancellable(self._client.execute_command(*args))
+        except ResponseError as e:
+            raise _error(e, args) from None
+        except _UNREACHABLE as e:
+            raise RedisUnavailable(str(e)) from None
+
+    async def _sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
+        """Several commands on one connection, back to back (MULTI ... EXEC, a write then
+        WAIT) on the node serving ``key``: every reply in order, an error reply as its
+        ``ResponseError``. In a cluster, a MOVED / ASK reply (the slot moved: nothing ran)
+        refreshes the slot map and the sequence is sent once more to the new owner."""
+        for attempt in range(2):
+            replies = await self._on_connection(self._node(key), commands)
+            moved = any(isinstance(r, MovedError | AskError) for r in _flat(replies))
+            if not (self._cluster and moved) or attempt:
+                return replies
+            await self._c.nodes_manager.initialize()
+        raise AssertionError("unreachable")
+
+    async def _on_connection(
+        self, node: ClusterNode | None, commands: list[list[Arg]]
+    ) -> list[Raw]:
+        """``commands`` on one connection; one left with replies unread (a timeout, a
+        cancelled caller) is closed, never reused."""
+        # WAIT may take its whole timeout: reads allow that much more than redis-py's 5 s.
+        timeout = 5.0 + self.wait_timeout_ms / 1000
+        try:
+            if node is None:
+                assert isinstance(self._client, Redis)
+                pool = self._client.connection_pool
+                conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+                try:
+                    return await _cancellable(_exchange(conn, commands, timeout))
+                finally:
+                    await pool.release(conn)
+            conn = node.acquire_connection()
+            try:
+                return await _cancellable(_exchange(conn, commands, timeout))
+            finally:
+                node.release(conn)
+        except _UNREACHABLE as e:
+            raise RedisUnavailable(str(e)) from None
+
+    async def _write(self, key: str | None, *args: Arg) -> Raw:
+        """A write; with ``wait_replicas``, followed by WAIT on the same connection."""
+        if not self.wait_replicas:
+            return await self._call(key, *args)
+        reply, acked = await self._sequence(key, [list(args), self._wait_args()])
+        if isinstance(reply, ResponseError):
+            raise _error(reply, args)
+        self._check_acked(acked)
+        return reply
+
+    def _wait_args(self) -> list[Arg]:
+        return ["WAIT", self.wait_replicas, self.wait_timeout_ms]
+
+    def _check_acked(self, acked: Raw) -> None:
+        if isinstance(acked, ResponseError):
+            raise _error(acked)
+        if int(acked) < self.wait_replicas:
+            raise ReplicasUnavailable(int(acked), self.wait_replicas)
+
+    async def _script(self, script: str, key: str, *args: Arg, write: bool = False) -> Raw:
+        return await self._eval(script, [key], *args, write=write)
+
+    async def _eval(self, script: str, keys: list[str], *args: Arg, write: bool = False) -> Raw:
+        """``script`` over ``keys`` (of one slot in a cluster: routed by the first)."""
+        line = _eval_line(script, keys, args)
+        if write:
+            return await self._write(keys[0], *line)
+        return await self._call(keys[0], *line)
+
+    async def _cluster_scan(self, cursor_text: str, options: list[Arg]) -> Raw:
+        masters = self._masters()
+        try:
+            cursor = int(cursor_text)
+        except ValueError:
+            raise CommandError.err("invalid cursor") from None
+        index, node_cursor = cursor & ((1 << SCAN_NODE_BITS) - 1), cursor >> SCAN_NODE_BITS
+        if cursor < 0 or index >= len(masters):
+            raise CommandError.err("invalid cursor")
+        # A master done before the page holds COUNT keys hands over to the next at once: an
+        # empty keyspace ends in one call and a MATCH page is not cut at a node's edge.
+        want = _scan_count(options)
+        found: list[Raw] = []
+        while True:
+            nxt, keys = await self._call(None, "SCAN", node_cursor, *options, node=masters[index])
+            found += keys
+            if int(nxt):
+                return [str((int(nxt) << SCAN_NODE_BITS) | index).encode(), found]
+            index += 1
+            if index == len(masters):
+                return [b"0", found]
+            if len(found) >= want:
+                return [str(index).encode(), found]
+            node_cursor = 0
+
+
+def _scan_count(options: Sequence[Arg]) -> int:
+    """SCAN's COUNT among its options (name and value pairs; the last one given, as Redis
+    reads them), else Redis's 10. A malformed one is Redis's to refuse, on the first call."""
+    want = 10
+    for opt, value in zip(options[::2], options[1::2], strict=False):
+        name = _b(opt) if isinstance(opt, str) else opt
+        if isinstance(name, bytes) and name.lower() == b"count":
+            with contextlib.suppress(ValueError, TypeError):
+                want = int(value)
+    return want
+
+
+def _raw_replies(client: Redis | RedisCluster) -> None:
+    """Drop redis-py's reply parsing for every command this backend sends, so replies come
+    as Redis sent them. A cluster client keeps the callbacks it needs itself (CLUSTER SLOTS,
+    COMMAND)."""
+    names = {name.upper() for name in COMMANDS} | {"EVAL", "TIME", "WAIT", "MULTI", "EXEC"}
+    for table in (client.response_callbacks, getattr(client, "result_callbacks", {})):
+        for name in list(table):
+            if name.upper() in names or name.upper().split(" ")[0] in names:
+                del table[name]
+
+
+async def _cancellable(aw: Awaitable[T]) -> T:
+    """``aw``, except that a cancellation requested meanwhile is raised even when ``aw``
+    returned: redis-py sends through ``asyncio.wait_for``, which on Python 3.11 returns the
+    send's result and drops a cancellation that arrives as the send completes (CPython
+    gh-86296, fixed in 3.12). The reply was read in full, so the connection stays usable."""
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
+    result = await aw
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
+
+
+async def _exchange(
+    conn: AbstractConnection, commands: list[list[Arg]], timeout: float
+) -> list[Raw]:
+    out: list[Raw] = []
+    try:
+        await conn.send_packed_command(conn.pack_commands(commands))
+        for _ in commands:
+            try:
+                out.append(await conn.read_response(timeout=timeout))
+            except ResponseError as e:
+                out.append(e)
+    except BaseException:
+        await conn.disconnect()  # replies may still be on their way: never reuse it
+        raise
+    return out
+
+
+def _flat(replies: list[Raw]) -> list[Raw]:
+    """Replies and the replies inside them one level down (EXEC's array)."""
+    out = list(replies)
+    for r in replies:
+        if isinstance(r, list):
+            out += r
+    return out
