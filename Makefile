@@ -42,8 +42,8 @@ test: setup-test
 
 # The engine and protocol tests, the differential suite in process (redis-server as the
 # reference, no HTTP): no browser, Spark, PostgreSQL, server subprocess or slow runs.
-FAST_TESTS := tests/engine tests/journal tests/differential tests/api/test_hostile_input.py \
-	tests/api/test_limits.py tests/test_layers.py
+FAST_TESTS := tests/engine tests/differential tests/api/test_hostile_input.py \
+	tests/api/commands/test_limits.py tests/test_layers.py
 test-fast: setup-test
 	$(VENV)/bin/pytest -q $(FAST_TESTS) -m "not (slow or browser or spark or postgres or server)"
 

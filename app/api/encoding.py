@@ -5,7 +5,7 @@ are not UTF-8 (``\\udcNN``, app/api/binary), so what one surface writes another 
 No model is built per entry: a page of entries becomes plain lists and dicts around the
 engine's own field tuples, and orjson writes the whole reply in one call (``encode_json``).
 The response models in app/api/schemas describe these bytes in the OpenAPI contract
-(tests/rest/test_openapi.py holds the contract); they are not instantiated on the read path.
+(tests/api/rest/test_openapi.py holds the contract); they are not instantiated on the read path.
 
 Shapes:
 

@@ -25,8 +25,8 @@ import httpx
 import jwt
 import pytest
 
+from tests.api.sse.test_browser import CHROMIUM, CHROMIUM_ARGS, _chromium
 from tests.conftest import Server
-from tests.sse.test_browser import CHROMIUM, CHROMIUM_ARGS, _chromium
 from tests.support.access import FAST_KEYS, create_key, keys
 
 SECRET = "the application's signing secret, shared with xstreams"

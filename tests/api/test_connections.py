@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from app.cli.connections import RESERVED_FILES, fit_open_files
+from tests.api.sse.support import add, entry_ids, open_events
 from tests.conftest import Server
-from tests.sse.support import add, entry_ids, open_events
 
 HEADER_TIMEOUT_MS = 1000
 BODY_TIMEOUT_MS = 1000

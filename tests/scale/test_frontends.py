@@ -16,8 +16,8 @@ import pytest
 
 from app.cli.workers import settings_env
 from app.settings import FsyncMode, Settings
+from tests.api.sse.support import entry_ids, open_events
 from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands
-from tests.sse.support import entry_ids, open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
 
 S = "{t}events"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import httpx
 
+from tests.api.sse.support import entry_ids, open_events
 from tests.conftest import Commands
-from tests.sse.support import entry_ids, open_events
 from tests.support.targets import Frontend
 
 S = "orders"

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from app.cli.workers import Supervisor
-from tests.sse.support import open_events
+from tests.api.sse.support import open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
 
 WORKER = """

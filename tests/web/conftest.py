@@ -17,8 +17,8 @@ import httpx
 import jwt
 import pytest
 
+from tests.api.sse.test_browser import _chromium
 from tests.conftest import Server
-from tests.sse.test_browser import _chromium
 from tests.support.access import FAST_KEYS, create_key, until
 from tests.web.tour import CHROMIUM, CHROMIUM_ARGS, WIDTHS
 

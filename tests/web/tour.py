@@ -2,7 +2,7 @@
 (``python -m tests.web.screenshots``) share, so the screenshots show what the tests check.
 
 Chromium is Debian's (/usr/bin/chromium, never a browser download), started with the flags of
-tests/sse/test_browser.py.
+tests/api/sse/test_browser.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from tests.sse.test_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.api.sse.test_browser import CHROMIUM, CHROMIUM_ARGS
 
 __all__ = [
     "CHROMIUM", "CHROMIUM_ARGS", "PAGES", "WIDTHS", "confirm", "open_page", "route", "shoot",

@@ -149,7 +149,7 @@ async def read_or_wait(request: Request, backend: Backend, read: ReadRequest) ->
 class Encoded:
     """A response as plain values for ``encode_json`` (app/api/encoding), returned by a
     handler instead of its response model: a page of entries builds no model per entry. The
-    route's ``response_model`` still documents it; tests/rest/test_openapi.py and the
+    route's ``response_model`` still documents it; tests/api/rest/test_openapi.py and the
     schemathesis run hold the two to one shape."""
 
     __slots__ = ("value",)

@@ -23,9 +23,9 @@ from app.engine.replies import StreamRead
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
+from tests.api.sse.support import entry_ids, open_events
+from tests.api.sse.test_cleanup import ThreadServer
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, _redis_available
-from tests.sse.support import entry_ids, open_events
-from tests.sse.test_cleanup import ThreadServer
 
 redis_backend = pytest.importorskip("app.backends.redis")
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.rest.conftest import problem
+from tests.api.rest.conftest import problem
 
 
 def text(raw: bytes) -> str:

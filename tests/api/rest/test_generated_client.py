@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import Commands
 
-SPEC = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+SPEC = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
 PACKAGE = "xstreams_generated_client"
 
 

@@ -17,8 +17,8 @@ import pytest
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.api.rest.conftest import Local, add
 from tests.conftest import Server
-from tests.rest.conftest import Local, add
 
 WAKE_LIMIT = 1.0  # seconds: "at once" on a loaded CI box, far below the timeouts used
 

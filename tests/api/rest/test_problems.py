@@ -11,8 +11,8 @@ import pytest
 from app.access import NoPerm
 from app.api.errors import status_of
 from app.backends.errors import classify_reply
+from tests.api.rest.conftest import problem
 from tests.conftest import Server
-from tests.rest.conftest import problem
 
 
 def test_problem_members(api: httpx.Client) -> None:

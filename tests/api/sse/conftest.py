@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import Server
-from tests.support.targets import Target, three_targets
+from tests.support.targets import Target
 
 HEARTBEAT_MS = 300
 RETRY_MS = 100
@@ -25,11 +25,6 @@ SSE_ENV = {
     "XSTREAMS_SSE_RETRY_MS": str(RETRY_MS),
     "XSTREAMS_SSE_SEND_BUFFER_BYTES": str(SEND_BUFFER_BYTES),
 }
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Every test here that reaches a session server runs on the three targets."""
-    three_targets(metafunc)
 
 
 @pytest.fixture(scope="session")

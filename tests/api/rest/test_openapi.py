@@ -18,7 +18,7 @@ from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "openapi" / "openapi.json"
 # Operations of this resources (the SSE routes document themselves elsewhere).
 REST_TAGS = {"streams", "entries", "groups", "consumers", "pending entries"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.sse.support import add, open_events
+from tests.api.sse.support import add, open_events
 from tests.support.targets import CLUSTER, Target
 
 

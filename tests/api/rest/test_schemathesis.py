@@ -22,7 +22,7 @@ from schemathesis.checks import CHECKS, load_all_checks
 from app.engine.ids import INT64_MAX
 from tests.conftest import Commands, Server
 
-SPEC = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+SPEC = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
 # Raise it locally for a longer hunt: XSTREAMS_SCHEMATHESIS_EXAMPLES=500.
 MAX_EXAMPLES = int(os.environ.get("XSTREAMS_SCHEMATHESIS_EXAMPLES", "25"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.rest.conftest import add, problem
+from tests.api.rest.conftest import add, problem
 
 G = "/v1/streams/s/groups"
 

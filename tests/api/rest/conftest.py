@@ -23,13 +23,6 @@ from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import Commands, free_port
-from tests.support.targets import three_targets
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Every test here that reaches the session's server runs on the three targets."""
-    three_targets(metafunc)
-
 
 PROBLEM_JSON = "application/problem+json"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.api.sse.conftest import SEND_BUFFER_BYTES, SEND_TIMEOUT_MS, SSE_ENV, flushed_client
+from tests.api.sse.support import add, entry_ids, open_events
 from tests.conftest import Server
-from tests.sse.conftest import SEND_BUFFER_BYTES, SEND_TIMEOUT_MS, SSE_ENV, flushed_client
-from tests.sse.support import add, entry_ids, open_events
 from tests.support.targets import Target
 
 LIFETIME_MS = 600

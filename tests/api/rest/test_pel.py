@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.rest.conftest import Local, add, problem
+from tests.api.rest.conftest import Local, add, problem
 
 G = "/v1/streams/s/groups/g"
 

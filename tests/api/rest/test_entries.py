@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.rest.conftest import add, problem
+from tests.api.rest.conftest import add, problem
 
 E = "/v1/streams/s/entries"
 NOT_ABOVE_TOP = "ERR The ID specified in XADD is equal or smaller than the target stream top item"

@@ -9,7 +9,7 @@ import contextlib
 import httpx
 import pytest
 
-from tests.sse.support import add, command, entry_ids, open_events
+from tests.api.sse.support import add, command, entry_ids, open_events
 
 
 def path(consumer: str, group: str = "g", stream: str = "s") -> str:

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.sse.conftest import SSE_ENV
 from tests.conftest import REQUIRE_SERVICES, Server
-from tests.sse.conftest import SSE_ENV
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
+from tests.api.sse.conftest import SEND_TIMEOUT_MS, SSE_ENV, flushed_client
 from tests.conftest import Server
 from tests.observe.support import parse, value
-from tests.sse.conftest import SEND_TIMEOUT_MS, SSE_ENV, flushed_client
 from tests.support.targets import Target
 
 MARGIN_S = 4.0  # for a loaded 2-core box

@@ -20,8 +20,8 @@ from fastapi import FastAPI
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
+from tests.api.sse.support import add, command, entry_ids, open_events
 from tests.conftest import free_port
-from tests.sse.support import add, command, entry_ids, open_events
 
 
 class ThreadServer:

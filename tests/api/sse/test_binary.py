@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.sse.support import Event, command, open_events
+from tests.api.sse.support import Event, command, open_events
 
 STREAM = "s%FF"  # the stream b"s\xff", as a path segment
 VALUE = "%FF%00%C3%A9"  # b"\xff\x00\xc3\xa9": a stray byte, a NUL, é

@@ -18,7 +18,7 @@ from app.engine.keyspace import Keyspace
 from app.engine.replay import apply_record
 from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
-from tests.journal.test_replay import Sink, _random_command, _try
+from tests.engine.test_replay import Sink, _random_command, _try
 
 
 def _replayed(records: list[Record]) -> bytes:

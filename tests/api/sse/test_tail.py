@@ -8,8 +8,8 @@ import time
 
 import httpx
 
-from tests.sse.conftest import HEARTBEAT_MS, RETRY_MS
-from tests.sse.support import add, command, entry_ids, open_events
+from tests.api.sse.conftest import HEARTBEAT_MS, RETRY_MS
+from tests.api.sse.support import add, command, entry_ids, open_events
 
 
 async def test_headers_retry_hint_and_entry_event(client: httpx.AsyncClient) -> None:
