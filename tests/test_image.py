@@ -17,7 +17,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import yaml
 
 from app import __version__
 from tests.conftest import free_port
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "image-test-token"
@@ -198,10 +198,10 @@ def test_the_wheel_installs_starts_migrates_and_serves(
     ).stdout
     assert version.strip() == f"xstreams {__version__}"
 
-    deadline = time.monotonic() + 60
-    while subprocess.run(healthcheck, env=env, capture_output=True).returncode != 0:
-        assert time.monotonic() < deadline, "the HEALTHCHECK never passed"
-        time.sleep(0.2)
+    def passed() -> bool:
+        return subprocess.run(healthcheck, env=env, capture_output=True).returncode == 0
+
+    until(passed, 60, "the HEALTHCHECK passed", poll_s=0.2)
     ready: Any = httpx.get(url + "/readyz", timeout=5).json()
     # The migrations ran from the wheel; the image serves the embedded engine by default.
     assert {k: ready[k] for k in ("status", "storage", "backend")} == {

@@ -21,7 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.conftest import Server, free_port
-from tests.support.access import FAST_KEYS, EventTail, create_key, keys, until
+from tests.support.access import FAST_KEYS, EventTail, create_key, keys
+from tests.support.waiting import until
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from uvicorn.logging import AccessFormatter
 
 from app.redaction import RedactSecrets, redact
 from tests.conftest import Server
+from tests.support.waiting import until
 
 SECRET = "s3cret-Value"
 
@@ -125,10 +125,8 @@ def test_a_real_servers_output_holds_no_secret(logged_server: tuple[Server, Path
         assert ok.status_code == 200
         refused = client.get("/v1/streams/s/entries", params={"access_token": SECRET + "x"})
         assert refused.status_code == 401
-    deadline = time.monotonic() + 5
-    while (text := out.read_text()).count("/v1/streams/s/entries") < 2:
-        assert time.monotonic() < deadline, text
-        time.sleep(0.05)
+    until(lambda: out.read_text().count("/v1/streams/s/entries") >= 2, 5, "two access lines")
+    text = out.read_text()
     assert SECRET not in text
     assert "_token=***" in text
     assert "access_token=***" in text

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.waiting import until_async
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -29,14 +29,14 @@ def labels_of(samples: Samples, name: str, label: str) -> set[str]:
     return {dict(lbls)[label] for (n, lbls) in samples if n == name}
 
 
-async def until(
-    scrape: Callable[[], Awaitable[Samples]], ok: Callable[[Samples], bool], timeout_s: float = 10
+async def scraped(
+    scrape: Callable[[], Awaitable[Samples]], ok: Callable[[Samples], bool], what: str
 ) -> Samples:
-    """Scrape until ``ok`` holds (the state behind a gauge changes asynchronously)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    """Scrape until ``ok`` holds (the state behind a gauge changes asynchronously), and return
+    the samples that showed it."""
+
+    async def showing() -> tuple[Samples] | None:
         samples = await scrape()
-        if ok(samples):
-            return samples
-        assert time.monotonic() < deadline, "metrics never reached the expected state"
-        await asyncio.sleep(0.05)
+        return (samples,) if ok(samples) else None
+
+    return (await until_async(showing, what=what))[0]

@@ -7,7 +7,6 @@ import functools
 import json
 import logging
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from app.observe.logs import REQUEST_ID, JsonFormatter, RequestIdFilter
 from tests.conftest import Server
+from tests.support.waiting import until
 
 TOKEN = "t0ken-Never-Logged"
 COOKIE = "c00kie-Never-Logged"
@@ -45,14 +45,16 @@ def json_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tup
 
 def _lines(out: Path, count: int) -> list[dict[str, Any]]:
     """Every line of the output as JSON, once ``count`` access lines are there."""
-    deadline = time.monotonic() + 10
-    while True:
-        text = out.read_text()
-        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-        if sum(1 for d in lines if d.get("path", "").startswith("/v1/")) >= count:
-            return lines
-        assert time.monotonic() < deadline, text
-        time.sleep(0.05)
+
+    def enough() -> list[dict[str, Any]] | None:
+        lines = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+        return (
+            lines
+            if sum(1 for d in lines if d.get("path", "").startswith("/v1/")) >= count
+            else None
+        )
+
+    return until(enough, 10, f"{count} access lines in {out}")
 
 
 def test_one_json_line_per_request_with_its_id_and_no_secret(

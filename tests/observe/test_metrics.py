@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from app.cli import cli
 from tests.api.inproc import serve
 from tests.conftest import Server
-from tests.observe.support import Samples, labels_of, parse, until, value
+from tests.observe.support import Samples, labels_of, parse, scraped, value
 
 ADMIN = "admin-token-for-metrics"
 ROUTE = "/v1/streams/{stream}/entries"
@@ -118,23 +118,24 @@ async def test_figures_move_as_the_test_writes_reads_and_subscribes(
 
         # A blocked client shows while it waits, and goes when served.
         blocked = asyncio.create_task(cmd("XREAD", "BLOCK", "10000", "STREAMS", "orders-2", "$"))
-        await until(scrape, lambda s: value(s, "xstreams_blocked_clients") == 1)
+        await scraped(scrape, lambda s: value(s, "xstreams_blocked_clients") == 1, "one blocked")
         await cmd("XADD", "orders-2", "*", "f", "v")
         assert (await blocked).json()["result"][0][0] == "orders-2"
-        await until(scrape, lambda s: value(s, "xstreams_blocked_clients") == 0)
+        await scraped(scrape, lambda s: value(s, "xstreams_blocked_clients") == 0, "none blocked")
 
         # An event stream shows while open; a client that leaves is counted as such.
         gone = value(await scrape(), "xstreams_sse_closed_total", reason="disconnected")
         async with c.stream("GET", "/v1/streams/orders-1/events") as events:
             assert events.status_code == 200
             await events.aiter_bytes().__anext__()  # the retry hint: the stream is open
-            await until(scrape, lambda s: value(s, "xstreams_sse_subscribers") == 1)
-        await until(
+            await scraped(scrape, lambda s: value(s, "xstreams_sse_subscribers") == 1, "one open")
+        await scraped(
             scrape,
             lambda s: (
                 value(s, "xstreams_sse_subscribers") == 0
                 and value(s, "xstreams_sse_closed_total", reason="disconnected") == gone + 1
             ),
+            "the event stream closed as disconnected",
         )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import Commands, Server
 from tests.support.targets import every_target
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -21,14 +22,6 @@ def stream_of(spark: Any, url: str, stream: str, **options: Any) -> Any:
     for key, value in options.items():
         reader = reader.option(key, str(value))
     return reader.load()
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 60, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def batches_with_data(query: Any) -> int:
@@ -51,7 +44,7 @@ class Writer:
             for s in list(self.streams):
                 self.client("XADD", s, "*", "i", i, "s", s)
             i += 1
-            time.sleep(0.003)
+            time.sleep(0.003)  # paced: a steady trickle across micro-batches
 
     def stop(self) -> None:
         self.done.set()
@@ -94,7 +87,7 @@ def test_a_restarted_query_writes_every_entry_exactly_once(
         query = start()
         if restart == 1:
             writer.streams.append("s3")  # a stream the glob matches from now on
-        wait_for(lambda q=query: batches_with_data(q) >= 2, what="two micro-batches")
+        until(lambda q=query: batches_with_data(q) >= 2, 60, "two micro-batches")
         progress += query.recentProgress
         query.stop()  # mid-stream: entries keep arriving while it is down
     writer.stop()
@@ -172,7 +165,7 @@ def test_group_mode_acknowledges_only_after_the_batch_commits(
     )
     try:
         query.processAllAvailable()
-        wait_for(lambda: xs("XPENDING", "jobs", "workers")[0] == 0, 30, "the last ack")
+        until(lambda: xs("XPENDING", "jobs", "workers")[0] == 0, 30, "the last ack")
     finally:
         query.stop()
     assert sorted(read, key=lambda i: int(i.split("-")[0])) == [f"{i}-1" for i in range(1, 301)]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 from typing import Any
 
 import httpx
 
 from tests.api.support import WRONG_ARITY_XADD, XADD_ID_TOO_SMALL, error_text, result_of
 from tests.conftest import Commands, ReplyError
+from tests.support.waiting import parked
 
 S, T = "{t}s", "{t}u"
 
@@ -119,7 +119,7 @@ def test_a_blocked_read_is_served_by_a_write(front: Any, tx: Commands) -> None:
 
     thread = threading.Thread(target=reader)
     thread.start()
-    time.sleep(0.5)  # parked
+    parked(front, 1)
     tx("XADD", S, "1-0", "f", "v")
     thread.join(10)
     assert got == [{"result": [[S, [["1-0", ["f", "v"]]]]]}]

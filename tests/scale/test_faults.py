@@ -23,9 +23,9 @@ from tests.support.redis_servers import (
     cli,
     need_binaries,
     server_or_skip,
-    wait_until,
 )
 from tests.support.targets import Frontend
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.redis
 
@@ -129,7 +129,7 @@ def test_a_loading_redis_answers_503(served: Any) -> None:
             "--loading-process-events-interval-bytes", "1024",
             answers=False,
         )  # fmt: skip
-        wait_until("LOADING", lambda: cli(server.port, "PING").startswith("LOADING"))
+        until(lambda: cli(server.port, "PING").startswith("LOADING"), 30, what="LOADING")
         text = "ERR the Redis backend is unavailable: Redis is loading the dataset in memory"
         r = api.post("/", json=["XADD", "s", "*", "f", "v"])
         for _ in range(2):  # the first may find its pooled connection closed by the restart
@@ -176,7 +176,7 @@ def test_readyz_names_a_master_short_of_wait_replicas(served: Any) -> None:
         ]
         assert_unavailable(api.post("/", json=["XADD", "s", "*", "f", "v"]), "NOREPLICAS")
         with server_or_skip("--replicaof", "127.0.0.1", str(master.port)):
-            wait_until("a replica online", lambda: _wait_replicas_readiness(api) == [])
+            until(lambda: _wait_replicas_readiness(api) == [], 30, what="a replica online")
             r = api.post("/", json=["XADD", "s", "*", "f", "v"])
             assert r.status_code == 200, r.text
 
@@ -198,8 +198,8 @@ def test_a_cluster_master_without_its_slots_fails_only_its_streams(served: Any) 
             owner = nodes[0] if int(first) <= slot <= int(last) else "other"
             keys.setdefault(owner, []).append(f"k{i}")
         assert cli(port, "CLUSTER", "DELSLOTSRANGE", first, last) == "OK"
-        wait_until(
-            "cluster_state:fail", lambda: "cluster_state:fail" in cli(port, "CLUSTER", "INFO")
+        until(
+            lambda: "cluster_state:fail" in cli(port, "CLUSTER", "INFO"), 30, "cluster_state:fail"
         )
         every_surface(api, keys[nodes[0]][0], "CLUSTERDOWN")
         for key in keys["other"][:5]:  # streams on healthy masters are served

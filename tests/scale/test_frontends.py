@@ -19,6 +19,7 @@ from app.settings import FsyncMode, Settings
 from tests.api.sse.support import entry_ids, open_events
 from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands
 from tests.support.targets import REDIS, Target, redis_url, require_redis
+from tests.support.waiting import until
 
 S = "{t}events"
 
@@ -162,7 +163,7 @@ def test_a_killed_front_end_loses_no_acknowledged_write(
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
         for t in threads:
             t.start()
-        time.sleep(1.0)
+        until(lambda: len(acked) > 20, 20, "writes acknowledged through a")
         a.kill()  # mid-stream: requests in flight are cut
         for t in threads:
             t.join(10)
@@ -199,7 +200,7 @@ async def test_an_event_stream_resumes_on_another_front_end(
                 if stop.is_set():
                     return
                 written.append(writes("XADD", S, "*", "i", str(i)))
-                time.sleep(0.01)
+                time.sleep(0.01)  # paced: the reads go on meanwhile
 
         got: list[str] = []
         thread = threading.Thread(target=writer)

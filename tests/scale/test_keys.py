@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import Commands, Server
 from tests.storage.conftest import pg_schema, pg_url  # noqa: F401  (pg_schema: a fixture)
-from tests.support.access import FAST_KEYS, EventTail, create_key, keys, until
+from tests.support.access import FAST_KEYS, EventTail, create_key, keys
 from tests.support.targets import (
     CLUSTER,
     EMBEDDED,
@@ -26,6 +26,7 @@ from tests.support.targets import (
     redis_url,
     require_redis,
 )
+from tests.support.waiting import until
 
 ADMIN = "admin-secret"
 REFRESH_S = 5.0  # FAST_KEYS refreshes every 200 ms; this bounds a slow CI machine

@@ -5,7 +5,6 @@ read, and shapes RESP trees as Upstash does."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from app.engine.errors import CommandError
 from app.engine.replies import Status
 from app.main import create_app
 from app.settings import Settings
+from tests.support.waiting import until_async
 
 SECRET = "pass-through-secret-of-32-bytes!!"
 
@@ -77,10 +77,11 @@ async def served() -> AsyncIterator[tuple[Recorder, httpx.AsyncClient]]:
             transport=transport, base_url="http://xs", headers={"Authorization": "Bearer admin"}
         ) as client,
     ):
-        deadline = time.monotonic() + 5
-        while (await client.get("/readyz")).status_code != 200:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)  # the connecting task's turn
+
+        async def ready() -> bool:
+            return (await client.get("/readyz")).status_code == 200
+
+        await until_async(ready, 5, "/readyz 200 (the connecting task had its turn)")
         backend.seen.clear()
         yield backend, client
 

@@ -19,6 +19,7 @@ import pytest
 from app.cli.workers import Supervisor
 from tests.api.sse.support import open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
+from tests.support.waiting import until
 
 WORKER = """
 import os, socket, sys, time
@@ -36,13 +37,6 @@ def _listening() -> socket.socket:
     return sock
 
 
-def _until(check: object, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not (callable(check) and check()):
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.05)
-
-
 def test_workers_share_the_socket_and_a_dead_one_is_replaced(tmp_path: Path) -> None:
     sock = _listening()
     port = sock.getsockname()[1]
@@ -53,12 +47,12 @@ def test_workers_share_the_socket_and_a_dead_one_is_replaced(tmp_path: Path) -> 
     thread = threading.Thread(target=lambda: status.append(sup.run()))
     thread.start()
     try:
-        _until(lambda: len(list(tmp_path.iterdir())) == 2)
+        until(lambda: len(list(tmp_path.iterdir())) == 2, 20, what="two workers up")
         assert {p.read_text() for p in tmp_path.iterdir()} == {str(port)}
         first = {int(p.name) for p in tmp_path.iterdir()}
-        time.sleep(0.2)
+        time.sleep(0.2)  # past startup_s: a death sooner is a failed start, not replaced
         os.kill(min(first), signal.SIGKILL)
-        _until(lambda: len(list(tmp_path.iterdir())) == 3)  # a new worker took its place
+        until(lambda: len(list(tmp_path.iterdir())) == 3, 20, what="a new worker in its place")
         alive = [proc for proc, _ in sup.workers if proc.poll() is None]
         assert len(alive) == 2
     finally:
@@ -144,7 +138,7 @@ async def test_workers_die_with_a_killed_supervisor(tmp_path: Path) -> None:
             started = time.monotonic()
             for events in (a, b, c):
                 assert await events.until_end(timeout=8) == []  # a clean end of body
-        _until(lambda: all(_gone(pid) for pid in pids), timeout=10)
+        until(lambda: all(_gone(pid) for pid in pids), 10, what="every worker gone")
         assert time.monotonic() - started < 8
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", front.port), timeout=2).close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from sqlalchemy import create_engine, text
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from tests.conftest import REQUIRE_SERVICES, Server
+from tests.support.waiting import until
 
 PG_HOST = os.environ.get("XSTREAMS_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("XSTREAMS_TEST_PG_PORT", "5432"))
@@ -122,14 +122,10 @@ class DurableServer(Server):
 
 
 def wait_ready(url: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def ready() -> bool:
         try:
-            r = httpx.get(url + "/readyz", timeout=2)
-            if r.status_code == 200:
-                return
+            return httpx.get(url + "/readyz", timeout=2).status_code == 200
         except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} not ready within {timeout_s} s")
-        time.sleep(0.05)
+            return False
+
+    until(ready, timeout_s, f"{url} ready")

@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 
 from tests.conftest import Commands, Server
 from tests.storage.conftest import PG_ADMIN_URL, DurableServer, pg_url, sqlite_locked, wait_ready
+from tests.support.waiting import until
 
 
 @contextmanager
@@ -57,13 +58,6 @@ def pg_role(pg_schema: str) -> Iterator[str]:
     admin.dispose()
 
 
-def until(cond: Callable[[], bool], timeout_s: float = 15) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.1)
-
-
 def exercise(srv: DurableServer, outage: Callable[[], object]) -> None:
     xs = Commands(srv.url)
     http = httpx.Client(base_url=srv.url, timeout=30)
@@ -92,7 +86,7 @@ def exercise(srv: DurableServer, outage: Callable[[], object]) -> None:
             assert r.status_code == 200 and [e["id"] for e in r.json()["entries"]] == [other]
             assert http.get("/readyz").json()["storage"] != "ok"
         # Back without a restart: the in-flight record is committed, writes are accepted.
-        until(lambda: http.get("/readyz").json()["storage"] == "ok")
+        until(lambda: http.get("/readyz").json()["storage"] == "ok", 15, "storage ok again")
         assert [e[1] for e in xs("XRANGE", "s", "-", "+")] == [["n", "1"], ["n", "2"]]
         assert xs("XADD", "s", "*", "n", "4") > first
         assert [e[1][1] for e in xs("XRANGE", "s", "-", "+")] == ["1", "2", "4"]
@@ -139,7 +133,7 @@ def test_postgresql_down_at_start_is_not_ready_until_it_is_back(
     with pg_down(pg_role):
         srv = Server(tmp_path, "--database-url", url)  # healthy: alive, not ready
         try:
-            time.sleep(1)
+            time.sleep(1)  # a while later: still not ready
             r = httpx.get(srv.url + "/readyz", timeout=5)
             assert r.status_code == 503 and r.json()["status"] == "recovering"
         except BaseException:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from sqlalchemy import create_engine, text
 from tests.conftest import REQUIRE_SERVICES, Commands, Server
 from tests.storage.conftest import PG_ADMIN_URL, DurableServer, pg_url, wait_ready
 from tests.storage.test_faults import pg_role  # noqa: F401  (a fixture)
+from tests.support.waiting import until
 
 ROOT = os.geteuid() == 0
 
@@ -54,15 +54,13 @@ def read_only(path: Path) -> Iterator[None]:
 
 def not_ready_reason(url: str, timeout_s: float = 20) -> str:
     """The reason /readyz gives once the service waits for its database."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def reason() -> str | None:
         r = httpx.get(url + "/readyz", timeout=5)
         assert r.status_code == 503, r.text
-        reason = r.json().get("reason")
-        if reason:
-            return str(reason)
-        assert time.monotonic() < deadline, f"no reason given: {r.text}"
-        time.sleep(0.1)
+        return r.json().get("reason")  # type: ignore[no-any-return]
+
+    return str(until(reason, timeout_s, "a reason given by /readyz"))
 
 
 def assert_writes_refused(url: str) -> None:

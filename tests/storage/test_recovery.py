@@ -176,7 +176,7 @@ async def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
         assert r.status_code == 503 and r.json()["status"] == "recovering"
         assert (await client.get("/healthz")).status_code == 200
         pending = asyncio.create_task(client.post("/", json=["XADD", "s", "*", "a", "1"]))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # time to be refused, were it
         assert not pending.done()  # held by the loading gate, not refused at once
         gate.set()
         r = await pending

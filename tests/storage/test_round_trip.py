@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from tests.conftest import Commands, ReplyError
 from tests.engine.payloads import LEGACY_RDB9
 from tests.storage.conftest import DurableServer
+from tests.support.waiting import parked
 
 IDLE_KEYS = {"idle", "inactive"}
 
@@ -108,7 +108,7 @@ def build_state(xs: Commands, url: str) -> None:
 
     reader = threading.Thread(target=read)
     reader.start()
-    time.sleep(0.3)
+    parked(url, 1)
     xs("XADD", "waiting", "7-0", "served", "yes")
     reader.join()
     assert got and not isinstance(got[0], ReplyError), got

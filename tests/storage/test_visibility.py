@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.storage.conftest import DurableServer, pg_url, sqlite_locked
+from tests.support.waiting import parked
 
 # Long enough that the held-up commit neither fails nor gets through during the test.
 LOCK_WAIT = "60"
@@ -91,7 +92,7 @@ def race(srv: DurableServer, hold: Callable[[], Any]) -> None:
     # Blocked before the write: the write serves them inside its own step.
     readers.start("xread", cmd("XREAD", "BLOCK", "20000", "STREAMS", "s", "$"))
     readers.start("long-poll", get("/v1/streams/s/entries?after=$&block_ms=20000"))
-    time.sleep(0.3)  # parked (nothing can show it from outside before a write serves them)
+    parked(srv, 2)
     written: list[Any] = []
     with hold():
 

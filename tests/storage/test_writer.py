@@ -22,6 +22,7 @@ from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import journal
 from app.storage.writer import JournalWriter
+from tests.support.waiting import until_async
 
 
 def wire(record: list[Any]) -> Record:
@@ -104,8 +105,7 @@ async def test_everysec_replies_at_once_and_commits_within_a_second(db: FlakyDat
     t0 = time.monotonic()
     await w.wait_committed()  # returns at once
     assert time.monotonic() - t0 < 0.05
-    while w.committed_seq < 2:
-        await asyncio.sleep(0.02)
+    await until_async(lambda: w.committed_seq >= 2, 2, "the second record committed")
     assert time.monotonic() - t0 < 1.2
     assert len(rows(db)) == 2
     await w.close()
@@ -139,11 +139,10 @@ async def test_database_failure_refuses_writes_then_commits_the_pending_ones(
         await w.wait_committed()
     with pytest.raises(StorageUnavailable):
         w.check_writable()
-    await asyncio.sleep(0.2)  # retries keep failing
-    assert db.calls >= 3 and w.failure is not None
+    await until_async(lambda: db.calls >= 3, what="two retries")
+    assert w.failure is not None  # retries keep failing
     db.broken = False
-    while w.failure is not None:
-        await asyncio.sleep(0.02)
+    await until_async(lambda: w.failure is None, what="a retry that commits")
     w.check_writable()
     assert [s for s, _ in rows(db)] == [1, 2]  # the in-flight record, committed once
     w.append(wire([["new", "c"]]))
@@ -199,7 +198,7 @@ class HeldDatabase(FlakyDatabase):
 
 
 async def _pending(aw: asyncio.Future[None] | asyncio.Task[None]) -> bool:
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # time to finish, were it not held
     return not aw.done()
 
 
@@ -265,10 +264,7 @@ async def test_during_an_outage_only_keys_with_uncommitted_records_are_refused(
         await w.wait_visible(None)
     await w.wait_visible(["t"])  # committed state: still readable
     db.broken = False  # the writer's retry commits it; then the read is served
-    for _ in range(100):
-        if w.failure is None:
-            break
-        await asyncio.sleep(0.05)
+    await until_async(lambda: w.failure is None, 5, "a retry that commits")
     await w.wait_visible(["s"])
     assert w.committed_seq == 2
     await w.close()

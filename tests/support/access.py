@@ -7,8 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -30,13 +28,6 @@ def create_key(data: Path, name: str, *grant: str) -> str:
     done = keys(data, "create", "--name", name, *grant)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
-
-
-def until(cond: Callable[[], object], timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, "not within the time allowed"
-        time.sleep(0.05)
 
 
 class EventTail:

@@ -15,13 +15,14 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REQUIRE_SERVICES
+from tests.support.waiting import until
 
 MASTERS = 3
 START_TIMEOUT_S = 30.0
@@ -55,11 +56,9 @@ def _cli(port: int, *args: str) -> str:
     return out.stdout
 
 
-def _wait(what: str, ready: object, deadline: float) -> None:
-    while not callable(ready) or not ready():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"Redis Cluster: {what} not reached in {START_TIMEOUT_S} s")
-        time.sleep(0.05)
+def _wait(what: str, ready: Callable[[], object], deadline: float) -> None:
+    """``until`` with a deadline several waits share."""
+    until(ready, max(deadline - time.monotonic(), 0), f"Redis Cluster: {what}", poll_s=0.05)
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from tests.conftest import REQUIRE_SERVICES
 from tests.support.redis_cluster import cluster_port
+from tests.support.waiting import until
 
 START_TIMEOUT_S = 30.0
 
@@ -32,15 +32,6 @@ def cli(port: int, *args: str) -> str:
         timeout=10,
     )
     return out.stdout.strip()
-
-
-def wait_until(what: str, ready: object, timeout_s: float = START_TIMEOUT_S) -> None:
-    """Poll ``ready()`` until it is true; fail naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not callable(ready) or not ready():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout_s} s")
-        time.sleep(0.05)
 
 
 def need_binaries() -> None:
@@ -73,7 +64,11 @@ class RedisProcess:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         if answers:
-            wait_until(f"an answer from {self.address}", lambda: cli(self.port, "PING") != "")
+            until(
+                lambda: cli(self.port, "PING") != "",
+                START_TIMEOUT_S,
+                f"an answer from {self.address}",
+            )
 
     def stop(self) -> None:
         if self.proc is None:

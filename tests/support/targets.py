@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from tests.conftest import REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES, TARGET_REDIS_DB, Server
+from tests.support.waiting import until
 
 EMBEDDED, REDIS, CLUSTER = "embedded", "redis", "cluster"
 
@@ -110,17 +111,20 @@ class Frontend(Server):
 
     def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         super().__init__(data_dir, *extra, env=env)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
+
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"xstreams on {self.url} exited with {self.proc.returncode}")
             try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
+                return httpx.get(self.url + "/readyz", timeout=2).status_code == 200
             except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"xstreams on {self.url} did not become ready")
-            time.sleep(0.05)
+                return False
+
+        try:
+            until(ready, READY_TIMEOUT_S, f"xstreams on {self.url} ready", poll_s=0.05)
+        except BaseException:
+            self.stop()
+            raise
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no goodbye to its clients (a crashed front-end)."""
@@ -129,6 +133,10 @@ class Frontend(Server):
 
 
 Served = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
+
+# What a client ``served`` made reaches, for tests.support.waiting to count blocked readers:
+# the in-process app's store, or the front-end in front of Redis.
+SERVED_BY: weakref.WeakKeyDictionary[httpx.AsyncClient, Any] = weakref.WeakKeyDictionary()
 
 
 def served_on(request: pytest.FixtureRequest, name: str, data_dir: Path) -> Served:
@@ -146,9 +154,12 @@ def served_on(request: pytest.FixtureRequest, name: str, data_dir: Path) -> Serv
     @asynccontextmanager
     async def served(**settings: Any) -> AsyncIterator[httpx.AsyncClient]:
         if backend is None:
+            from app.engine.store import Store
             from tests.api.inproc import serve
 
-            async with serve(**settings) as client:
+            store = Store()
+            async with serve(store, **settings) as client:
+                SERVED_BY[client] = store
                 yield client
             return
         env = {f"XSTREAMS_{k.upper()}": str(v) for k, v in settings.items()}
@@ -156,6 +167,7 @@ def served_on(request: pytest.FixtureRequest, name: str, data_dir: Path) -> Serv
         try:
             async with httpx.AsyncClient(base_url=front.url, timeout=30) as client:
                 assert (await client.post("/", json=["FLUSHALL"])).status_code == 200
+                SERVED_BY[client] = front
                 yield client
         finally:
             front.stop()

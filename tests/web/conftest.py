@@ -19,7 +19,8 @@ import pytest
 
 from tests.api.sse.test_browser import _chromium
 from tests.conftest import Server
-from tests.support.access import FAST_KEYS, create_key, until
+from tests.support.access import FAST_KEYS, create_key
+from tests.support.waiting import until
 from tests.web.tour import CHROMIUM, CHROMIUM_ARGS, WIDTHS
 
 ADMIN = "admin-token-of-the-web-tests"

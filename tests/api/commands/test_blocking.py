@@ -26,9 +26,8 @@ from tests.api.support import (
     result_of,
 )
 from tests.conftest import Commands, Server
+from tests.support.waiting import blocked_clients, parked, parked_async, until_async
 
-# How long a started request is given to reach the server and start waiting.
-SETTLE = 0.3
 # Upper bound for "woken within milliseconds": generous for a loaded CI box, far below any timeout.
 WAKE_LIMIT = 1.0
 
@@ -44,19 +43,30 @@ async def timed(client: httpx.AsyncClient, *args: str) -> tuple[httpx.Response, 
     return r, time.monotonic()
 
 
-async def still_waiting(task: asyncio.Task[Any], seconds: float = SETTLE) -> None:
-    """Let ``task`` reach the server, and check it hasn't answered."""
-    await asyncio.sleep(seconds)
+async def still_waiting(
+    server: Server, task: asyncio.Task[Any], parked: int = 1, hold_s: float = 0
+) -> None:
+    """Wait until ``parked`` readers are blocked at the server (``task``'s among them), then
+    ``hold_s`` more where a test checks it stays blocked a while; fail if ``task`` answered."""
+
+    async def blocked() -> bool:
+        return task.done() or await asyncio.to_thread(blocked_clients, server) == parked
+
+    await until_async(blocked, what=f"{parked} reader(s) blocked")
+    if hold_s:
+        await asyncio.sleep(hold_s)  # time is the point: it must not answer meanwhile
     if task.done():
         r = task.result()
         resp = r[0] if isinstance(r, tuple) else r
         pytest.fail(f"blocking call returned early: {resp.status_code} {resp.text}")
 
 
-async def test_xread_block_woken_by_xadd(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_xread_block_woken_by_xadd(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """XREAD BLOCK 5000 on an empty stream returns the entry right after another client's XADD."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "XADD", "s", "1-1", "f", "v")) == "1-1"
     added_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -65,12 +75,12 @@ async def test_xread_block_woken_by_xadd(bg: Background, ahttp: httpx.AsyncClien
 
 
 async def test_xread_block_on_existing_key_from_id(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """Blocking from an explicit ID: only entries after it wake the reader."""
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "1-1"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "2-1", "f", "w")
     added_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -109,31 +119,37 @@ async def test_xreadgroup_block_timeout_is_null(ahttp: httpx.AsyncClient) -> Non
     assert 0.195 <= elapsed < 1.6, f"answered after {elapsed:.3f}s"
 
 
-async def test_dollar_sees_only_later_entries(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_dollar_sees_only_later_entries(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """``$`` means "after the last entry at call time": old entries are never returned."""
     await call(ahttp, "XADD", "s", "1-1", "f", "old")
     await call(ahttp, "XADD", "s", "2-1", "f", "old")
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "3-1", "f", "new")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["3-1", ["f", "new"]]]]]
 
 
-async def test_dollar_across_several_streams(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_dollar_across_several_streams(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """With several keys, the reply names the key that got data (and only it)."""
     await call(ahttp, "XADD", "a", "1-1", "f", "v")
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "a", "b", "$", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "b", "7-7", "g", "w")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["b", [["7-7", ["g", "w"]]]]]
 
 
-async def test_block_0_waits_until_data(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_block_0_waits_until_data(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """BLOCK 0 means forever: still waiting after well over a second, answered on XADD."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "0", "STREAMS", "s", "$"))
-    await still_waiting(waiter, 1.5)
+    await still_waiting(server, waiter, hold_s=1.5)  # BLOCK 0 has no timeout
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 5)
@@ -142,33 +158,37 @@ async def test_block_0_waits_until_data(bg: Background, ahttp: httpx.AsyncClient
 
 
 async def test_count_limits_what_a_woken_reader_gets(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """COUNT 1 still applies when a blocked reader is served two entries at once."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "COUNT", "1", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
     assert (await ahttp.post("/multi-exec", json=rows)).status_code == 200
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
 
 
-async def test_very_long_block_is_still_woken(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_very_long_block_is_still_woken(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """BLOCK 999999999999 (≈31 years, accepted by redis-server) must not overflow a deadline."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "999999999999", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
 
 
-async def test_woken_reply_honours_base64(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_woken_reply_honours_base64(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """A blocked request's reply is encoded per its own ``Upstash-Encoding`` header, whoever
     wakes it; its timeout reply stays a raw null."""
     enc = {"Upstash-Encoding": "base64"}
     body = ["XREAD", "BLOCK", "5000", "STREAMS", "s", "$"]
     waiter = bg.spawn(ahttp.post("/", json=body, headers=enc))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     r = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["cw==", [["MS0x", ["Zg==", "dg=="]]]]]
@@ -176,14 +196,15 @@ async def test_woken_reply_honours_base64(bg: Background, ahttp: httpx.AsyncClie
     assert result_of(await ahttp.post("/", json=body, headers=enc)) is None
 
 
-async def test_all_plain_readers_get_the_entry(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_all_plain_readers_get_the_entry(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """Without a group, every blocked XREAD sees the same new entry (it's a broadcast)."""
     waiters = [
         bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$")) for _ in range(3)
     ]
     for w in waiters:
-        await still_waiting(w, 0.1)
-    await asyncio.sleep(SETTLE)
+        await still_waiting(server, w, 3)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     for w in waiters:
         r, _ = await asyncio.wait_for(w, 6)
@@ -191,13 +212,13 @@ async def test_all_plain_readers_get_the_entry(bg: Background, ahttp: httpx.Asyn
 
 
 async def test_blocked_request_does_not_block_the_server(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """While several requests block, other requests are served promptly."""
     waiters = [
         bg.spawn(timed(ahttp, "XREAD", "BLOCK", "2000", "STREAMS", f"k{i}", "$")) for i in range(10)
     ]
-    await asyncio.sleep(SETTLE)
+    await parked_async(server, 10)
     t0 = time.monotonic()
     for i in range(20):
         assert result_of(await call(ahttp, "XADD", "other", "*", "i", str(i)))
@@ -207,10 +228,12 @@ async def test_blocked_request_does_not_block_the_server(
         assert result_of(r) is None
 
 
-async def test_path_style_xread_blocks_too(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_path_style_xread_blocks_too(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """``GET /xread/block/5000/streams/s/$`` blocks and wakes exactly like ``POST /``."""
     waiter = bg.spawn(ahttp.get("/xread/block/5000/streams/s/$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await ahttp.get("/xadd/s/1-1/f/v")) == "1-1"
     r = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
@@ -218,11 +241,11 @@ async def test_path_style_xread_blocks_too(bg: Background, ahttp: httpx.AsyncCli
 
 @pytest.mark.parametrize("endpoint", ["/pipeline", "/multi-exec"])
 async def test_batch_xadds_wake_readers(
-    bg: Background, ahttp: httpx.AsyncClient, endpoint: str
+    server: Server, bg: Background, ahttp: httpx.AsyncClient, endpoint: str
 ) -> None:
     """XADDs sent through /pipeline or /multi-exec wake blocked readers like single ones."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     r = await ahttp.post(endpoint, json=[["XADD", "s", "1-1", "f", "v"]])
     assert r.json() == [{"result": "1-1"}]
     added_at = time.monotonic()
@@ -232,11 +255,11 @@ async def test_batch_xadds_wake_readers(
 
 
 async def test_transaction_wakes_reader_after_exec(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """Redis serves blocked readers after EXEC: the reader sees the whole transaction at once."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
     r = await ahttp.post("/multi-exec", json=rows)
     assert r.json() == [{"result": "1-1"}, {"result": "2-1"}]
@@ -245,13 +268,13 @@ async def test_transaction_wakes_reader_after_exec(
 
 
 async def test_pipeline_wakes_reader_after_its_first_xadd(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """A pipeline is no transaction: Redis serves blocked readers after each command, so a
     reader waiting on the key gets the first XADD alone, even though consecutive XADDs to one
     key otherwise run as one engine call."""
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     rows = [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 4)]
     r = await ahttp.post("/pipeline", json=rows)
     assert r.json() == [{"result": f"{i}-1"} for i in range(1, 4)]
@@ -260,13 +283,13 @@ async def test_pipeline_wakes_reader_after_its_first_xadd(
 
 
 async def test_pipeline_gives_a_waiting_consumer_one_entry_and_leaves_the_rest(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """XREADGROUP BLOCK served by the first XADD of a pipeline takes that entry only; the
     others stay new for the next consumer, as with redis-server."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("alice")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     rows = [["XADD", "s", f"{i}-1", "f", "v"] for i in range(1, 4)]
     r = await ahttp.post("/pipeline", json=rows)
     assert r.json() == [{"result": f"{i}-1"} for i in range(1, 4)]
@@ -289,11 +312,13 @@ def readgroup(consumer: str, block: str = "5000") -> list[str]:
     return ["XREADGROUP", "GROUP", "g", consumer, "BLOCK", block, "STREAMS", "s", ">"]
 
 
-async def test_xreadgroup_block_woken_by_xadd(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_xreadgroup_block_woken_by_xadd(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """A blocked group reader gets the new entry and it becomes pending for that consumer."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("c1")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -303,13 +328,13 @@ async def test_xreadgroup_block_woken_by_xadd(bg: Background, ahttp: httpx.Async
 
 
 async def test_noack_waiter_leaves_nothing_pending(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """A blocked XREADGROUP NOACK is served the entry without adding it to the PEL."""
     await group(ahttp)
     args = ["XREADGROUP", "GROUP", "g", "c1", "NOACK", "BLOCK", "5000", "STREAMS", "s", ">"]
     waiter = bg.spawn(timed(ahttp, *args))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
@@ -335,7 +360,7 @@ async def test_timed_out_group_read_creates_no_consumer(ahttp: httpx.AsyncClient
 
 
 async def test_each_entry_goes_to_one_waiting_consumer_fcfs(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """Three consumers blocked on ``>``, three XADDs: each consumer gets one different entry,
     in the order the consumers started waiting (Redis serves blocked clients FIFO)."""
@@ -343,7 +368,7 @@ async def test_each_entry_goes_to_one_waiting_consumer_fcfs(
     waiters = {}
     for name in ("c1", "c2", "c3"):
         waiters[name] = bg.spawn(timed(ahttp, *readgroup(name)))
-        await still_waiting(waiters[name], 0.25)
+        await still_waiting(server, waiters[name], len(waiters))  # in this order
     for i in (1, 2, 3):
         assert result_of(await call(ahttp, "XADD", "s", f"{i}-1", "n", str(i))) == f"{i}-1"
     got = {}
@@ -359,14 +384,16 @@ async def test_each_entry_goes_to_one_waiting_consumer_fcfs(
     assert pending == [3, "1-1", "3-1", [["c1", "1"], ["c2", "1"], ["c3", "1"]]]
 
 
-async def test_concurrent_xadds_each_served_once(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_concurrent_xadds_each_served_once(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """Twenty blocked consumers, twenty XADDs sent at once: every entry is delivered exactly once
     and every consumer gets exactly one (redis-server serves blocked clients after each command,
     so one XADD never feeds two readers and a reader never gets two XADDs' entries)."""
     await group(ahttp)
     n = 20
     waiters = [bg.spawn(timed(ahttp, *readgroup(f"c{i}", "4000"))) for i in range(n)]
-    await still_waiting(waiters[-1], SETTLE + 0.2)
+    await still_waiting(server, waiters[-1], n)
     adds = await asyncio.gather(*(call(ahttp, "XADD", "s", "*", "i", str(i)) for i in range(n)))
     ids = sorted(result_of(r) for r in adds)
     delivered: list[str] = []
@@ -383,14 +410,16 @@ async def test_concurrent_xadds_each_served_once(bg: Background, ahttp: httpx.As
     assert pending[0] == n
 
 
-async def test_one_entry_many_group_waiters(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_one_entry_many_group_waiters(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """One XADD with three consumers waiting: exactly one (the first) gets it, the others keep
     waiting and time out with null — the entry is never delivered twice."""
     await group(ahttp)
     waiters = {}
     for name in ("c1", "c2", "c3"):
         waiters[name] = bg.spawn(timed(ahttp, *readgroup(name, "1500")))
-        await still_waiting(waiters[name], 0.2)
+        await still_waiting(server, waiters[name], len(waiters))  # in this order
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     results = {}
     for name, task in waiters.items():
@@ -401,15 +430,15 @@ async def test_one_entry_many_group_waiters(bg: Background, ahttp: httpx.AsyncCl
 
 
 async def test_transaction_goes_to_first_group_waiter_whole(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """Two XADDs in one /multi-exec with two consumers waiting: like redis-server (checked with
     redis-cli), the first waiter gets both entries and the second keeps waiting (null)."""
     await group(ahttp)
     first = bg.spawn(timed(ahttp, *readgroup("c1", "3000")))
-    await still_waiting(first, 0.2)
+    await still_waiting(server, first)
     second = bg.spawn(timed(ahttp, *readgroup("c2", "1000")))
-    await still_waiting(second)
+    await still_waiting(server, second, 2)
     rows = [["XADD", "s", "1-1", "f", "v"], ["XADD", "s", "2-1", "f", "w"]]
     assert (await ahttp.post("/multi-exec", json=rows)).json() == [
         {"result": "1-1"},
@@ -424,15 +453,15 @@ async def test_transaction_goes_to_first_group_waiter_whole(
 async def abandon(server: Server, *commands: list[str]) -> None:
     """Send each command on a connection of its own, then drop them all while the server waits.
 
-    The clients are built before any request is sent (building one takes a while), so every
-    request has had ``SETTLE`` seconds to reach the server before it is abandoned.
+    The clients are built before any request is sent (building one takes a while); every
+    request is blocked at the server before it is abandoned.
     """
     clients = [httpx.AsyncClient(base_url=server.url, timeout=30) for _ in commands]
     try:
         tasks = [
             asyncio.create_task(call(c, *args)) for c, args in zip(clients, commands, strict=True)
         ]
-        await asyncio.sleep(SETTLE + 0.2)
+        await parked_async(server, len(commands))
         assert not any(t.done() for t in tasks), "a blocking call answered before it was abandoned"
         for t in tasks:
             t.cancel()
@@ -451,9 +480,9 @@ async def test_disconnected_group_reader_gets_nothing(
     consumer (XPENDING stays empty) and a live consumer gets it instead."""
     await group(ahttp)
     await abandon(server, readgroup("c1", "0"))
-    await asyncio.sleep(0.2)  # let the server notice the closed connection
+    await parked_async(server, 0)  # the server noticed the closed connection
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # room for a wrong delivery to show
     assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
     r = await call(ahttp, "XREADGROUP", "GROUP", "g", "c2", "COUNT", "10", "STREAMS", "s", ">")
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
@@ -466,7 +495,7 @@ async def test_disconnected_reader_does_not_steal_from_live_one(
     await group(ahttp)
     await abandon(server, readgroup("gone", "0"))
     live = bg.spawn(timed(ahttp, *readgroup("live")))
-    await still_waiting(live, 0.5)
+    await still_waiting(server, live)
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     added_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(live, 6)
@@ -486,21 +515,23 @@ async def test_many_abandoned_waiters_leak_nothing(
         *(readgroup(f"gone{i}", "0") for i in range(10)),
         *(["XREAD", "BLOCK", "0", "STREAMS", "s", "$"] for _ in range(10)),
     )
-    await asyncio.sleep(0.5)
+    await parked_async(server, 0)  # the server noticed every closed connection
     for i in range(1, 6):
         await call(ahttp, "XADD", "s", f"{i}-1", "n", str(i))
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # room for a wrong delivery to show
     assert result_of(await call(ahttp, "XPENDING", "s", "g")) == [0, None, None, None]
     r = await call(ahttp, "XREADGROUP", "GROUP", "g", "live", "STREAMS", "s", ">")
     got = result_of(r)
     assert [e[0] for e in got[0][1]] == ["1-1", "2-1", "3-1", "4-1", "5-1"]
 
 
-async def test_group_destroyed_while_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_group_destroyed_while_waiting(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """XGROUP DESTROY wakes the blocked XREADGROUP at once with Redis's NOGROUP error."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "XGROUP", "DESTROY", "s", "g")) == 1
     destroyed_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -508,11 +539,13 @@ async def test_group_destroyed_while_waiting(bg: Background, ahttp: httpx.AsyncC
     assert arrived_at - destroyed_at < WAKE_LIMIT
 
 
-async def test_stream_deleted_while_group_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_stream_deleted_while_group_waiting(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """DEL of the stream wakes the blocked XREADGROUP at once with Redis's UNBLOCKED error."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "DEL", "s")) == 1
     deleted_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -520,12 +553,14 @@ async def test_stream_deleted_while_group_waiting(bg: Background, ahttp: httpx.A
     assert arrived_at - deleted_at < WAKE_LIMIT
 
 
-async def test_flushall_while_group_waiting(bg: Background, ahttp: httpx.AsyncClient) -> None:
+async def test_flushall_while_group_waiting(
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
+) -> None:
     """FLUSHALL deletes the stream under a blocked XREADGROUP: same UNBLOCKED error as DEL
     (redis-server 7.0.15 does this for FLUSHDB/FLUSHALL, checked with redis-cli)."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "FLUSHALL")) == "OK"
     flushed_at = time.monotonic()
     r, arrived_at = await asyncio.wait_for(waiter, 6)
@@ -534,15 +569,15 @@ async def test_flushall_while_group_waiting(bg: Background, ahttp: httpx.AsyncCl
 
 
 async def test_consumer_deleted_while_waiting_is_recreated(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """XGROUP DELCONSUMER doesn't unblock the reader; when an entry comes it is delivered and the
     consumer exists again, owning it (redis-server 7.0.15, checked with redis-cli)."""
     await group(ahttp)
     waiter = bg.spawn(timed(ahttp, *readgroup("c1", "5000")))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "XGROUP", "DELCONSUMER", "s", "g", "c1")) in (0, 1)
-    await still_waiting(waiter, 0.2)
+    await still_waiting(server, waiter, hold_s=0.2)  # DELCONSUMER leaves it blocked
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["s", [["1-1", ["f", "v"]]]]]
@@ -552,14 +587,14 @@ async def test_consumer_deleted_while_waiting_is_recreated(
 
 
 async def test_recreated_stream_with_smaller_ids_does_not_wake_dollar(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """``$`` is fixed when the call starts (5-0 here): after DEL, an XADD of 1-1 is not "new" for
     the reader, which times out with null like on redis-server."""
     await call(ahttp, "XADD", "s", "5-0", "f", "v")
     t0 = time.monotonic()
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     await call(ahttp, "DEL", "s")
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     r, arrived_at = await asyncio.wait_for(waiter, 5)
@@ -568,13 +603,13 @@ async def test_recreated_stream_with_smaller_ids_does_not_wake_dollar(
 
 
 async def test_stream_deleted_while_plain_reader_waits(
-    bg: Background, ahttp: httpx.AsyncClient
+    server: Server, bg: Background, ahttp: httpx.AsyncClient
 ) -> None:
     """A plain XREAD is *not* woken by DEL: it keeps waiting and times out with null (Redis 7.0)."""
     await call(ahttp, "XADD", "s", "1-1", "f", "v")
     t0 = time.monotonic()
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "1000", "STREAMS", "s", "$"))
-    await still_waiting(waiter)
+    await still_waiting(server, waiter)
     assert result_of(await call(ahttp, "DEL", "s")) == 1
     r, arrived_at = await asyncio.wait_for(waiter, 5)
     assert result_of(r) is None
@@ -599,7 +634,7 @@ def _blocked_redis_reply(real_redis: Any, args: list[str], then: list[str]) -> s
 
     t = threading.Thread(target=blocked)
     t.start()
-    time.sleep(SETTLE)
+    parked(real_redis, 1)
     real_redis.execute_command(*then)
     t.join(6)
     assert not t.is_alive()
@@ -633,7 +668,7 @@ def test_sync_clients_from_threads_also_wake(server: Server, xs: Commands) -> No
 
     t = threading.Thread(target=reader)
     t.start()
-    time.sleep(SETTLE)
+    parked(server, 1)
     assert xs("XADD", "s", "1-1", "f", "v") == "1-1"
     added_at = time.monotonic()
     t.join(6)

@@ -17,6 +17,7 @@ from app.engine.store import Store
 from tests.api.inproc import serve
 from tests.engine.payloads import tombstones
 from tests.support.targets import TARGET_PARAMS, Served, served_on
+from tests.support.waiting import parked_async
 
 
 @pytest.fixture(params=TARGET_PARAMS)
@@ -112,8 +113,7 @@ async def test_a_pipeline_lets_other_requests_run() -> None:
     async with serve(store, pipeline_slice_ms=1) as c:
         n = 5000
         woken = asyncio.create_task(c.post("/", json=["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]))
-        while store.keyspace.blocked.count() == 0:  # parked: the first XADD will serve it
-            await asyncio.sleep(0.001)
+        await parked_async(store, 1)  # the first XADD will serve it
         pipeline = asyncio.create_task(c.post("/pipeline", json=[["XADD", "s", "*", "f", "v"]] * n))
         await woken  # served by the pipeline's first XADD, while the pipeline runs
         status, body = await _post(c, "/", ["XLEN", "s"])
@@ -259,7 +259,7 @@ async def test_a_blocked_group_read_is_served_within_the_limit(served: Served) -
         await _post(c, "/", ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
         argv = ["XREADGROUP", "GROUP", "g", "a", "BLOCK", "5000", "STREAMS", "s", ">"]
         woken = asyncio.create_task(_post(c, "/", argv))
-        await asyncio.sleep(0.5)
+        await parked_async(c, 1)
         await _post(c, "/", ["XADD", "s", "1-1", "f", "v"])
         status, body = await woken
         assert (status, body) == (200, {"result": [["s", [["1-1", ["f", "v"]]]]]})

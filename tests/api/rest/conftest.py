@@ -9,7 +9,6 @@ user would run.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +22,7 @@ from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import Commands, free_port
+from tests.support.waiting import until
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -79,10 +79,7 @@ def local() -> Iterator[Local]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the in-thread server did not start"
-        time.sleep(0.01)
+    until(lambda: server.started, 10, "the in-thread server started")
     url = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=url, timeout=30) as client:
         yield Local(url, store, clock, client)

@@ -19,6 +19,7 @@ from app.engine.store import Store
 from tests.api.inproc import serve
 from tests.api.rest.conftest import Local, add
 from tests.conftest import Server
+from tests.support.waiting import parked_async
 
 WAKE_LIMIT = 1.0  # seconds: "at once" on a loaded CI box, far below the timeouts used
 
@@ -27,29 +28,35 @@ WAKE_LIMIT = 1.0  # seconds: "at once" on a loaded CI box, far below the timeout
 class Live:
     url: str
     client: httpx.Client
+    server: Server
 
 
 @pytest.fixture
 def live(server: Server, api: httpx.Client) -> Live:
     """The session's server on each target (BLOCK there: Redis's, on a pooled connection),
     its keyspace flushed."""
-    return Live(server.url, api)
+    return Live(server.url, api, server)
 
 
-async def _soon(client: httpx.AsyncClient, path: str, **kw: object) -> None:
-    await asyncio.sleep(0.3)
+async def _when_parked(
+    live: Live, client: httpx.AsyncClient, path: str, n: int = 1, **kw: object
+) -> float:
+    """POST ``path`` once ``n`` readers are blocked at the server; returns when it was sent."""
+    await parked_async(live.server, n)
+    sent = time.monotonic()
     await client.post(path, **kw)  # type: ignore[arg-type]
+    return sent
 
 
 async def test_entries_long_poll_wakes_on_append(live: Live) -> None:
     add(live.client, "s", ("a", "0"), id="1-0")
     async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
-        started = time.monotonic()
         poll = client.get("/v1/streams/s/entries", params={"after": "$", "block_ms": 10_000})
-        r, _ = await asyncio.gather(
-            poll, _soon(client, "/v1/streams/s/entries", json={"id": "2-0", "fields": {"a": "1"}})
+        entry = {"id": "2-0", "fields": {"a": "1"}}
+        r, sent = await asyncio.gather(
+            poll, _when_parked(live, client, "/v1/streams/s/entries", json=entry)
         )
-    assert time.monotonic() - started < 0.3 + WAKE_LIMIT
+    assert time.monotonic() - sent < WAKE_LIMIT
     assert r.json() == {"entries": [{"id": "2-0", "fields": {"a": "1"}}], "next": "2-0"}
 
 
@@ -80,7 +87,10 @@ async def test_long_poll_waits_for_a_stream_to_be_created(live: Live) -> None:
     async with httpx.AsyncClient(base_url=live.url, timeout=30) as client:
         poll = client.get("/v1/streams/new/entries", params={"after": "$", "block_ms": 10_000})
         r, _ = await asyncio.gather(
-            poll, _soon(client, "/v1/streams/new/entries", json={"id": "1-0", "fields": {"a": "1"}})
+            poll,
+            _when_parked(
+                live, client, "/v1/streams/new/entries", json={"id": "1-0", "fields": {"a": "1"}}
+            ),
         )
     assert [e["id"] for e in r.json()["entries"]] == ["1-0"]
 
@@ -98,7 +108,10 @@ async def test_several_streams(live: Live) -> None:
         params = [("stream", "a"), ("stream", "b"), ("after", "$"), ("block_ms", "10000")]
         poll = client.get("/v1/read", params=params)
         r, _ = await asyncio.gather(
-            poll, _soon(client, "/v1/streams/b/entries", json={"id": "2-0", "fields": {"y": "2"}})
+            poll,
+            _when_parked(
+                live, client, "/v1/streams/b/entries", json={"id": "2-0", "fields": {"y": "2"}}
+            ),
         )
     assert r.json() == {
         "streams": [{"stream": "b", "entries": [{"id": "2-0", "fields": {"y": "2"}}]}]
@@ -120,7 +133,7 @@ async def test_each_new_entry_goes_to_exactly_one_waiting_consumer(live: Live) -
         ]
 
         async def append() -> None:
-            await asyncio.sleep(0.3)
+            await parked_async(live.server, 3)
             await client.post("/v1/streams/s/entries", json={"id": "1-0", "fields": {"a": "1"}})
 
         *replies, _ = await asyncio.gather(*waiters, append())
@@ -138,7 +151,7 @@ async def test_group_read_gets_nogroup_when_the_group_is_destroyed(live: Live) -
         poll = client.post("/v1/streams/s/groups/g/consumers/a/reads", json={"block_ms": 10_000})
 
         async def destroy() -> None:
-            await asyncio.sleep(0.3)
+            await parked_async(live.server, 1)
             await client.delete("/v1/streams/s/groups/g")
 
         r, _ = await asyncio.gather(poll, destroy())
@@ -158,20 +171,13 @@ async def test_a_client_that_goes_away_stops_waiting(
     local: Local, method: str, path: str, kw: dict[str, object]
 ) -> None:
     local.client.post("/v1/streams/s/groups", json={"name": "g", "id": "$", "mkstream": True})
-    blocked = local.store.keyspace.blocked
     async with httpx.AsyncClient(base_url=local.url, timeout=30) as client:
         task = asyncio.ensure_future(client.request(method, path, **kw))  # type: ignore[arg-type]
-        deadline = time.monotonic() + 5
-        while blocked.count() == 0:
-            assert time.monotonic() < deadline, "the request never started waiting"
-            await asyncio.sleep(0.01)
+        await parked_async(local.store, 1, what="the request waiting")
         task.cancel()  # closes the connection
         with pytest.raises(asyncio.CancelledError):
             await task
-    deadline = time.monotonic() + WAKE_LIMIT
-    while blocked.count():
-        assert time.monotonic() < deadline, "the waiter outlived its client"
-        await asyncio.sleep(0.01)
+    await parked_async(local.store, 0, WAKE_LIMIT, "the waiter gone with its client")
     # Nothing was delivered to the vanished consumer.
     add(local.client, "s", ("a", "1"), id="1-0")
     assert local.client.get("/v1/streams/s/groups/g/pending").json()["count"] == 0
@@ -200,8 +206,7 @@ async def test_long_polls_and_blocking_reads_count_toward_the_per_key_cap() -> N
                 c.post("/", json=["XREAD", "BLOCK", "30000", "STREAMS", "s", "$"], headers=who)
             ),
         ]
-        while store.keyspace.blocked.count() < 2:  # both parked
-            await asyncio.sleep(0.001)
+        await parked_async(store, 2)
         # (Each would wait 1 s if it were let through.)
         refused = [
             await c.get("/v1/read", params={"stream": "s", "after": "$", "block_ms": 1000},
@@ -231,8 +236,7 @@ async def test_long_polls_and_blocking_reads_count_toward_the_per_key_cap() -> N
                 c.post("/", json=["XREAD", "BLOCK", "30000", "STREAMS", "s", "$"], headers=admin)
             )
         )
-        while store.keyspace.blocked.count() < 3:
-            await asyncio.sleep(0.001)
+        await parked_async(store, 3)
         # An append ends every poll; then the credential may wait again.
         await c.post("/", json=["XADD", "s", "1-1", "f", "v"], headers=admin)
         assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200, 200]

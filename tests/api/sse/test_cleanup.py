@@ -7,10 +7,8 @@ open streams, after the clients go away.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -22,6 +20,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.api.sse.support import add, command, entry_ids, open_events
 from tests.conftest import free_port
+from tests.support.waiting import parked_async, until, until_async
 
 
 class ThreadServer:
@@ -34,10 +33,7 @@ class ThreadServer:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
+        until(lambda: self.server.started, 10, "uvicorn started")
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -56,17 +52,7 @@ def app(request: pytest.FixtureRequest) -> Iterator[FastAPI]:
     srv.stop()
 
 
-async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
 async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -> None:
-    blocked = app.state.store.keyspace.blocked
     tails = app.state.sse_tails.by_key
     streams = app.state.sse.open
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as client:
@@ -83,7 +69,7 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
             open_events(client, group.format("c2"), max_unacked=1) as c2,
         ):
             assert entry_ids(await c2.take(1)) == [held]  # history; then it waits for acks
-            await asyncio.sleep(0.2)
+            await parked_async(app.state.store, 3)  # the tails of s and t, c1 (see below)
             sid = await add(client, "s", "n", "1")
             for reader in (one, two, multi, c1):
                 assert entry_ids(await reader.take(1)) == [sid]
@@ -91,11 +77,8 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
             assert len(streams) == 5
             # Tails of s and t, c1 on `>`. c2, held back by max_unacked, parks no reader: it
             # looks at its pending count now and then (no backend signals acks to readers).
-            assert await _settles(lambda: blocked.count() == 3), blocked.count()
+            await parked_async(app.state.store, 3)
     direct = app.state.sse.flusher.direct_writes
     assert (direct > 0) == (app.state.http == "httptools"), direct
-    assert await _settles(lambda: not tails and not streams and blocked.count() == 0), (
-        dict(tails),
-        len(streams),
-        blocked.count(),
-    )
+    await until_async(lambda: not tails and not streams, 3, "no tail and no stream left")
+    await parked_async(app.state.store, 0, 3, "no reader left blocked")

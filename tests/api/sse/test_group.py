@@ -3,13 +3,14 @@ consumers created as XREADGROUP creates them."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import httpx
 import pytest
 
 from tests.api.sse.support import add, command, entry_ids, open_events
+from tests.conftest import Server
+from tests.support.waiting import parked_async
 
 
 def path(consumer: str, group: str = "g", stream: str = "s") -> str:
@@ -56,13 +57,15 @@ async def test_last_event_id_skips_history_already_received(client: httpx.AsyncC
         await events.none_within(0.3)
 
 
-async def test_two_subscribers_share_entries_none_twice(client: httpx.AsyncClient) -> None:
+async def test_two_subscribers_share_entries_none_twice(
+    client: httpx.AsyncClient, sse_server: Server
+) -> None:
     await make_group(client, "c1", "c2")
     async with (
         open_events(client, path("c1")) as one,
         open_events(client, path("c2")) as two,
     ):
-        await asyncio.sleep(0.3)
+        await parked_async(sse_server, 2)  # both blocked in XREADGROUP: served in turn
         ids = [await add(client, "s", "n", str(i)) for i in range(20)]
         got_one: list[str] = []
         got_two: list[str] = []
@@ -95,14 +98,16 @@ async def test_max_unacked_pauses_until_acks_arrive(client: httpx.AsyncClient) -
         assert entry_ids(await events.take(2, timeout=0.4)) == ids[3:]
 
 
-async def test_held_back_entries_go_to_another_subscriber(client: httpx.AsyncClient) -> None:
+async def test_held_back_entries_go_to_another_subscriber(
+    client: httpx.AsyncClient, sse_server: Server
+) -> None:
     """A consumer paused by max_unacked takes nothing, so the group's others get it."""
     await make_group(client, "slow", "other")
     async with open_events(client, path("slow"), max_unacked=1) as slow:
         first = await add(client, "s", "n", "0")
         assert entry_ids(await slow.take(1)) == [first]
         async with open_events(client, path("other")) as other:
-            await asyncio.sleep(0.2)
+            await parked_async(sse_server, 1)  # other; slow, held back, blocks in nothing
             rest = [await add(client, "s", "n", str(i)) for i in range(1, 4)]
             assert entry_ids(await other.take(3)) == rest
         await slow.none_within(0.2)
@@ -145,11 +150,11 @@ async def test_a_new_consumer_is_created_as_xreadgroup_creates_it(
 
 
 async def test_group_destroyed_while_streaming_ends_with_an_error_event(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient, sse_server: Server
 ) -> None:
     await make_group(client, "c")
     async with open_events(client, path("c")) as events:
-        await asyncio.sleep(0.2)
+        await parked_async(sse_server, 1)  # DESTROY wakes the blocked read
         await command(client, "XGROUP", "DESTROY", "s", "g")
         event = await events.next()
         assert event.event == "error"
@@ -157,15 +162,17 @@ async def test_group_destroyed_while_streaming_ends_with_an_error_event(
         assert await events.until_end() == []
 
 
-async def test_departed_subscriber_leaves_no_waiter(client: httpx.AsyncClient) -> None:
+async def test_departed_subscriber_leaves_no_waiter(
+    client: httpx.AsyncClient, sse_server: Server
+) -> None:
     """After a subscriber disconnects, new entries are not assigned to it: they go to the
     live one (a leftover waiter ahead in the queue would take them)."""
     await make_group(client, "gone", "live")
     async with open_events(client, path("gone")) as events:
         await events.none_within(0.2)
-    await asyncio.sleep(0.3)  # the server notices the closed connection
+    await parked_async(sse_server, 0)  # the server noticed the closed connection
     async with open_events(client, path("live")) as events:
-        await asyncio.sleep(0.2)
+        await parked_async(sse_server, 1)
         ids = [await add(client, "s", "n", str(i)) for i in range(3)]
         assert entry_ids(await events.take(3)) == ids
     assert await pending_of(client, "gone") == []

@@ -34,6 +34,7 @@ from app.engine.ids import MIN_ID, StreamID, format_id
 from app.engine.replies import StreamRead
 from app.engine.store import Store
 from app.engine.stream import TrimSpec, TrimStrategy
+from tests.support.waiting import until_async
 
 Hook = Callable[[], Awaitable[None]]
 
@@ -52,7 +53,7 @@ class Racing(EmbeddedBackend):
     async def read(self, request: ReadRequest, gone: Any = None) -> list[StreamRead]:
         if request.block_ms is not None and self.failing:
             self.failing -= 1
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # a refused connection takes a moment
             raise CommandError("ERR the Redis backend is unavailable: connection refused")
         reads = await super().read(request, gone)
         plain = request.block_ms is None and request.group is None
@@ -84,12 +85,6 @@ class Events:
 
     def ids(self) -> list[str]:
         return [data["id"] for kind, data in self.parsed() if kind == "entry"]
-
-
-async def until(check: Callable[[], bool], timeout: float = 3.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.001)
 
 
 async def add(backend: EmbeddedBackend, n: int, first: int = 0) -> list[str]:
@@ -131,7 +126,7 @@ def tail_of(tails: Tails) -> StreamTail:
 
 
 async def delivered(tails: Tails, seq: int) -> None:
-    await until(lambda: tail_of(tails).seq >= seq)
+    await until_async(lambda: tail_of(tails).seq >= seq)
 
 
 async def test_entries_handed_out_while_the_last_read_returned_arrive_once(
@@ -148,11 +143,11 @@ async def test_entries_handed_out_while_the_last_read_returned_arrive_once(
 
     backend.hook = append_and_let_the_tail_deliver
     async with subscribed(tails) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         assert len(meanwhile) == 3 and tail_of(tails).seq == 2  # handed out before it joined
         later = await add(backend, 2)
-        await until(lambda: len(events.ids()) >= 8)
-        await asyncio.sleep(0.01)
+        await until_async(lambda: len(events.ids()) >= 8)
+        await asyncio.sleep(0.01)  # room for a repeat to show
         assert events.ids() == history + meanwhile + later
         assert [kind for kind, _ in events.parsed()] == ["entry"] * 8
 
@@ -163,13 +158,13 @@ async def test_a_subscriber_ahead_of_the_tail_gets_nothing_twice(
     """One live subscriber keeps the tail busy; another replays entries the tail has not
     handed out yet, then joins: the tail's later batch repeats nothing to it."""
     async with subscribed(tails) as (first, first_events):
-        await until(lambda: first.live)
+        await until_async(lambda: first.live)
         ids = await add(backend, 4)  # the tail has not run yet: the next replay reads them
         async with subscribed(tails) as (second, second_events):
-            await until(lambda: second.live and len(second_events.ids()) >= 4)
+            await until_async(lambda: second.live and len(second_events.ids()) >= 4)
             more = await add(backend, 1)
-            await until(lambda: len(first_events.ids()) == len(second_events.ids()) == 5)
-            await asyncio.sleep(0.01)
+            await until_async(lambda: len(first_events.ids()) == len(second_events.ids()) == 5)
+            await asyncio.sleep(0.01)  # room for a repeat to show
             assert first_events.ids() == second_events.ids() == ids + more
 
 
@@ -188,10 +183,10 @@ async def test_more_handed_out_than_the_tail_keeps_makes_the_subscriber_read_on(
 
     backend.hook = five_batches
     async with subscribed(tails) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         later = await add(backend, 1)
-        await until(lambda: len(events.ids()) >= 8)
-        await asyncio.sleep(0.01)
+        await until_async(lambda: len(events.ids()) >= 8)
+        await asyncio.sleep(0.01)  # room for a repeat to show
         assert events.ids() == history + meanwhile + later
 
 
@@ -212,10 +207,10 @@ async def test_gap_when_trimming_outran_the_joining_subscriber(
 
     backend.hook = burst_then_trim
     async with subscribed(tails) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         later = await add(backend, 1)
-        await until(lambda: len(events.ids()) >= 6)
-        await asyncio.sleep(0.01)
+        await until_async(lambda: len(events.ids()) >= 6)
+        await asyncio.sleep(0.01)  # room for a repeat to show
         assert events.parsed() == [
             *(("entry", {"id": i, "fields": {"n": str(n)}}) for n, i in enumerate(history)),
             ("gap", {"after": history[-1], "first_id": burst[3]}),
@@ -229,10 +224,10 @@ async def test_gap_when_trimming_outran_the_joining_subscriber(
 
 async def test_the_tail_stops_with_its_last_connection(backend: Racing, tails: Tails) -> None:
     async with subscribed(tails) as (sub, _):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         task = tail_of(tails).task
         assert backend.store.keyspace.blocked.count() == 1  # the tail's one blocked XREAD
-    await until(task.done)
+    await until_async(task.done)
     assert not tails.by_key
     assert backend.store.keyspace.blocked.count() == 0
 
@@ -255,10 +250,10 @@ async def test_joining_with_a_small_outbox_loses_and_repeats_nothing(
 
     backend.hook = burst
     async with subscribed(tails, limit_bytes=200) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         later = [i for _ in range(10) for i in await add(backend, 5)]
-        await until(lambda: len(events.ids()) >= 73)
-        await asyncio.sleep(0.01)
+        await until_async(lambda: len(events.ids()) >= 73)
+        await asyncio.sleep(0.01)  # room for a repeat to show
         assert events.ids() == history + meanwhile + later
 
 
@@ -267,17 +262,17 @@ async def test_a_tail_rides_out_failing_reads_and_gives_up_with_an_error(
 ) -> None:
     monkeypatch.setattr(tail_module, "TAIL_RETRY_MS", 1)
     async with subscribed(tails) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         # The parked read gets the first entry; the next TAIL_RETRIES reads fail: it carries on.
         backend.failing = tail_module.TAIL_RETRIES
         first = await add(backend, 1)
-        await until(lambda: backend.failing == 0)
+        await until_async(lambda: backend.failing == 0)
         ids = first + await add(backend, 2)
-        await until(lambda: len(events.ids()) == 3)
+        await until_async(lambda: len(events.ids()) == 3)
         assert events.ids() == ids and sub.outbox.reason is None
         backend.failing = tail_module.TAIL_RETRIES + 1  # one more: it gives up
         await add(backend, 1)  # wakes its parked read; the next ones fail
-        await until(lambda: sub.outbox.reason is not None)
+        await until_async(lambda: sub.outbox.reason is not None)
         await events.writer  # what was pushed before the close is written, then it stops
         assert events.parsed()[-1][0] == "error"
         assert "unavailable" in events.parsed()[-1][1]["error"]
@@ -289,16 +284,16 @@ async def test_gaps_are_counted_again_after_the_stream_is_created_anew(
     """A stream deleted and created again under a live tail starts its count afresh: a burst
     trimmed before the tail reads it is still a gap."""
     async with subscribed(tails) as (sub, events):
-        await until(lambda: sub.live)
+        await until_async(lambda: sub.live)
         old = await add(backend, 3)
-        await until(lambda: len(events.ids()) == 3)
+        await until_async(lambda: len(events.ids()) == 3)
         await backend.delete_stream("s")
         await asyncio.sleep(0.002)  # IDs past the old ones (a tail's cursor only goes up)
         anew = await add(backend, 1)
-        await until(lambda: len(events.ids()) == 4)
+        await until_async(lambda: len(events.ids()) == 4)
         burst = [i for n in range(5) for i in await add(backend, 1, first=n)]
         await backend.trim("s", TrimSpec(TrimStrategy.MAXLEN, maxlen=2))
-        await until(lambda: len(events.ids()) == 6)
-        await asyncio.sleep(0.01)
+        await until_async(lambda: len(events.ids()) == 6)
+        await asyncio.sleep(0.01)  # room for a repeat to show
         assert events.ids() == old + anew + burst[3:]
         assert events.parsed()[4] == ("gap", {"after": anew[0], "first_id": burst[3]})

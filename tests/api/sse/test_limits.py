@@ -14,7 +14,9 @@ import pytest
 from tests.api.sse.conftest import SEND_BUFFER_BYTES, SEND_TIMEOUT_MS, SSE_ENV, flushed_client
 from tests.api.sse.support import add, entry_ids, open_events
 from tests.conftest import Server
+from tests.observe.support import parse, value
 from tests.support.targets import Target
+from tests.support.waiting import until_async
 
 LIFETIME_MS = 600
 
@@ -51,6 +53,12 @@ async def short_lived(short_lived_server: Server) -> AsyncIterator[httpx.AsyncCl
     await c.aclose()
 
 
+async def _no_stream_open(client: httpx.AsyncClient) -> bool:
+    """Whether the server counts no event stream open (it saw both clients leave)."""
+    samples = parse((await client.get("/metrics")).text)
+    return value(samples, "xstreams_sse_subscribers") == 0
+
+
 async def test_streams_beyond_the_cap_get_429(capped: httpx.AsyncClient) -> None:
     async with (
         open_events(capped, "/v1/streams/s/events"),
@@ -61,7 +69,7 @@ async def test_streams_beyond_the_cap_get_429(capped: httpx.AsyncClient) -> None
         assert r.headers["content-type"] == "application/problem+json"
         assert r.headers["retry-after"] == "1"
         assert (await capped.get("/healthz")).status_code == 200  # only streams are capped
-    await asyncio.sleep(0.3)
+    await until_async(lambda: _no_stream_open(capped), what="both streams closed")
     async with open_events(capped, "/v1/streams/s/events") as events:  # room again
         sid = await add(capped, "s", "n", "1")
         assert entry_ids(await events.take(1)) == [sid]
@@ -84,7 +92,7 @@ async def test_reconnects_across_lifetimes_lose_nothing(short_lived: httpx.Async
     async def produce() -> None:
         for i in range(40):
             appended.append(await add(short_lived, "s", "n", str(i)))
-            await asyncio.sleep(0.04)
+            await asyncio.sleep(0.04)  # paced over several lifetimes
 
     producer = asyncio.create_task(produce())
     received: list[str] = []

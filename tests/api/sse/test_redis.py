@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -26,6 +26,7 @@ from app.settings import Settings
 from tests.api.sse.support import entry_ids, open_events
 from tests.api.sse.test_cleanup import ThreadServer
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, _redis_available
+from tests.support.waiting import parked_async, until_async
 
 redis_backend = pytest.importorskip("app.backends.redis")
 
@@ -61,7 +62,7 @@ async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClie
     # The last test's tails go once the server has noticed its clients left: a test starts
     # with none, so none follows a stream of the last test that FLUSHDB removed, and a
     # subscriber a test finds on a tail is its own.
-    assert await _settles(lambda: not app.state.sse_tails.by_key), "the last test's tails run on"
+    await until_async(lambda: not app.state.sse_tails.by_key, 3, "the last test's tails gone")
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
         yield c
 
@@ -78,7 +79,7 @@ async def test_a_tail_gets_what_another_client_appends(
     client: httpx.AsyncClient, real_redis: Any
 ) -> None:
     async with open_events(client, "/v1/streams/s/events") as events:
-        await asyncio.sleep(0.2)
+        await parked_async(real_redis, 1)  # the tail's XREAD, woken by another client
         ids = add(real_redis, 3)
         got = await events.take(3)
         assert entry_ids(got) == ids and [e.id for e in got] == ids
@@ -96,7 +97,7 @@ async def test_replay_and_join_under_writes_lose_and_repeat_nothing(
     async def writer() -> None:
         for i in range(200):
             written.append(real_redis.xadd("s", {"w": str(i)}))
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0.002)  # paced: the readers open while it writes
 
     async def reader() -> list[str]:
         async with open_events(client, "/v1/streams/s/events", last_id="0") as events:
@@ -107,7 +108,7 @@ async def test_replay_and_join_under_writes_lose_and_repeat_nothing(
         readers = []
         for _ in range(8):
             readers.append(tg.create_task(reader()))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # staggered: each joins at another point of the writes
     assert task.done()
     for r in readers:
         assert r.result() == history + written
@@ -141,7 +142,7 @@ async def test_live_gap_when_a_transaction_appends_and_trims(
     it when its previous read found the stream's end: see ``tail._replay``.)"""
     tails = app.state.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events") as events:
-        assert await _settles(lambda: "s" in tails and bool(tails["s"].subscribers))  # live
+        await until_async(lambda: "s" in tails and bool(tails["s"].subscribers), 3, "live")
         first = add(real_redis, 1)
         assert entry_ids(await events.take(1)) == first
         tx = real_redis.pipeline(transaction=True)
@@ -201,11 +202,11 @@ async def test_a_stream_closed_while_replaying_leaves_its_tail(
     the same stream took it for its own live subscriber)."""
     tails = app.state.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events"):
-        assert await _settles(held_read.held.is_set)
-    assert await _settles(held_read.cancelled.is_set)  # the server noticed, and cancelled
+        await until_async(held_read.held.is_set, 3, "the replay read held")
+    await until_async(held_read.cancelled.is_set, 3, "the server noticed, and cancelled")
     held_read.release.set()
-    assert await _settles(lambda: not tails), "a closed stream's subscriber kept its tail"
-    assert await _settles(lambda: not app.state.sse.open)
+    await until_async(lambda: not tails, 3, "a closed stream's subscriber leaves its tail")
+    await until_async(lambda: not app.state.sse.open, 3, "no stream open")
 
 
 async def test_group_history_then_new_and_pending(
@@ -216,7 +217,7 @@ async def test_group_history_then_new_and_pending(
     real_redis.xreadgroup("g", "c", {"s": ">"})
     async with open_events(client, path("c")) as events:
         assert entry_ids(await events.take(2)) == old  # history: its pending entries
-        await asyncio.sleep(0.2)
+        await parked_async(real_redis, 1)
         new = add(real_redis, 3)
         assert entry_ids(await events.take(3)) == new
     pending = real_redis.xpending_range("s", "g", "-", "+", 10, "c")
@@ -228,7 +229,7 @@ async def test_group_max_unacked_waits_for_acks_from_another_client(
 ) -> None:
     real_redis.xgroup_create("s", "g", "$", mkstream=True)
     async with open_events(client, path("c"), max_unacked=2) as events:
-        await asyncio.sleep(0.2)
+        await parked_async(real_redis, 1)
         ids = add(real_redis, 4)
         assert entry_ids(await events.take(2)) == ids[:2]
         await events.none_within(0.4)
@@ -243,19 +244,10 @@ async def test_group_missing_is_404_and_destroyed_ends_with_error(
     assert r.status_code == 404 and r.json()["code"] == "NOGROUP"
     real_redis.xgroup_create("s", "g", "$", mkstream=True)
     async with open_events(client, path("c")) as events:
-        await asyncio.sleep(0.3)
+        await parked_async(real_redis, 1)
         real_redis.xgroup_destroy("s", "g")
         event = await events.next(timeout=8)
         assert event.event == "error" and event.json()["code"] == "NOGROUP"
-
-
-async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> bool:
-    """Whether ``check`` holds within ``timeout``."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(timeout):
-            while not check():
-                await asyncio.sleep(0.05)
-    return check()
 
 
 def _blocked_here(r: Any) -> list[dict[str, Any]]:
@@ -275,14 +267,14 @@ async def test_no_blocked_read_left_in_redis_after_clients_leave(
         open_events(client, "/v1/events", stream=["s", "t"]) as multi,
         open_events(client, path("c")) as group,
     ):
-        await asyncio.sleep(0.3)
+        await parked_async(real_redis, 3)  # the tails of s and t, the group's `>`
         sid = add(real_redis, 1)
         for reader in (one, multi, group):
             assert entry_ids(await reader.take(1)) == sid
         assert set(app.state.sse_tails.by_key) == {"s", "t"}
         # The tails of s and t and the group's `>`, once each has issued its next read.
-        await _settles(lambda: len(_blocked_here(real_redis)) == 3)
+        await parked_async(real_redis, 3)
         assert len(_blocked_here(real_redis)) == 3
-    await _settles(lambda: not _blocked_here(real_redis) and not app.state.sse_tails.by_key)
-    assert not app.state.sse_tails.by_key
+    await until_async(lambda: not app.state.sse_tails.by_key, 3, "every tail gone")
+    await parked_async(real_redis, 0, 3, "no blocked read left in Redis")
     assert _blocked_here(real_redis) == []

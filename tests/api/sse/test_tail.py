@@ -10,6 +10,7 @@ import httpx
 
 from tests.api.sse.conftest import HEARTBEAT_MS, RETRY_MS
 from tests.api.sse.support import add, command, entry_ids, open_events
+from tests.support.waiting import until_async
 
 
 async def test_headers_retry_hint_and_entry_event(client: httpx.AsyncClient) -> None:
@@ -128,15 +129,20 @@ async def test_live_gap_when_a_burst_is_trimmed_before_it_is_read(
 
 
 async def test_many_subscribers_get_the_same_events_in_order(client: httpx.AsyncClient) -> None:
+    """Twenty subscribers opened at once, then twenty appends: each gets all of them. A
+    stream's start (``$``) is fixed before its response begins, so the appends wait until
+    every response has begun, however long twenty connections take on a loaded box."""
+    opened: list[None] = []
     async with asyncio.TaskGroup() as tg:
-        readers = [tg.create_task(_collect(client, 20)) for _ in range(20)]
-        await asyncio.sleep(0.5)
+        readers = [tg.create_task(_collect(client, 20, opened)) for _ in range(20)]
+        await until_async(lambda: len(opened) == 20, what="20 event streams open")
         ids = [await add(client, "s", "n", str(i)) for i in range(20)]
     assert all(r.result() == ids for r in readers)
 
 
-async def _collect(client: httpx.AsyncClient, n: int) -> list[str]:
+async def _collect(client: httpx.AsyncClient, n: int, opened: list[None]) -> list[str]:
     async with open_events(client, "/v1/streams/s/events") as events:
+        opened.append(None)
         return entry_ids(await events.take(n))
 
 
