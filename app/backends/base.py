@@ -71,34 +71,35 @@ class CommandTimer(Protocol):
         ...
 
 
-def checks_commands(backend: object) -> bool:
-    """Whether ``backend`` runs the command table itself: a command line the table refuses
-    (unknown command, wrong arity) is then handed to it, to be refused with the same text and
-    counted in its INFO stats as Redis counts a rejected call. Any other backend never sees
-    such a line: the surface refuses it, so nothing outside the table reaches a Redis server."""
-    return bool(getattr(backend, "checks_commands", False))
-
-
 @runtime_checkable
 class Backend(Protocol):
     """Stream operations with Redis 7.0 semantics. Every method may raise ``CommandError``."""
 
     name: str  # "embedded" | "redis" | "redis-cluster": for /readyz, INFO and logs
     stateless: bool  # True when several front-end processes may share it (--workers N)
+    # Whether the backend runs the command table itself: a command line the table refuses
+    # (unknown command, wrong arity) is then handed to it, to be refused with the same text
+    # and counted in its INFO stats as Redis counts a rejected call. Any other backend never
+    # sees such a line: the surface refuses it, so nothing outside the table reaches Redis.
+    checks_commands: bool
 
     async def start(self) -> None: ...
     async def close(self) -> None: ...
 
     # --- command endpoint -------------------------------------------------------------
-    async def command(self, argv: Sequence[str]) -> JsonReply:
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
         """One Redis command as the Upstash protocol answers it (``{"result": ...}``'s value);
-        an error reply raises ``CommandError``. BLOCK waits on the server."""
+        an error reply raises ``CommandError``. BLOCK waits on the server; ``gone`` stops the
+        wait at once (``ClientGone``), and the read is handed nothing more."""
         ...
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[JsonReply | CommandError]:
         """``/pipeline``: each command's reply or error, in order, not atomic. The backend's
         own trouble with any command (``BackendUnavailable``) is raised for the whole
-        request instead of standing as that command's error."""
+        request instead of standing as that command's error. A blocking read in it stops
+        when ``gone`` returns, failing the whole request (``ClientGone``)."""
         ...
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:

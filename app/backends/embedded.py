@@ -68,7 +68,7 @@ class EmbeddedBackend:
 
     name = "embedded"
     stateless = False  # the keyspace lives here: one worker only
-    checks_commands = True  # see app.backends.base.checks_commands
+    checks_commands = True  # see Backend.checks_commands
 
     def __init__(
         self, store: Store, *, timer: CommandTimer | None = None, pipeline_slice_ms: int = 5
@@ -85,9 +85,9 @@ class EmbeddedBackend:
         return None
 
     # --- command endpoint -------------------------------------------------------------
-    async def command(self, argv: Sequence[str]) -> JsonReply:
-        """Run one command; a read that must wait parks until served, timed out or cancelled
-        (the surface cancels it when its client goes away)."""
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
+        """Run one command; a read that must wait parks until served, timed out, cancelled
+        or its client gone (``gone``)."""
         store = self.store
         cmd = store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
         timer = self.timer
@@ -99,14 +99,16 @@ class EmbeddedBackend:
                 timer.command(cmd.name, time.perf_counter() - started)
         if isinstance(reply, Block):  # counted in INFO's stats when it ends, as Redis counts it
             try:
-                reply = await wait(store, reply)
+                reply = await wait(store, reply, gone)
             except CommandError as e:
                 store.finished(cmd, e)
                 raise
             store.finished(cmd)
         return reply
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[JsonReply | CommandError]:
         """Each command in order, not atomic: other requests may run between them once the
         pipeline has held the loop ``pipeline_slice_ms`` (by time, not by count: a short
         pipeline runs whole, so its records share one group commit). Consecutive plain XADDs
@@ -134,7 +136,7 @@ class EmbeddedBackend:
                 i += len(outcomes)
                 continue
             try:
-                out.append(await self.command(commands[i]))
+                out.append(await self.command(commands[i], gone))
             except CommandError as e:
                 out.append(e)
             i += 1

@@ -38,7 +38,6 @@ from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
 from app.api.services import services_of
 from app.backends import Backend
-from app.backends.base import checks_commands
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
 from app.engine.errors import CommandError
@@ -67,7 +66,7 @@ def _lookup(args: list[str], backend: Backend) -> Command:
     if not args:
         raise CommandError.err("empty command")
     cmd = lookup(args)
-    if cmd.name in NOT_PASSED_ON and not checks_commands(backend):
+    if cmd.name in NOT_PASSED_ON and not backend.checks_commands:
         raise CommandError.err(
             f"{cmd.name.replace('|', ' ').upper()} is not served in front of {backend.name}:"
             " configure the Redis server itself"
@@ -78,7 +77,7 @@ def _lookup(args: list[str], backend: Backend) -> Command:
 async def _refused(backend: Backend, args: list[str], error: CommandError) -> CommandError:
     """A line the table refuses: a backend that runs the table itself refuses it again, and
     counts it (INFO's rejected calls); no other backend ever sees it."""
-    if checks_commands(backend):
+    if backend.checks_commands:
         try:
             await backend.command(args)
         except CommandError as e:
@@ -223,7 +222,7 @@ async def run_pipeline(request: Request) -> Response:
     cmds: list[Command | None] | None = None if principal.unrestricted else []
     keys: list[str] | None = []
     writes = blocks = False
-    own_table = checks_commands(backend)
+    own_table = backend.checks_commands
     cmd: Command | None = None
     name, size = "", -1  # the previous line's: a run of XADDs is looked up once
     may_block = False
@@ -346,7 +345,7 @@ async def run_transaction(request: Request) -> Response:
                 check_command(principal, cmd, args)
             writes = writes or cmd.writes
             keys = _add_keys(keys, cmd.keys(args))
-        if aborted and not checks_commands(backend):
+        if aborted and not backend.checks_commands:
             raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
         if writes:
             durability.check_writable()

@@ -19,7 +19,7 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from app.backends.base import JsonReply
+from app.backends.base import Gone, JsonReply
 from app.backends.errors import (
     BackendUnavailable,
     BlockPoolExhausted,
@@ -48,15 +48,17 @@ CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 class Passthrough(Reads):
     """Raw commands, routed by their keys, within the limits (limits.py)."""
 
-    async def command(self, argv: Sequence[str]) -> JsonReply:
+    checks_commands = False  # the surface refuses what the table refuses: Redis never sees it
+
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
         args = list(argv)
         cmd = _known(args)
-        return _reply(cmd.name, args, await self._run(cmd, args))
+        return _reply(cmd.name, args, await self._run(cmd, args, gone))
 
-    async def _run(self, cmd: Command, args: list[str]) -> Raw:
+    async def _run(self, cmd: Command, args: list[str], gone: Gone | None) -> Raw:
         name = cmd.name
         if name in ("xread", "xreadgroup"):
-            return await self._command_read(args)
+            return await self._command_read(args, gone)
         if name == "flushall":
             args = ["FLUSHDB", *args[1:]]
             name = "flushdb"
@@ -97,7 +99,9 @@ class Passthrough(Reads):
             return sum(int(r) for r in replies)
         return replies[0]  # FLUSHDB, CONFIG SET / RESETSTAT: the same answer from each
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[JsonReply | CommandError]:
         """Not atomic. On redis-server, sent on one connection in one round trip (unless one
         of them may block: those wait their turn one by one, as the embedded endpoint's do);
         in a cluster, one by one, each routed to its slot. Too few replicas for
@@ -110,7 +114,7 @@ class Passthrough(Reads):
             out: list[JsonReply | CommandError] = []
             for argv in parsed:
                 try:
-                    out.append(await self.command(argv))
+                    out.append(await self.command(argv, gone))
                 except (RedisUnavailable, BlockPoolExhausted):
                     raise  # the service's trouble, not one command's: the request fails
                 except CommandError as e:

@@ -29,11 +29,11 @@ from app.engine.commands.reads import ReadRequest
 class Reads(Blocking):
     """The one path every XREAD / XREADGROUP takes (limits.py says why each step)."""
 
-    async def _command_read(self, args: list[str]) -> Raw:
+    async def _command_read(self, args: list[str], gone: Gone | None) -> Raw:
         request = _read_request(args)
         if request is None:  # malformed: Redis gives its error
             return await self._call(None, *_argv(args))
-        return await self._read(request, None)
+        return await self._read(request, gone)
 
     async def _read(self, r: ReadRequest, gone: Gone | None) -> Raw:
         """XREAD / XREADGROUP within the limits (limits.py says how), as Redis replies."""
