@@ -37,7 +37,7 @@ from app.api.sse import routes as events
 from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend
 from app.backends.shards import ReportsShards, readiness_fields
-from app.durability import InMemory, Readiness, ReadyState
+from app.durability import Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
 from app.lifespan import CONNECT_TIMEOUT_S, lifespan
@@ -126,10 +126,10 @@ def create_app(
         # RedisBackend enforces the same ones (open_backend).
         store.keyspace.limits = service_limits(settings)
     app.state.store = store  # None with Redis: every surface goes through the backend
-    # Storage and the API meet only here: the API sees a Durability (app.durability). With
-    # Redis, a reply waits for Redis's answer (and WAIT, inside the backend): nothing more.
+    # Storage and the API meet only here, through the backend: the embedded one gets the
+    # journal's Durability (app.durability) and answers only what is durable. With Redis, a
+    # reply waits for Redis's answer (and WAIT, inside the backend): nothing more.
     app.state.storage = storage
-    app.state.durability = storage or InMemory()
     # Embedded with storage: ready once recovered; in memory: at once; Redis: once it answers.
     ready = store is not None and storage is None
     app.state.readiness = Readiness(ReadyState.READY if ready else ReadyState.STARTING)
@@ -149,14 +149,16 @@ def create_app(
         # The engine over this store, whatever XSTREAMS_BACKEND says: a caller that passed a
         # store (tests, `xstreams openapi`) asked for it.
         backend = EmbeddedBackend(
-            store, timer=app.state.metrics, pipeline_slice_ms=settings.pipeline_slice_ms
+            store,
+            durability=storage,
+            timer=app.state.metrics,
+            pipeline_slice_ms=settings.pipeline_slice_ms,
         )
     elif backend is None:
         backend = open_backend(settings, timer=app.state.metrics)
     app.state.services = Services(
         settings=settings,
         backend=backend,
-        durability=app.state.durability,
         readiness=app.state.readiness,
         metrics=app.state.metrics,
         holds=Holds(settings.sse_max_connections_per_key),

@@ -37,8 +37,7 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
-from app.backends.errors import BackendUnavailable
-from app.durability import StorageUnavailable
+from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
 from app.engine.errors import NotFound as NotFound  # re-exported: SSE raises it

@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 
 from app.api.holds import Holds
 from app.backends import Backend
-from app.durability import Durability, Readiness
+from app.durability import Readiness
 from app.observe import Metrics
 from app.settings import Settings
 
@@ -23,9 +23,6 @@ from app.settings import Settings
 class Services:
     settings: Settings
     backend: Backend
-    # What an answer waits for before it is sent: the journal's records behind it (embedded),
-    # nothing more for Redis (its own persistence and, optionally, WAIT inside the backend).
-    durability: Durability
     readiness: Readiness
     metrics: Metrics
     # Requests each credential holds open (event streams, long polls, blocking reads).

@@ -4,8 +4,9 @@ REST, SSE and the command endpoint hand requests to a ``Backend`` and never touc
 a store or a Redis connection themselves. Two implementations stand behind it:
 
 - ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL.
-  Its replies are made to wait for durability by the surface (``Durability.wait_visible``,
-  which also covers error replies), as the journal's fsync mode says.
+  It keeps the request protocol's durability itself: a write is refused before it runs while
+  storage cannot take it (``StorageUnavailable``), and no answer, errors included, leaves
+  before the journal records behind its keys are as durable as the fsync mode promises.
 - ``RedisBackend`` (app/backends/redis/): redis-server or Redis Cluster through redis-py's
   asyncio clients. Redis decides the semantics; a write returns once Redis replied (and, with
   ``wait_replicas``, once enough replicas confirmed).
@@ -14,6 +15,10 @@ Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadR
 ``PendingArgs``, ``ClaimArgs``, ``AutoClaimArgs``, ``XSetIdArgs``, ``TrimSpec``) and replies the
 engine's reply types (app/engine/replies.py): both are plain data with no engine state, so a
 Redis reply parses into the very objects the engine returns and every surface shapes them once.
+
+So a surface calls a backend and nothing else: every answer it gets is safe to send. A blocking
+read takes ``gone``, which returns when the caller left: the read stops at once with
+``ClientGone``, typed calls and raw commands alike.
 
 Errors are ``CommandError`` subclasses carrying Redis's exact text, of the classes in
 app/engine/errors.py (not found, conflict, wrong argument ...): the engine raises them, and a

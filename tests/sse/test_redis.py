@@ -40,7 +40,7 @@ def app() -> Iterator[FastAPI]:
     )
     services = application.state.services
     services.backend = backend
-    application.state.sse_tails = Tails(backend, services.durability)
+    application.state.sse_tails = Tails(backend)
     inner = application.router.lifespan_context
 
     @contextlib.asynccontextmanager

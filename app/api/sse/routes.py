@@ -4,8 +4,8 @@ Thin handlers: each parses its query (IDs only through the engine's parsers, che
 backend's XREAD checks them), checks what must exist (a 404 problem comes before anything
 streams), and hands an ``EventStream`` the source that will feed it (``tail.follow`` or
 ``group.deliver``). ``Last-Event-ID``, which a browser sends by itself when it reconnects,
-wins over ``last_id``. Everything goes through the app's ``Services`` (its backend and
-durability), never a store or keyspace.
+wins over ``last_id``. Everything goes through the app's ``Services`` (its backend, which
+answers only what is durable), never a store or keyspace.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def install(app: FastAPI) -> None:
     services: Services = app.state.services
     app.state.sse = SseRegistry(settings.sse_max_connections, services.holds)
     app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
-    app.state.sse_tails = Tails(services.backend, services.durability)
+    app.state.sse_tails = Tails(services.backend)
     app.include_router(router)
 
 
@@ -180,6 +180,6 @@ async def consumer_events(
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
 
     async def source(outbox: Outbox) -> None:
-        await deliver(services.backend, services.durability, d, outbox)
+        await deliver(services.backend, d, outbox)
 
     return EventStream(request, source)
