@@ -276,9 +276,7 @@ def _durability_offenders(path: Path, root: Path = APP.parent) -> list[str]:
 
 def test_surfaces_leave_durability_to_the_backend() -> None:
     offenders = [
-        what
-        for path in sorted((APP / "api").rglob("*.py"))
-        for what in _durability_offenders(path)
+        what for path in sorted((APP / "api").rglob("*.py")) for what in _durability_offenders(path)
     ]
     assert not offenders, offenders
 
