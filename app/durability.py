@@ -2,7 +2,7 @@
 
 The rule (docs/architecture.md) is that ``app/api`` and ``app/storage`` never import each
 other; both import this module instead, and ``app/main.py`` puts one ``Durability`` on
-``app.state``. The API calls ``check_writable()`` before a write command, and awaits
+the app's ``Services``. The API calls ``check_writable()`` before a write command, and awaits
 ``wait_visible(keys)`` before any reply about those keys, reads included: no reply shows
 state a crash could take back.
 Storage implements both (``app.storage.Storage``); ``InMemory`` is the no-storage stand-in.
