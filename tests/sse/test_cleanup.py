@@ -66,9 +66,9 @@ async def _settles(check: Callable[[], bool], timeout: float = 3.0) -> bool:
 
 
 async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -> None:
-    blocked = app.state.store.keyspace.blocked
-    tails = app.state.sse_tails.by_key
-    streams = app.state.sse.open
+    blocked = app.state.services.backend.store.keyspace.blocked
+    tails = app.state.services.sse_tails.by_key
+    streams = app.state.services.sse.open
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as client:
         await command(client, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
         await command(client, "XGROUP", "CREATECONSUMER", "s", "g", "c1")
@@ -92,7 +92,7 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
             # Tails of s and t, c1 on `>`. c2, held back by max_unacked, parks no reader: it
             # looks at its pending count now and then (no backend signals acks to readers).
             assert await _settles(lambda: blocked.count() == 3), blocked.count()
-    direct = app.state.sse.flusher.direct_writes
+    direct = app.state.services.sse.flusher.direct_writes
     assert (direct > 0) == (app.state.http == "httptools"), direct
     assert await _settles(lambda: not tails and not streams and blocked.count() == 0), (
         dict(tails),
