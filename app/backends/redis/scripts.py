@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.backends.redis.parse import Arg, _b
+from app.backends.redis.parse import Arg, encode
 
 # Lua helpers shared by the scripts: whether ``consumer`` would be one too many in ``group``
 # of ``key`` (a key, group or consumer that is not there counts as room: the command then
@@ -294,6 +294,6 @@ return {1, reply}
 )
 
 
-def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
+def eval_keys(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
     """``eval_line`` for keys given as text."""
-    return eval_line(script, [_b(k) for k in keys], args)
+    return eval_line(script, [encode(k) for k in keys], args)
