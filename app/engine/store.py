@@ -17,7 +17,7 @@ from app.engine.commands.bulk import Outcome, run_at, xadd_run
 from app.engine.commands.streams import XAddArgs
 from app.engine.commands.table import resolved
 from app.engine.effects import JournalSink, Record
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.replay import restore
 from app.engine.snapshot import SnapshotView, snapshot_view
@@ -147,7 +147,7 @@ class Store:
             try:
                 cmd = self.command(args)
             except CommandError as e:
-                error = CommandError("EXECABORT Transaction discarded because of previous errors.")
+                error = CommandError(EXECABORT)
                 self.keyspace.stats.error(error)
                 raise error from e
             assert cmd.handler is not None

@@ -39,7 +39,7 @@ from app.backends.redis.parse import (
 from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.engine.commands.table import Command, lookup
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
 
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 
@@ -159,9 +159,7 @@ class Passthrough:
             try:
                 cmds.append(_known(args))
             except CommandError as e:
-                raise CommandError(
-                    "EXECABORT Transaction discarded because of previous errors."
-                ) from e
+                raise CommandError(EXECABORT) from e
         first: str | None = None
         if self._router.cluster:
             slots: set[int] = set()

@@ -52,8 +52,8 @@ from app.backends.redis.scripts import (
     eval_keys,
 )
 from app.backends.shards import ShardHealth, assess, unreachable
+from app.engine.commands.keys import SCAN_COUNT, invalid_cursor
 from app.engine.commands.table import COMMANDS
-from app.engine.errors import CommandError
 from app.engine.limits import Limits
 
 T = TypeVar("T")
@@ -253,10 +253,10 @@ class Router:
         try:
             cursor = int(cursor_text)
         except ValueError:
-            raise CommandError.err("invalid cursor") from None
+            raise invalid_cursor() from None
         index, node_cursor = cursor & ((1 << SCAN_NODE_BITS) - 1), cursor >> SCAN_NODE_BITS
         if cursor < 0 or index >= len(masters):
-            raise CommandError.err("invalid cursor")
+            raise invalid_cursor()
         # A master done before the page holds COUNT keys hands over to the next at once: an
         # empty keyspace ends in one call and a MATCH page is not cut at a node's edge.
         want = _scan_count(options)
@@ -276,8 +276,8 @@ class Router:
 
 def _scan_count(options: Sequence[Arg]) -> int:
     """SCAN's COUNT among its options (name and value pairs; the last one given, as Redis
-    reads them), else Redis's 10. A malformed one is Redis's to refuse, on the first call."""
-    want = 10
+    reads them), else Redis's default. A malformed one is Redis's to refuse, on the first call."""
+    want = SCAN_COUNT
     for opt, value in zip(options[::2], options[1::2], strict=False):
         name = encode(opt) if isinstance(opt, str) else opt
         if isinstance(name, bytes) and name.lower() == b"count":
