@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 
-from app.backends.base import Gone, JsonReply
+from app.backends.base import Gone
 from app.backends.redis.blocking import BlockingReads
 from app.backends.redis.groups import Groups
 from app.backends.redis.passthrough import Passthrough
@@ -50,6 +50,7 @@ from app.engine.ids import StreamID
 from app.engine.limits import Limits
 from app.engine.replies import (
     AutoClaim,
+    CommandReply,
     ConsumerInfo,
     GroupInfo,
     PendingRow,
@@ -128,15 +129,17 @@ class RedisBackend:
         return await self._router.shards(timeout_s)
 
     # --- command endpoint: Passthrough ------------------------------------------------
-    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         return await self._passthrough.command(argv, gone)
 
     async def pipeline(
         self, commands: Sequence[Sequence[str]], gone: Gone | None = None
-    ) -> list[JsonReply | CommandError]:
+    ) -> list[CommandReply | CommandError]:
         return await self._passthrough.pipeline(commands, gone)
 
-    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def multi_exec(
+        self, commands: Sequence[Sequence[str]]
+    ) -> list[CommandReply | CommandError]:
         return await self._passthrough.multi_exec(commands)
 
     # --- streams and entries: Streams -------------------------------------------------

@@ -18,13 +18,13 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from app.backends.base import JsonReply
 from app.backends.errors import (
     classify_reply,
 )
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import (
+    CommandReply,
     MissingEntry,
     Status,
     StreamHeader,
@@ -97,7 +97,7 @@ def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
     return text
 
 
-def command_reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
+def command_reply(name: str, args: Sequence[Arg], r: Raw) -> CommandReply:
     """A command's raw reply in the command endpoint's shape. redis-py does not say whether a
     string came as a simple string (``+OK``) or a bulk one, and the endpoint must (Upstash's
     base64 encoding leaves simple strings alone): TYPE, PING without a message and every
@@ -113,16 +113,18 @@ def command_reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
     return _json(r)
 
 
-def _json(r: Raw) -> JsonReply:
+def _json(r: Raw) -> CommandReply:
     """A raw reply in the command endpoint's JSON shape: bulk and simple strings as text,
-    integers, nil as None, arrays as lists; an error inside an array as ``CommandError``."""
+    integers, nil as None, arrays as lists. An error inside an array (none of the table's
+    commands answers one: EXEC's are read one by one) is raised, as the command's error."""
     if isinstance(r, bytes):
         return decode(r)
     if isinstance(r, list):
         return [_json(x) for x in r]
     if isinstance(r, ResponseError):
-        return redis_error(r)
-    return r
+        raise redis_error(r)
+    integer_or_nil: int | None = r  # what RESP2 has left
+    return integer_or_nil
 
 
 def as_map(raw: Raw) -> dict[str, Raw]:

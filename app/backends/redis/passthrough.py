@@ -19,7 +19,7 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from app.backends.base import Gone, JsonReply
+from app.backends.base import Gone
 from app.backends.errors import (
     BackendUnavailable,
     BlockPoolExhausted,
@@ -40,6 +40,7 @@ from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.engine.commands.table import Command, lookup
 from app.engine.errors import EXECABORT, CommandError
+from app.engine.replies import CommandReply
 
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 
@@ -53,7 +54,7 @@ class Passthrough:
         self._reads = reads
         self._limits = router.limits
 
-    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         args = list(argv)
         cmd = _known(args)
         return command_reply(cmd.name, args, await self._run(cmd, args, gone))
@@ -104,7 +105,7 @@ class Passthrough:
 
     async def pipeline(
         self, commands: Sequence[Sequence[str]], gone: Gone | None = None
-    ) -> list[JsonReply | CommandError]:
+    ) -> list[CommandReply | CommandError]:
         """Not atomic. On redis-server, sent on one connection in one round trip (unless one
         of them may block: those wait their turn one by one, as the embedded endpoint's do);
         in a cluster, one by one, each routed to its slot. Too few replicas for
@@ -114,7 +115,7 @@ class Passthrough:
         Redis being unreachable, or no connection for a blocking read, fails it at once."""
         parsed = [list(c) for c in commands]
         if self._router.cluster or any(_may_block(a) for a in parsed):
-            out: list[JsonReply | CommandError] = []
+            out: list[CommandReply | CommandError] = []
             for argv in parsed:
                 try:
                     out.append(await self.command(argv, gone))
@@ -123,7 +124,7 @@ class Passthrough:
                 except CommandError as e:
                     out.append(e)
             return _unless_unavailable(out)
-        answers: list[JsonReply | CommandError] = [None] * len(parsed)
+        answers: list[CommandReply | CommandError] = [None] * len(parsed)
         finish: dict[int, Callable[[Raw], Raw]] = {}
         sent: list[int] = []
         lines: list[list[Arg]] = []
@@ -152,7 +153,9 @@ class Passthrough:
             self._router.check_acked(replies[-1])
         return _unless_unavailable(answers)
 
-    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def multi_exec(
+        self, commands: Sequence[Sequence[str]]
+    ) -> list[CommandReply | CommandError]:
         parsed = [list(c) for c in commands]
         cmds = []
         for args in parsed:
@@ -200,7 +203,9 @@ class Passthrough:
         ]
 
 
-def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonReply | CommandError]:
+def _unless_unavailable(
+    answers: list[CommandReply | CommandError],
+) -> list[CommandReply | CommandError]:
     """``answers``, unless one of them is the backend's trouble (``BackendUnavailable``):
     then that is the whole request's error, raised."""
     for r in answers:
@@ -211,7 +216,7 @@ def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonRep
 
 def _answer(
     args: list[str], line: list[Arg], r: Raw, finish: Callable[[Raw], Raw] | None
-) -> JsonReply | CommandError:
+) -> CommandReply | CommandError:
     """One reply of a pipeline or a transaction, in the command endpoint's shape."""
     if isinstance(r, ResponseError):
         return redis_error(r, line)
