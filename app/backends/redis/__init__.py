@@ -82,15 +82,14 @@ class RedisBackend:
         block_connections: int = 64,
         limits: Limits | None = None,
     ) -> None:
-        router = Router(
-            client, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms, limits=limits
-        )
+        self.limits = limits = limits or Limits()
+        router = Router(client, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
         blocking = BlockingReads(router, block_pools, block_connections)
-        reads = Reads(router, blocking)
+        reads = Reads(router, blocking, limits)
         self._router, self._blocking_reads = router, blocking
-        self._passthrough = Passthrough(router, reads)
-        self._streams = Streams(router, reads)
-        self._groups = Groups(router)
+        self._passthrough = Passthrough(router, reads, limits)
+        self._streams = Streams(router, reads, limits)
+        self._groups = Groups(router, limits)
         self.name = router.name
 
     @classmethod
@@ -113,10 +112,6 @@ class RedisBackend:
             block_connections=block_connections,
             limits=limits,
         )
-
-    @property
-    def limits(self) -> Limits:
-        return self._router.limits
 
     async def start(self) -> None:
         await self._router.start()

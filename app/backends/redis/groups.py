@@ -31,6 +31,7 @@ from app.engine.commands.groups import (
 )
 from app.engine.errors import NoSuchKey
 from app.engine.ids import StreamID
+from app.engine.limits import Limits
 from app.engine.replies import (
     AutoClaim,
     ConsumerInfo,
@@ -44,9 +45,9 @@ from app.engine.stream import Entry
 class Groups:
     """XGROUP, XINFO GROUPS / CONSUMERS, XPENDING, XACK, XCLAIM and XAUTOCLAIM, on ``router``."""
 
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, limits: Limits) -> None:
         self._router = router
-        self._limits = router.limits
+        self._limits = limits
 
     async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
         rows = await self._listing(key, None, start, count)

@@ -40,6 +40,7 @@ from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.engine.commands.table import Command, lookup
 from app.engine.errors import EXECABORT, CommandError
+from app.engine.limits import Limits
 from app.engine.replies import CommandReply
 
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
@@ -49,10 +50,10 @@ class Passthrough:
     """Raw commands, routed by their keys on ``router``, within the limits (limits.py);
     XREAD / XREADGROUP through ``reads``."""
 
-    def __init__(self, router: Router, reads: Reads) -> None:
+    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
         self._router = router
         self._reads = reads
-        self._limits = router.limits
+        self._limits = limits
 
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         args = list(argv)

@@ -17,16 +17,17 @@ from app.backends.redis.limits import (
 from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
 from app.engine.commands.reads import ReadRequest
+from app.engine.limits import Limits
 
 
 class Reads:
-    """The one path every XREAD / XREADGROUP takes (limits.py says why each step): counted
-    and capped on ``router``, blocking ones through ``blocking``."""
+    """The one path every XREAD / XREADGROUP takes (limits.py says why each step): within
+    ``limits`` on ``router``, blocking ones through ``blocking``."""
 
-    def __init__(self, router: Router, blocking: BlockingReads) -> None:
+    def __init__(self, router: Router, blocking: BlockingReads, limits: Limits) -> None:
         self._router = router
         self._blocking = blocking
-        self._limits = router.limits
+        self._limits = limits
 
     async def command(self, args: list[str], gone: Gone | None) -> Raw:
         """XREAD / XREADGROUP as the command endpoint got it, as Redis replies."""

@@ -54,7 +54,6 @@ from app.backends.redis.scripts import (
 from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.commands.keys import SCAN_COUNT, invalid_cursor
 from app.engine.commands.table import COMMANDS
-from app.engine.limits import Limits
 
 T = TypeVar("T")
 SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
@@ -72,10 +71,8 @@ class Router:
         *,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
-        limits: Limits | None = None,
     ) -> None:
         self.client = client
-        self.limits = limits or Limits()
         self.cluster = isinstance(client, RedisCluster)
         self.name = "redis-cluster" if self.cluster else "redis"
         self.wait_replicas = wait_replicas

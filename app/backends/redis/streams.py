@@ -55,6 +55,7 @@ from app.engine.commands.streams import (
 from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.limits import Limits
 from app.engine.replies import (
     ConsumerFull,
     GroupFull,
@@ -73,10 +74,10 @@ class Streams:
     """SCAN, XINFO STREAM, XTRIM, XSETID, XADD, XRANGE, XDEL and XREAD as typed calls, on
     ``router``; XREAD through ``reads``."""
 
-    def __init__(self, router: Router, reads: Reads) -> None:
+    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
         self._router = router
         self._reads = reads
-        self._limits = router.limits
+        self._limits = limits
 
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
         options: list[Arg] = []
