@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from app.engine.commands import Reply
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
@@ -39,6 +38,7 @@ from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import (
     AutoClaim,
+    CommandReply,
     ConsumerInfo,
     GroupInfo,
     PendingRow,
@@ -55,8 +55,9 @@ __all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]
 
 # What the command endpoint gets back for one command: the engine's reply objects, or a RESP
 # tree (``str`` for bulk strings, ``Status`` for simple strings, ``int``, ``None``, ``list``)
-# from a pass-through backend. The endpoint's shaper writes either in Upstash's JSON.
-JsonReply = Reply
+# from a pass-through backend, both of the engine's ``CommandReply``. The endpoint's shaper
+# writes either in Upstash's JSON.
+JsonReply = CommandReply
 
 # Returns when the caller (an HTTP client) has gone away: a blocking read stops at once,
 # raising ``ClientGone`` (the surface answers nobody: REST's 499).
