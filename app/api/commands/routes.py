@@ -37,11 +37,9 @@ from app.api.services import services_of
 from app.backends import Backend, ClientGone
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
 from app.engine.ids import StreamID
-from app.engine.replies import ScanPage
-
-EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+from app.engine.replies import CommandReply, ScanPage
 
 
 def _shaper(request: Request) -> Shaper:
@@ -105,7 +103,7 @@ def _too_many(request: Request, error: TooManyHeld) -> Response:
     return json_response({"error": error.text}, 429, {"Retry-After": "1"})
 
 
-def _listed(grant: Grant, cmd: Command | None, reply: Any) -> Any:
+def _listed(grant: Grant, cmd: Command | None, reply: CommandReply) -> CommandReply:
     """A SCAN page narrowed to the keys the caller may read (its cursor walks on): the
     engine's ``ScanPage``, or a pass-through backend's ``[cursor, [key, ...]]``."""
     if grant.admin:
