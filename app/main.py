@@ -160,18 +160,12 @@ def _services(settings: Settings, parts: _Parts) -> Services:
         info.install(store.keyspace, settings, storage, readiness)
     figures = _metrics(settings, store, storage)
     backend = parts.backend
-    if backend is None and store is not None:
+    if backend is None:
         # Storage and the API meet only here, through the backend: the embedded one gets the
         # journal's Durability (app.durability) and answers only what is durable. With Redis,
-        # a reply waits for Redis's answer (and WAIT, inside the backend): nothing more.
-        backend = EmbeddedBackend(
-            store,
-            durability=storage,
-            timer=figures,
-            pipeline_slice_ms=settings.pipeline_slice_ms,
-        )
-    elif backend is None:
-        backend = open_backend(settings, timer=figures)
+        # a reply waits for Redis's answer (and WAIT, inside the backend): nothing more. A
+        # store (tests, `xstreams openapi`) means the engine, whatever settings.backend says.
+        backend = open_backend(settings, store=store, durability=storage, timer=figures)
     holds = Holds(settings.sse_max_connections_per_key)
     access = _authenticator(settings)
     sse = SseRegistry(settings.sse_max_connections, holds)
