@@ -1,11 +1,10 @@
-"""The contract between the HTTP layer and the storage layer: what a reply waits for.
+"""The contract between the embedded backend and storage: what an answer waits for.
 
-The rule (docs/architecture.md) is that ``app/api`` and ``app/storage`` never import each
-other; both import this module instead, and ``app/main.py`` puts one ``Durability`` on
-``app.state``. The API calls ``check_writable()`` before a write command, and awaits
-``wait_visible(keys)`` before any reply about those keys, reads included: no reply shows
-state a crash could take back.
-Storage implements both (``app.storage.Storage``); ``InMemory`` is the no-storage stand-in.
+Storage implements it (``app.storage.Storage``); ``app/main.py`` hands it to the embedded
+backend, which calls ``check_writable()`` before a write and awaits ``wait_visible(keys)``
+before any answer about those keys, reads and errors included, so no answer shows state a
+crash could take back (docs/architecture.md, "The request protocol"). The API never calls
+either: it takes only ``Readiness`` from here. ``InMemory`` is the no-storage stand-in.
 
 Errors: ``StorageUnavailable`` (the state cannot be made durable now: 503) is the only one.
 """

@@ -10,13 +10,15 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from fastapi import FastAPI
 
-from app.access import Authenticator
+from app.api.services import Services
 from app.backends import Backend
-from app.durability import Readiness, ReadyState
+from app.durability import ReadyState
+from app.engine.store import Store
 from app.settings import Settings
 from app.storage import Storage
 from app.storage.keys import KeyStore
@@ -25,24 +27,49 @@ from app.storage.writer import describe
 log = logging.getLogger("xstreams")
 
 
+@dataclass(slots=True)
+class Runtime:
+    """What start and stop use beside the ``Services``: the parts they open, recover and
+    close, which no request handler touches. ``create_app`` builds it and hands its
+    ``lifespan`` to FastAPI; ``/readyz`` reads it too (app/probes.py)."""
+
+    services: Services
+    # The embedded engine's keyspace, recovered into at start (None: Redis serves).
+    store: Store | None
+    # Its journal, snapshots and API keys (None: in memory, or Redis).
+    storage: Storage | None
+    # Where the API keys are read from, if anywhere (``storage.keys`` when embedded and
+    # durable; their own SQL database in front of Redis).
+    keys: KeyStore | None
+    # Stops the server when recovery fails or protected mode refuses (set by ``xstreams
+    # serve``), instead of serving a wrong or open state.
+    on_fatal: Callable[[], None] | None = None
+    # Why the API keys could not be read (None: read); /readyz shows it in front of Redis.
+    keys_problem: str | None = None
+    keys_refresh: asyncio.Task[None] | None = None
+
+    def lifespan(self, app: FastAPI) -> contextlib.AbstractAsyncContextManager[None]:
+        """FastAPI's ``lifespan``: this runtime's start and stop, whatever app runs it."""
+        return lifespan(self)
+
+
 @contextlib.asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+async def lifespan(run: Runtime) -> AsyncIterator[None]:
     """Recovery (embedded) or the first answer to PING (Redis) runs in the background, so
     /readyz can answer 503 meanwhile; a clean shutdown commits the journal and takes a
     snapshot (embedded), and closes the backend's connections."""
-    backend: Backend = app.state.services.backend
-    storage: Storage | None = app.state.storage
+    backend, readiness, storage = run.services.backend, run.services.readiness, run.storage
     await backend.start()
     task: asyncio.Task[None] | None = None
     if storage is not None:
-        app.state.readiness.state = ReadyState.RECOVERING
-        task = asyncio.create_task(_recover(app, storage))
-    elif app.state.readiness.state is not ReadyState.READY:
-        task = asyncio.create_task(_connect(app, backend))
+        readiness.state = ReadyState.RECOVERING
+        task = asyncio.create_task(_recover(run, storage))
+    elif readiness.state is not ReadyState.READY:
+        task = asyncio.create_task(_connect(run, backend))
     try:
         yield
     finally:
-        refresh: asyncio.Task[None] | None = app.state.keys_refresh
+        refresh = run.keys_refresh
         if refresh is not None:
             refresh.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -51,21 +78,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        elif storage is not None and app.state.readiness.state is ReadyState.READY:
+        elif storage is not None and readiness.state is ReadyState.READY:
             await storage.stop()
         await backend.close()
-        keys: KeyStore | None = app.state.key_store
-        if storage is None and keys is not None:
-            keys.close()  # Redis: the keys' own database (Storage closes its own)
+        if storage is None and run.keys is not None:
+            run.keys.close()  # Redis: the keys' own database (Storage closes its own)
 
 
-async def _connect(app: FastAPI, backend: Backend) -> None:
+async def _connect(run: Runtime, backend: Backend) -> None:
     """A Redis backend: ready once it answers PING and the API keys are read. Until then
     requests are refused at once with the reason (``Readiness.waiting``), and PING is
     retried."""
-    readiness: Readiness = app.state.readiness
-    keys: KeyStore | None = app.state.key_store
-    if keys is None and _unprotected(app):  # with keys: once they are known
+    readiness, keys = run.services.readiness, run.keys
+    if keys is None and _unprotected(run):  # with keys: once they are known
         return
     readiness.state = ReadyState.RECOVERING  # connecting: the state /readyz shows
     failing = False
@@ -83,14 +108,14 @@ async def _connect(app: FastAPI, backend: Backend) -> None:
         readiness.set_waiting(None)
         break
     if keys is not None:
-        await _first_keys(app, keys)
-        if _unprotected(app):
+        await _first_keys(run, keys)
+        if _unprotected(run):
             return
-        app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, keys), name="keys")
+        run.keys_refresh = asyncio.create_task(_refresh_keys(run, keys), name="keys")
     readiness.set_ready()
 
 
-async def _first_keys(app: FastAPI, keys: KeyStore) -> None:
+async def _first_keys(run: Runtime, keys: KeyStore) -> None:
     """Read the API keys before a Redis front-end is ready, as the embedded engine does
     before it is (a service with keys must never answer as an open one).
 
@@ -102,8 +127,7 @@ async def _first_keys(app: FastAPI, keys: KeyStore) -> None:
     /readyz says why under ``keys``. With nothing else configured, serving would mean serving
     an open service while keys may exist, so it stays not ready, the reason in /readyz and
     in each refusal, retrying."""
-    authenticator: Authenticator = app.state.access
-    readiness: Readiness = app.state.readiness
+    authenticator, readiness = run.services.access, run.services.readiness
     others = authenticator.enabled  # the ring is still empty: a token or a JWT verifier
     told: str | None = None
     while True:
@@ -117,9 +141,9 @@ async def _first_keys(app: FastAPI, keys: KeyStore) -> None:
                     "%s; serving the admin token and JWTs meanwhile, API keys are refused"
                     " until it can be read (retrying every %g s)",
                     reason,
-                    app.state.settings.keys_refresh_ms / 1000,
+                    run.services.settings.keys_refresh_ms / 1000,
                 )
-                app.state.keys_problem = reason
+                run.keys_problem = reason
                 return
             waiting = (
                 f"{reason}; no token or JWT is configured, so nothing can be served safely;"
@@ -139,34 +163,33 @@ CONNECT_TIMEOUT_S = 2.0
 CONNECT_RETRY_S = 0.5
 
 
-def _unprotected(app: FastAPI) -> bool:
+def _unprotected(run: Runtime) -> bool:
     """Protected mode, as Redis's: a non-loopback address with no credentials configured stops
     the service instead of serving it open (unless --insecure-no-auth)."""
-    settings: Settings = app.state.settings
-    authenticator: Authenticator = app.state.access
+    settings, authenticator = run.services.settings, run.services.access
     if authenticator.enabled or settings.insecure_no_auth or _loopback(settings):
         return False
     refusal = PROTECTED_MODE.format(host=settings.host)
     log.critical(refusal)
-    _stop(app, refusal)
+    _stop(run, refusal)
     return True
 
 
-async def _recover(app: FastAPI, storage: Storage) -> None:
-    readiness: Readiness = app.state.readiness
-    authenticator: Authenticator = app.state.access
+async def _recover(run: Runtime, storage: Storage) -> None:
+    readiness, authenticator = run.services.readiness, run.services.access
+    assert run.store is not None  # storage is the embedded engine's
     try:
-        await storage.start(app.state.store)
+        await storage.start(run.store)
         # Keys before ready: a service with keys must never answer as an open one.
         authenticator.keys.replace(await storage.keys.load())
     except Exception as e:
         log.critical("recovery failed, stopping: %s", e)
-        _stop(app, f"recovery failed: {e}")
+        _stop(run, f"recovery failed: {e}")
         return
-    if _unprotected(app):
+    if _unprotected(run):
         await storage.stop()
         return
-    app.state.keys_refresh = asyncio.create_task(_refresh_keys(app, storage.keys), name="keys")
+    run.keys_refresh = asyncio.create_task(_refresh_keys(run, storage.keys), name="keys")
     readiness.set_ready()
 
 
@@ -187,31 +210,31 @@ def _loopback(settings: Settings) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def _stop(app: FastAPI, error: str) -> None:
-    app.state.readiness.set_failed(error)
-    if app.state.on_fatal is not None:
-        app.state.on_fatal()
+def _stop(run: Runtime, error: str) -> None:
+    run.services.readiness.set_failed(error)
+    if run.on_fatal is not None:
+        run.on_fatal()
 
 
-async def _refresh_keys(app: FastAPI, keys: KeyStore) -> None:
+async def _refresh_keys(run: Runtime, keys: KeyStore) -> None:
     """Re-read the API keys, on either backend, so ``xstreams keys`` takes effect without a
     restart; keys that went away (revoked, deleted, expired) end their event streams (the
     ring tells the SSE registry)."""
-    ring = app.state.access.keys
-    every_s = app.state.settings.keys_refresh_ms / 1000
-    failing = app.state.keys_problem is not None  # told already (``_first_keys``)
+    ring = run.services.access.keys
+    every_s = run.services.settings.keys_refresh_ms / 1000
+    failing = run.keys_problem is not None  # told already (``_first_keys``)
     while True:
         await asyncio.sleep(every_s)
         try:
             records = await keys.load()
         except Exception as e:  # the database is away: keep the keys known so far
-            app.state.keys_problem = f"cannot read the API keys from {keys.url}: {describe(e)}"
+            run.keys_problem = f"cannot read the API keys from {keys.url}: {describe(e)}"
             if not failing:
-                log.warning("%s; keeping the known ones", app.state.keys_problem)
+                log.warning("%s; keeping the known ones", run.keys_problem)
             failing = True
             continue
         if failing:
             log.warning("the API keys are read from %s again", keys.url)
         failing = False
-        app.state.keys_problem = None
+        run.keys_problem = None
         ring.replace(records, time.time_ns() // 1_000_000)

@@ -1,24 +1,25 @@
-"""The app factory: wires the engine, the routers and the error table from one Settings."""
+"""The app factory: assembles the service from one Settings, in named steps.
+
+What serves and keeps the streams (``_opened``, or what a caller ``_given``), the typed
+``Services`` every handler and middleware reaches (``app.state.services``, nothing else
+there), the ``Runtime`` start and stop use (app/lifespan.py), then the routes and the
+middleware around them."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import Response
 
-from app import __version__, info
+from app import __version__, info, probes
 from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
-from app.api.errors import json_response
 from app.api.holds import Holds
 from app.api.loading import LoadingGate
 from app.api.rest import (
@@ -34,13 +35,14 @@ from app.api.rest import (
 )
 from app.api.services import Services
 from app.api.sse import routes as events
+from app.api.sse.response import SseRegistry
+from app.api.sse.tail import Tails
 from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend
-from app.backends.shards import ReportsShards, readiness_fields
-from app.durability import InMemory, Readiness, ReadyState
+from app.durability import Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
-from app.lifespan import CONNECT_TIMEOUT_S, lifespan
+from app.lifespan import Runtime
 from app.observe import JournalFigures, Metrics, Observe, SseFigures
 from app.settings import Settings
 from app.storage import Storage
@@ -87,30 +89,106 @@ TAGS = [
 
 
 def create_app(
-    settings: Settings | None = None, store: Store | None = None, backend: Backend | None = None
+    settings: Settings | None = None,
+    *,
+    on_fatal: Callable[[], None] | None = None,
+    store: Store | None = None,
+    backend: Backend | None = None,
 ) -> FastAPI:
     """The whole service from one ``Settings`` (the environment's when none is given, as each
-    ``--workers`` process builds it). ``store`` (tests): an in-memory engine instead of the
-    durable one; ``backend`` (tests): a backend built by the caller instead of
-    ``settings.backend``'s."""
+    ``--workers`` process builds it). ``on_fatal`` stops the server when it must not serve
+    (``xstreams serve``: a failed recovery, protected mode).
+
+    ``store`` and ``backend`` stand in for what ``settings`` would open, for callers that must
+    not open a database: ``store``, the engine over an in-memory store (tests, ``xstreams
+    openapi``); ``backend``, a backend the caller built (tests)."""
     settings = settings or Settings()
-    storage: Storage | None = None
+    given = store is not None or backend is not None
+    parts = _given(store, backend) if given else _opened(settings)
+    services = _services(settings, parts)
+    run = Runtime(services, parts.store, parts.storage, parts.keys, on_fatal=on_fatal)
+    app = _application(run)
+    _install_routes(app, run)
+    _install_middleware(app, services)
+    return app
+
+
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    """What serves the streams and what keeps them, before anything is wired to them."""
+
+    # The embedded engine's keyspace. None exactly when Redis serves: nothing of the keyspace
+    # lives here.
+    store: Store | None
+    storage: Storage | None = None  # the store's journal, snapshots and API keys
     keys: KeyStore | None = None  # where the API keys are read from, if anywhere
+    backend: Backend | None = None  # built by the caller; else over the store, or Redis's
+
+
+def _opened(settings: Settings) -> _Parts:
+    """What ``settings`` name: the durable engine, or Redis with the API keys in the SQL
+    database (the same URL ``xstreams keys`` writes, shared by every front-end)."""
+    if not settings.embedded:
+        return _Parts(store=None, keys=KeyStore.at(settings.resolved_database_url()))
+    storage = Storage(settings)
+    config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
+    store = Store(config=config, journal=storage.writer)
+    return _Parts(store, storage, storage.keys)
+
+
+def _given(store: Store | None, backend: Backend | None) -> _Parts:
+    """What the caller built, kept in memory: no journal, no key database. The engine over
+    ``store`` whatever ``settings.backend`` says; an embedded ``backend`` brings its store."""
     if isinstance(backend, EmbeddedBackend):
         store = backend.store
-    elif backend is None and store is None and settings.embedded:
-        # Durable by default. A caller that passes its own store keeps it in memory (tests).
-        storage = Storage(settings)
-        config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
-        store = Store(config=config, journal=storage.writer)
-        keys = storage.keys
-    elif backend is None and store is None:
-        # Redis holds the streams; the API keys stay in the SQL database (the same URL
-        # `xstreams keys` writes, shared by every front-end), with no journal beside them.
-        keys = KeyStore.at(settings.resolved_database_url())
-    # ``store`` is None exactly when Redis serves: nothing of the keyspace lives here.
+    return _Parts(store, backend=backend)
+
+
+def _services(settings: Settings, parts: _Parts) -> Services:
+    store, storage = parts.store, parts.storage
+    if store is not None:
+        # The engine enforces two of the limits itself, on every surface (keys per read,
+        # entries per reply); a store passed in (tests) gets them too. In front of Redis,
+        # RedisBackend enforces the same ones (open_backend).
+        store.keyspace.limits = service_limits(settings)
+    # Embedded with storage: ready once recovered; in memory: at once; Redis: once it answers.
+    ready = store is not None and storage is None
+    readiness = Readiness(ReadyState.READY if ready else ReadyState.STARTING)
+    if storage is not None:
+        storage.on_wait = readiness.set_waiting
+    if store is not None:
+        info.install(store.keyspace, settings, storage, readiness)
+    figures = _metrics(settings, store, storage)
+    backend = parts.backend
+    if backend is None:
+        # Storage and the API meet only here, through the backend: the embedded one gets the
+        # journal's Durability (app.durability) and answers only what is durable. With Redis,
+        # a reply waits for Redis's answer (and WAIT, inside the backend): nothing more. A
+        # store (tests, `xstreams openapi`) means the engine, whatever settings.backend says.
+        backend = open_backend(settings, store=store, durability=storage, timer=figures)
+    holds = Holds(settings.sse_max_connections_per_key)
+    access = _authenticator(settings)
+    sse = SseRegistry(settings.sse_max_connections, holds)
+    access.keys.on_gone(sse.close_keys)  # revoked keys end their event streams
+    services = Services(
+        settings=settings,
+        backend=backend,
+        readiness=readiness,
+        metrics=figures,
+        holds=holds,
+        access=access,
+        sse=sse,
+        sse_tails=Tails(backend),
+    )
+    figures.sse = _sse_figures(services)
+    return services
+
+
+def _application(run: Runtime) -> FastAPI:
+    """The bare app: its OpenAPI description, ``run``'s start and stop, and on its state the
+    ``Services``, the only thing kept there (app/api/services.py)."""
     app = FastAPI(
-        lifespan=lifespan,
+        lifespan=run.lifespan,
         title="xstreams",
         version=__version__,
         summary="Redis 7.0 stream semantics served over HTTP.",
@@ -119,124 +197,58 @@ def create_app(
         docs_url="/docs",
         redoc_url=None,
     )
-    app.state.settings = settings
-    if store is not None:
-        # The engine enforces two of the limits itself, on every surface (keys per read,
-        # entries per reply); a store passed in (tests) gets them too. In front of Redis,
-        # RedisBackend enforces the same ones (open_backend).
-        store.keyspace.limits = service_limits(settings)
-    app.state.store = store  # None with Redis: every surface goes through the backend
-    # Storage and the API meet only here: the API sees a Durability (app.durability). With
-    # Redis, a reply waits for Redis's answer (and WAIT, inside the backend): nothing more.
-    app.state.storage = storage
-    app.state.durability = storage or InMemory()
-    # Embedded with storage: ready once recovered; in memory: at once; Redis: once it answers.
-    ready = store is not None and storage is None
-    app.state.readiness = Readiness(ReadyState.READY if ready else ReadyState.STARTING)
-    if storage is not None:
-        storage.on_wait = app.state.readiness.set_waiting
-    if store is not None:
-        info.install(store.keyspace, settings, storage, app.state.readiness)
-    app.state.on_fatal = None  # set by `xstreams serve`: stops the server if recovery fails
-    # Who may do what (app/access): the gate resolves credentials, every surface checks.
-    app.state.access = _authenticator(settings)  # before events.install: it follows the keys
-    app.state.key_store = keys
-    app.state.keys_refresh = None
-    # Why the API keys could not be read (None: read); /readyz shows it in front of Redis.
-    app.state.keys_problem = None
-    app.state.metrics = _metrics(settings, store, storage)
-    if backend is None and store is not None:
-        # The engine over this store, whatever XSTREAMS_BACKEND says: a caller that passed a
-        # store (tests, `xstreams openapi`) asked for it.
-        backend = EmbeddedBackend(
-            store, timer=app.state.metrics, pipeline_slice_ms=settings.pipeline_slice_ms
-        )
-    elif backend is None:
-        backend = open_backend(settings, timer=app.state.metrics)
-    app.state.services = Services(
-        settings=settings,
-        backend=backend,
-        durability=app.state.durability,
-        readiness=app.state.readiness,
-        metrics=app.state.metrics,
-        holds=Holds(settings.sse_max_connections_per_key),
-    )
+    app.state.services = run.services
+    return app
+
+
+def _install_routes(app: FastAPI, run: Runtime) -> None:
+    """Every surface, in the order routing needs: the REST resources and event streams before
+    the /v1 fallback, the command endpoint's catch-all path route last."""
     errors.install(app)
-
-    @app.get("/healthz", include_in_schema=False)
-    async def healthz() -> Response:
-        return json_response({"status": "ok"})
-
-    @app.get("/readyz", include_in_schema=False)
-    async def readyz() -> Response:
-        readiness: Readiness = app.state.readiness
-        backend: Backend = app.state.services.backend
-        # ``backend``: what serves (never its URL, which may hold a password); ``pid``: which
-        # worker process answered, when several share the port.
-        body: dict[str, Any] = {"status": "ready", "backend": backend.name, "pid": os.getpid()}
-        if readiness.state is not ReadyState.READY:
-            body.update(status=readiness.state.value, error=readiness.error)
-            if readiness.waiting is not None:
-                body["reason"] = readiness.waiting
-            return json_response(body, 503)
-        if store is None and app.state.key_store is not None:
-            body["keys"] = app.state.keys_problem or "ok"
-        if store is None:
-            # Redis: ready while it answers, so a load balancer takes a front-end that lost
-            # it out of rotation. A degraded shard (app/backends/shards.py) is named, and
-            # leaves it ready: every front-end sees the same shards.
-            try:
-                await asyncio.wait_for(backend.command(["PING"]), CONNECT_TIMEOUT_S)
-            except Exception as e:
-                body.update(status="unavailable", reason=str(e) or type(e).__name__)
-                return json_response(body, 503)
-            if isinstance(backend, ReportsShards):
-                body.update(readiness_fields(await backend.shards(CONNECT_TIMEOUT_S)))
-            return json_response(body)
-        failure = storage.writer.failure if storage else None
-        # Still ready while the database is away: committed state is served, writes and reads
-        # of what is not durable yet answer 503.
-        body["storage"] = failure.reason if failure else "ok"
-        return json_response(body)
-
+    probes.install(app, run)
     for resource in (streams, entries, reads, groups, consumers, pel, whoami):
         app.include_router(resource.api)
     events.install(app)
-    app.state.metrics.sse = _sse_figures(app)
     metrics.install(app)
     app.include_router(fallback.router)
     dashboard.install(app)  # /ui/: the dashboard's static files
     openapi.install(app)
-    # The command endpoint: its routes go first, its catch-all path route last.
     commands.install(app)
+
+
+def _install_middleware(app: FastAPI, services: Services) -> None:
+    """From the innermost out: each layer added wraps the ones before it."""
     app.add_middleware(
-        AccessGate, authenticator=app.state.access, open_paths=PROBES | dashboard.served_paths()
+        AccessGate, authenticator=services.access, open_paths=PROBES | dashboard.served_paths()
     )
-    app.add_middleware(LoadingGate, readiness=app.state.readiness)
+    app.add_middleware(LoadingGate, readiness=services.readiness)
     app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
-    if settings.cors_origins:
-        # Outermost: a preflight is answered before loading or credentials are looked at.
-        # Named origins are answered with themselves and credentials; "*" (alone: Settings)
-        # with "*" and never credentials, which the Fetch standard forbids beside it: so no
-        # origin that is not named ever gets a credentialed answer.
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=settings.cors_origins,
-            allow_credentials=settings.cors_origins != ["*"],
-            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-            allow_headers=[
-                "Authorization",
-                "Content-Type",
-                "Last-Event-ID",
-                "Upstash-Encoding",
-                "X-Request-ID",
-            ],
-            expose_headers=["Location", "Link", "Retry-After", "X-Request-ID"],
-            max_age=600,
-        )
+    if services.settings.cors_origins:
+        _install_cors(app, services.settings.cors_origins)
     # Outermost: each request's ID, count, latency and log line, whoever answers it.
-    app.add_middleware(Observe, metrics=app.state.metrics)
-    return app
+    app.add_middleware(Observe, metrics=services.metrics)
+
+
+def _install_cors(app: FastAPI, origins: list[str]) -> None:
+    """Outermost but one: a preflight is answered before loading or credentials are looked at.
+    Named origins are answered with themselves and credentials; "*" (alone: Settings) with
+    "*" and never credentials, which the Fetch standard forbids beside it: so no origin that
+    is not named ever gets a credentialed answer."""
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=origins,
+        allow_credentials=origins != ["*"],
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "Last-Event-ID",
+            "Upstash-Encoding",
+            "X-Request-ID",
+        ],
+        expose_headers=["Location", "Link", "Retry-After", "X-Request-ID"],
+        max_age=600,
+    )
 
 
 def _metrics(settings: Settings, store: Store | None, storage: Storage | None) -> Metrics:
@@ -255,10 +267,11 @@ def _metrics(settings: Settings, store: Store | None, storage: Storage | None) -
     return figures
 
 
-def _sse_figures(app: FastAPI) -> Callable[[], SseFigures]:
-    registry, tails = app.state.sse, app.state.sse_tails
+def _sse_figures(services: Services) -> Callable[[], SseFigures]:
     return lambda: SseFigures(
-        open=len(registry.open), closed=registry.closed, fell_behind=tails.fell_behind
+        open=len(services.sse.open),
+        closed=services.sse.closed,
+        fell_behind=services.sse_tails.fell_behind,
     )
 
 

@@ -28,6 +28,8 @@ from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings
 from granian.server import Server
 
+from app.api.services import app_services
+
 Scope = dict[str, Any]
 
 
@@ -45,7 +47,7 @@ class _EndStreamsOnShutdown:
         async def receive_lifespan() -> Any:
             message = await receive()
             if message["type"] == "lifespan.shutdown":
-                self.app.state.sse.close_all()
+                app_services(self.app).sse.close_all()
             return message
 
         await self.app(scope, receive_lifespan, send)
@@ -82,7 +84,12 @@ def _serve_embedded(args: argparse.Namespace) -> None:
 
     settings = Settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    app = create_app(settings)
+
+    def stop() -> None:
+        app_services(app).sse.close_all()  # as `serve` does before uvicorn's graceful wait
+        server.stop()
+
+    app = create_app(settings, on_fatal=stop)
     server = Embedded(
         app,
         address=args.host,
@@ -95,12 +102,6 @@ def _serve_embedded(args: argparse.Namespace) -> None:
         log_access=False,
     )
 
-    def stop() -> None:
-        app.state.sse.close_all()  # as app/cli/server.py does before uvicorn's graceful wait
-        server.stop()
-
-    app.state.on_fatal = stop
-
     async def run() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -108,7 +109,7 @@ def _serve_embedded(args: argparse.Namespace) -> None:
         await server.serve()
 
     uvloop.run(run())
-    if app.state.readiness.error is not None:
+    if app_services(app).readiness.error is not None:
         raise SystemExit(1)
 
 

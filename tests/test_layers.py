@@ -108,9 +108,9 @@ def test_the_engine_never_imports_a_backend() -> None:
 
 # Surfaces call the Backend protocol (app/backends): they may use the engine's types (argument
 # records, replies, IDs, errors) and its pure rules (ID and trim parsing), never the keyspace,
-# the store or an operation that runs on them, which only a backend calls. app/api/rest is held
-# to it; app/api/sse and app/api/commands join once they are moved onto the backend.
-SURFACES_ON_THE_BACKEND = ("api/rest",)
+# the store or an operation that runs on them, which only a backend calls. SSE has stricter
+# rules of its own (below).
+SURFACES_ON_THE_BACKEND = ("api/rest", "api/commands")
 SURFACE_MAY_NOT = ("app.engine.store", "app.engine.keyspace", "app.engine.waiting", "app.api.ops")
 COMMANDS = ENGINE / "commands"
 
@@ -160,7 +160,7 @@ def _surface_offenders(path: Path, root: Path = APP.parent) -> list[str]:
     return found
 
 
-def test_rest_calls_the_backend_not_the_engine() -> None:
+def test_rest_and_commands_call_the_backend_not_the_engine() -> None:
     offenders = []
     for folder in SURFACES_ON_THE_BACKEND:
         for path in sorted((APP / folder).rglob("*.py")):
@@ -238,4 +238,63 @@ def test_the_sse_check_sees_engine_access(tmp_path: Path) -> None:
         "imports xread from app.engine.commands.reads",
         "reads .keyspace (line 4)",
         "reads .store (line 4)",
+    ]
+
+
+# The request protocol's durability (writable before a write, visible only once durable, errors
+# included) lives behind the Backend (docs/architecture.md, "The request protocol"): a surface
+# imports nothing from storage, from app.durability only whether the service is ready, and
+# never calls the two halves of the protocol itself.
+DURABILITY_NAMES_A_SURFACE_MAY_USE = {"Readiness", "ReadyState"}
+PROTOCOL_CALLS = {"check_writable", "wait_visible"}
+
+
+def _durability_offenders(path: Path, root: Path = APP.parent) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(root)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [
+                f"{where} imports {a.name}"
+                for a in node.names
+                if a.name.startswith(("app.storage", "app.durability"))
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("app.storage"):
+                found.append(f"{where} imports {node.module}")
+            elif node.module == "app.durability":
+                found += [
+                    f"{where} imports {a.name} from app.durability"
+                    for a in node.names
+                    if a.name not in DURABILITY_NAMES_A_SURFACE_MAY_USE
+                ]
+        elif isinstance(node, ast.Attribute) and node.attr in PROTOCOL_CALLS:
+            found.append(f"{where} calls .{node.attr} (line {node.lineno})")
+    return found
+
+
+def test_surfaces_leave_durability_to_the_backend() -> None:
+    offenders = [
+        what for path in sorted((APP / "api").rglob("*.py")) for what in _durability_offenders(path)
+    ]
+    assert not offenders, offenders
+
+
+def test_the_durability_check_sees_storage_and_the_protocol(tmp_path: Path) -> None:
+    bad = tmp_path / "app" / "api" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "from app.durability import Readiness, StorageUnavailable\n"
+        "import app.storage.writer\n"
+        "async def f(services, keys):\n"
+        "    services.storage.check_writable()\n"
+        "    await services.storage.wait_visible(keys)\n"
+    )
+    found = [line.split(" ", 1)[1] for line in _durability_offenders(bad, tmp_path)]
+    assert found == [
+        "imports StorageUnavailable from app.durability",
+        "imports app.storage.writer",
+        "calls .check_writable (line 4)",
+        "calls .wait_visible (line 5)",
     ]

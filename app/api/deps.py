@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from app.api.services import services_of
+
 
 class BodyTooLarge(Exception):
     """The request body exceeds ``max_body_bytes``."""
@@ -11,7 +13,7 @@ class BodyTooLarge(Exception):
 
 async def read_body(request: Request) -> bytes:
     """The whole body, refusing more than the configured limit before reading it all."""
-    limit: int = request.app.state.settings.max_body_bytes
+    limit: int = services_of(request).settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge

@@ -37,8 +37,8 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
-from app.backends.errors import BackendUnavailable
-from app.durability import StorageUnavailable
+from app.api.services import services_of
+from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
 from app.engine.errors import NotFound as NotFound  # re-exported: SSE raises it
@@ -180,12 +180,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:
-        limit = request.app.state.settings.max_body_bytes
+        limit = services_of(request).settings.max_body_bytes
         return answer(request, 413, f"ERR request body larger than {limit} bytes")
 
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> Response:
-        request.app.state.metrics.error(exc.text)
+        services_of(request).metrics.error(exc.text)
         if not _is_rest(request):
             status = command_status(exc)
             return json_response({"error": exc.text}, status, retry_headers(status))
@@ -195,12 +195,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:
-        request.app.state.metrics.error(exc.text)
+        services_of(request).metrics.error(exc.text)
         return answer(request, 429, exc.text, {"Retry-After": "1"})
 
     @app.exception_handler(StorageUnavailable)
     async def storage_unavailable(request: Request, exc: StorageUnavailable) -> Response:
-        request.app.state.metrics.error(exc.text)
+        services_of(request).metrics.error(exc.text)
         return answer(request, 503, exc.text, retry_headers(503))
 
     @app.exception_handler(ClientDisconnect)

@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app.api.errors import PROBLEM_JSON
+from app.api.services import app_services
 
 _UNUSED = ("HTTPValidationError", "ValidationError")
 
@@ -182,7 +183,7 @@ def install(app: FastAPI) -> None:
                     routes=app.routes,
                     tags=app.openapi_tags,
                 ),
-                app.state.settings.auth_cookie,
+                app_services(app).settings.auth_cookie,
             )
         return app.openapi_schema
 

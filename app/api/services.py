@@ -1,40 +1,57 @@
-"""What a request handler may use, as one typed object reached through a dependency.
+"""What a request handler or middleware may use, as one typed object reached through a dependency.
 
-``create_app`` builds one ``Services`` and keeps it on ``app.state.services``; handlers take
-``ServicesDep`` (or ``BackendDep``) instead of looking attributes up on ``app.state``, so what
-a surface depends on is written in its signature and checked by mypy.
+``create_app`` builds one ``Services`` and keeps it on ``app.state.services``, the only thing
+the app keeps there; handlers take ``ServicesDep`` (or ``BackendDep``), and code that holds
+the app or a request calls ``app_services`` or ``services_of``, so what a surface depends on
+is written in its signature and checked by mypy. What only start and stop use (the store,
+storage and key database they open and close) is not here: it is ``app.lifespan.Runtime``,
+which the lifespan holds itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
+from starlette.applications import Starlette
 
+from app.access import Authenticator
 from app.api.holds import Holds
 from app.backends import Backend
-from app.durability import Durability, Readiness
+from app.durability import Readiness
 from app.observe import Metrics
 from app.settings import Settings
+
+if TYPE_CHECKING:  # the SSE modules import this one
+    from app.api.sse.response import SseRegistry
+    from app.api.sse.tail import Tails
 
 
 @dataclass(slots=True)
 class Services:
     settings: Settings
     backend: Backend
-    # What an answer waits for before it is sent: the journal's records behind it (embedded),
-    # nothing more for Redis (its own persistence and, optionally, WAIT inside the backend).
-    durability: Durability
     readiness: Readiness
     metrics: Metrics
     # Requests each credential holds open (event streams, long polls, blocking reads).
     holds: Holds
+    # Who may do what (app/access): the gate resolves credentials with it, and the lifespan
+    # fills its key ring.
+    access: Authenticator
+    # The open event streams (capped; ended when their key goes or the server stops) and the
+    # stream tails they share.
+    sse: SseRegistry
+    sse_tails: Tails
+
+
+def app_services(app: Starlette) -> Services:
+    services: Services = app.state.services
+    return services
 
 
 def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
+    return app_services(request.app)
 
 
 # ``async def``: FastAPI runs a plain ``def`` dependency in a worker thread.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.backends.base import Backend, ClientGone, CommandTimer, Gone, JsonReply
+from app.durability import Durability
 from app.engine.limits import Limits
 from app.engine.store import Store
 from app.settings import Settings
@@ -33,21 +34,30 @@ def service_limits(settings: Settings) -> Limits:
 
 
 def open_backend(
-    settings: Settings, *, store: Store | None = None, timer: CommandTimer | None = None
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    durability: Durability | None = None,
+    timer: CommandTimer | None = None,
 ) -> Backend:
-    """The backend ``settings.backend`` names, not started yet (``start()`` connects).
+    """The backend that serves, not started yet (``start()`` connects).
 
-    ``embedded``: the engine over ``store`` (a new in-memory one if none is given: the caller
-    that wants durability passes the store its journal writes for). A Redis URL: redis-py's
-    client for it, imported only then, so the embedded default needs no Redis library.
-    ``timer`` receives the command endpoint's per-command figures where the backend can time
-    its own work (the embedded engine); Redis's are its own, in INFO commandstats.
+    Given a ``store``, or with ``settings.embedded``: the engine over ``store`` (a new
+    in-memory one if none is given), answering only what ``durability`` (the journal that
+    ``store`` writes to, if any) has made durable. Otherwise the Redis URL ``settings.backend``
+    names: redis-py's client for it, imported only then, so the embedded default needs no
+    Redis library. ``timer`` receives the command endpoint's per-command figures where the
+    backend can time its own work (the embedded engine); Redis's are its own, in INFO
+    commandstats.
     """
-    if settings.embedded:
+    if store is not None or settings.embedded:
         from app.backends.embedded import EmbeddedBackend
 
         return EmbeddedBackend(
-            store or Store(), timer=timer, pipeline_slice_ms=settings.pipeline_slice_ms
+            store or Store(),
+            durability=durability,
+            timer=timer,
+            pipeline_slice_ms=settings.pipeline_slice_ms,
         )
     from app.backends.redis import RedisBackend
 

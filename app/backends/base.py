@@ -4,8 +4,9 @@ REST, SSE and the command endpoint hand requests to a ``Backend`` and never touc
 a store or a Redis connection themselves. Two implementations stand behind it:
 
 - ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL.
-  Its replies are made to wait for durability by the surface (``Durability.wait_visible``,
-  which also covers error replies), as the journal's fsync mode says.
+  It keeps the request protocol's durability itself: a write is refused before it runs while
+  storage cannot take it (``StorageUnavailable``), and no answer, errors included, leaves
+  before the journal records behind its keys are as durable as the fsync mode promises.
 - ``RedisBackend`` (app/backends/redis/): redis-server or Redis Cluster through redis-py's
   asyncio clients. Redis decides the semantics; a write returns once Redis replied (and, with
   ``wait_replicas``, once enough replicas confirmed).
@@ -14,6 +15,10 @@ Requests reuse the engine's argument types (``XAddArgs``, ``RangeArgs``, ``ReadR
 ``PendingArgs``, ``ClaimArgs``, ``AutoClaimArgs``, ``XSetIdArgs``, ``TrimSpec``) and replies the
 engine's reply types (app/engine/replies.py): both are plain data with no engine state, so a
 Redis reply parses into the very objects the engine returns and every surface shapes them once.
+
+So a surface calls a backend and nothing else: every answer it gets is safe to send. A blocking
+read takes ``gone``, which returns when the caller left: the read stops at once with
+``ClientGone``, typed calls and raw commands alike.
 
 Errors are ``CommandError`` subclasses carrying Redis's exact text, of the classes in
 app/engine/errors.py (not found, conflict, wrong argument ...): the engine raises them, and a
@@ -26,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from app.engine.commands import Reply
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
@@ -34,6 +38,7 @@ from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import (
     AutoClaim,
+    CommandReply,
     ConsumerInfo,
     GroupInfo,
     PendingRow,
@@ -50,8 +55,9 @@ __all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]
 
 # What the command endpoint gets back for one command: the engine's reply objects, or a RESP
 # tree (``str`` for bulk strings, ``Status`` for simple strings, ``int``, ``None``, ``list``)
-# from a pass-through backend. The endpoint's shaper writes either in Upstash's JSON.
-JsonReply = Reply
+# from a pass-through backend, both of the engine's ``CommandReply``. The endpoint's shaper
+# writes either in Upstash's JSON.
+JsonReply = CommandReply
 
 # Returns when the caller (an HTTP client) has gone away: a blocking read stops at once,
 # raising ``ClientGone`` (the surface answers nobody: REST's 499).
@@ -71,34 +77,35 @@ class CommandTimer(Protocol):
         ...
 
 
-def checks_commands(backend: object) -> bool:
-    """Whether ``backend`` runs the command table itself: a command line the table refuses
-    (unknown command, wrong arity) is then handed to it, to be refused with the same text and
-    counted in its INFO stats as Redis counts a rejected call. Any other backend never sees
-    such a line: the surface refuses it, so nothing outside the table reaches a Redis server."""
-    return bool(getattr(backend, "checks_commands", False))
-
-
 @runtime_checkable
 class Backend(Protocol):
     """Stream operations with Redis 7.0 semantics. Every method may raise ``CommandError``."""
 
     name: str  # "embedded" | "redis" | "redis-cluster": for /readyz, INFO and logs
     stateless: bool  # True when several front-end processes may share it (--workers N)
+    # Whether the backend runs the command table itself: a command line the table refuses
+    # (unknown command, wrong arity) is then handed to it, to be refused with the same text
+    # and counted in its INFO stats as Redis counts a rejected call. Any other backend never
+    # sees such a line: the surface refuses it, so nothing outside the table reaches Redis.
+    checks_commands: bool
 
     async def start(self) -> None: ...
     async def close(self) -> None: ...
 
     # --- command endpoint -------------------------------------------------------------
-    async def command(self, argv: Sequence[str]) -> JsonReply:
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
         """One Redis command as the Upstash protocol answers it (``{"result": ...}``'s value);
-        an error reply raises ``CommandError``. BLOCK waits on the server."""
+        an error reply raises ``CommandError``. BLOCK waits on the server; ``gone`` stops the
+        wait at once (``ClientGone``), and the read is handed nothing more."""
         ...
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[JsonReply | CommandError]:
         """``/pipeline``: each command's reply or error, in order, not atomic. The backend's
         own trouble with any command (``BackendUnavailable``) is raised for the whole
-        request instead of standing as that command's error."""
+        request instead of standing as that command's error. A blocking read in it stops
+        when ``gone`` returns, failing the whole request (``ClientGone``)."""
         ...
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:

@@ -5,8 +5,14 @@ as one record, and the readers it made ready are served inside it), so an entry 
 REST goes to exactly one waiting consumer, as on the command endpoint. A read that must wait
 parks on the store's waiters and stops at once when the client goes away (``ClientGone``).
 
-Nothing here awaits durability: the surface makes every answer, errors included, wait for the
-records behind it (``Durability.wait_visible``), which only it knows how to scope.
+Durability is the request protocol's, kept here once for every surface (docs/architecture.md,
+"The request protocol"): given the journal's ``Durability``, a write is refused before it runs
+while storage cannot make it durable, and every answer, errors included (a 404 or a 409 shows
+state too), waits until the journal records behind the keys it is about are as durable as the
+fsync mode promises. A typed operation's keys are its arguments'; a command's come from the
+command table's key positions, so a reply about one stream never waits on another's records.
+A pipeline waits once for all its keys (one group commit). A read whose client left answers
+nobody, so it waits for nothing.
 
 The command endpoint's three calls keep the engine's fast paths here, behind the protocol:
 consecutive plain XADDs to one key in a pipeline or a transaction run as one engine call and
@@ -21,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from app.backends.base import CommandTimer, Gone, JsonReply
+from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
@@ -40,6 +47,7 @@ from app.engine.commands.streams import (
     xsetid,
     xtrim,
 )
+from app.engine.commands.table import Command, lookup
 from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -56,7 +64,7 @@ from app.engine.replies import (
 )
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
-from app.engine.waiting import wait
+from app.engine.waiting import ClientGone, wait
 
 
 def _read(ks: Keyspace, request: ReadRequest) -> list[StreamRead] | Block | None:
@@ -68,12 +76,19 @@ class EmbeddedBackend:
 
     name = "embedded"
     stateless = False  # the keyspace lives here: one worker only
-    checks_commands = True  # see app.backends.base.checks_commands
+    checks_commands = True  # see Backend.checks_commands
 
     def __init__(
-        self, store: Store, *, timer: CommandTimer | None = None, pipeline_slice_ms: int = 5
+        self,
+        store: Store,
+        *,
+        durability: Durability | None = None,
+        timer: CommandTimer | None = None,
+        pipeline_slice_ms: int = 5,
     ) -> None:
         self.store = store
+        # None: nothing to wait for (no journal: tests, `--fsync off` without storage).
+        self.durability = durability
         self.timer = timer
         # A /pipeline that held the event loop this long lets other requests run, then goes on.
         self.pipeline_slice_s = pipeline_slice_ms / 1000
@@ -84,12 +99,40 @@ class EmbeddedBackend:
     async def close(self) -> None:
         return None
 
+    # --- durability -------------------------------------------------------------------
+    def _writable(self) -> None:
+        """Refuse a write before it runs (``StorageUnavailable``): nothing is applied."""
+        if self.durability is not None:
+            self.durability.check_writable()
+
+    async def _visible(self, keys: Iterable[str] | None) -> None:
+        """Return once what an answer about ``keys`` (None: any key) shows is durable."""
+        if self.durability is not None:
+            await self.durability.wait_visible(keys)
+
     # --- command endpoint -------------------------------------------------------------
-    async def command(self, argv: Sequence[str]) -> JsonReply:
-        """Run one command; a read that must wait parks until served, timed out or cancelled
-        (the surface cancels it when its client goes away)."""
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
+        """Run one command; a read that must wait parks until served, timed out, cancelled
+        or its client gone (``gone``). Its answer waits for the keys the table says it names
+        (a refused line names none: it shows no state)."""
+        cmd = self.store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
+        if self.durability is None:
+            return await self._command(argv, cmd, gone)
+        keys = cmd.keys(list(argv))
+        if cmd.writes:
+            self.durability.check_writable()
+        try:
+            reply = await self._command(argv, cmd, gone)
+        except ClientGone:
+            raise
+        except Exception:
+            await self.durability.wait_visible(keys)  # an error shows state too (NOGROUP)
+            raise
+        await self.durability.wait_visible(keys)
+        return reply
+
+    async def _command(self, argv: Sequence[str], cmd: Command, gone: Gone | None) -> JsonReply:
         store = self.store
-        cmd = store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
         timer = self.timer
         started = time.perf_counter()
         try:
@@ -99,18 +142,40 @@ class EmbeddedBackend:
                 timer.command(cmd.name, time.perf_counter() - started)
         if isinstance(reply, Block):  # counted in INFO's stats when it ends, as Redis counts it
             try:
-                reply = await wait(store, reply)
+                reply = await wait(store, reply, gone)
             except CommandError as e:
                 store.finished(cmd, e)
                 raise
             store.finished(cmd)
         return reply
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[JsonReply | CommandError]:
         """Each command in order, not atomic: other requests may run between them once the
         pipeline has held the loop ``pipeline_slice_ms`` (by time, not by count: a short
         pipeline runs whole, so its records share one group commit). Consecutive plain XADDs
-        to one key run as one engine call, each still answered (and counted) as its own."""
+        to one key run as one engine call, each still answered (and counted) as its own.
+        Refused before any runs if one of them writes and storage cannot take it; answered
+        once every key any of them names is durable."""
+        if self.durability is None:
+            return await self._pipeline(commands, gone)
+        writes, keys = _scope(commands)
+        if writes:
+            self.durability.check_writable()
+        try:
+            out = await self._pipeline(commands, gone)
+        except ClientGone:
+            raise
+        except Exception:
+            await self.durability.wait_visible(keys)
+            raise
+        await self.durability.wait_visible(keys)  # once: one group commit
+        return out
+
+    async def _pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None
+    ) -> list[JsonReply | CommandError]:
         store = self.store
         timer = self.timer
         out: list[JsonReply | CommandError] = []
@@ -134,7 +199,8 @@ class EmbeddedBackend:
                 i += len(outcomes)
                 continue
             try:
-                out.append(await self.command(commands[i]))
+                args = commands[i]
+                out.append(await self._command(args, store.command(args), gone))
             except CommandError as e:
                 out.append(e)
             i += 1
@@ -142,7 +208,11 @@ class EmbeddedBackend:
 
     async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
         """MULTI/EXEC as one engine step (``Store.execute_atomic``), timed whole as ``exec``
-        with each of its commands counted, as Redis's commandstats count them."""
+        with each of its commands counted, as Redis's commandstats count them. A transaction
+        refused whole (EXECABORT) shows no state and waits for nothing."""
+        writes, keys = _scope(commands)
+        if writes:
+            self._writable()
         store = self.store
         started = time.perf_counter()
         results = store.execute_atomic(commands)  # EXECABORT: raised, nothing ran
@@ -151,14 +221,21 @@ class EmbeddedBackend:
             timer.command("exec", time.perf_counter() - started)
             for args in commands:
                 timer.counted(store.command(args, counted=False).name)
+        await self._visible(keys)
         return results
 
     # --- streams ----------------------------------------------------------------------
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
-        return self.store.keyspace.scan(cursor, count or 10, match, None)
+        try:
+            return self.store.keyspace.scan(cursor, count or 10, match, None)
+        finally:
+            await self._visible(None)  # a listing shows every key's existence
 
     async def stream_info(self, key: str) -> StreamInfo:
-        return info.stream_info(self.store.keyspace, key)
+        try:
+            return info.stream_info(self.store.keyspace, key)
+        finally:
+            await self._visible((key,))
 
     async def stream_infos(self, keys: Sequence[str]) -> list[StreamInfo | None]:
         """All in one engine step (nothing awaits between keys)."""
@@ -168,83 +245,198 @@ class EmbeddedBackend:
                 out.append(info.stream_info(self.store.keyspace, key))
             except (NotFound, WrongType):
                 out.append(None)
+        await self._visible(keys)
         return out
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
-        return info.stream_full_info(self.store.keyspace, key, count)
+        try:
+            return info.stream_full_info(self.store.keyspace, key, count)
+        finally:
+            await self._visible((key,))
 
     async def delete_stream(self, key: str) -> bool:
-        return self.store.run(Keyspace.delete, key)
+        self._writable()
+        try:
+            return self.store.run(Keyspace.delete, key)
+        finally:
+            await self._visible((key,))
 
     async def trim(self, key: str, spec: TrimSpec) -> int:
-        return self.store.run(xtrim, key, spec)
+        self._writable()
+        try:
+            return self.store.run(xtrim, key, spec)
+        finally:
+            await self._visible((key,))
 
     async def set_id(self, args: XSetIdArgs) -> None:
-        self.store.run(xsetid, args)
+        self._writable()
+        try:
+            self.store.run(xsetid, args)
+        finally:
+            await self._visible((args.key,))
 
     # --- entries ----------------------------------------------------------------------
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
-        if len(batch) == 1:
-            return [self.store.run(xadd, batch[0])]
-        return list(self.store.run(xadd_batch, list(batch)))
+        self._writable()
+        try:
+            if len(batch) == 1:
+                return [self.store.run(xadd, batch[0])]
+            return list(self.store.run(xadd_batch, list(batch)))
+        finally:
+            await self._visible({a.key for a in batch})
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
-        return xrange(self.store.keyspace, args, rev=rev) or []
+        try:
+            return xrange(self.store.keyspace, args, rev=rev) or []
+        finally:
+            await self._visible((args.key,))
 
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int:
-        return self.store.run(xdel, key, list(ids))
+        self._writable()
+        try:
+            return self.store.run(xdel, key, list(ids))
+        finally:
+            await self._visible((key,))
 
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
-        reply = self.store.run(_read, request)
-        if isinstance(reply, Block):
-            reply = await wait(self.store, reply, gone)
+        """XREAD / XREADGROUP. A group read writes (deliveries, the PEL): refused while
+        storage cannot take it. A blocked read served by another client's write waits for
+        that write's record too: it shows it."""
+        if request.group is not None:
+            self._writable()
+        try:
+            reply = self.store.run(_read, request)
+            if isinstance(reply, Block):
+                reply = await wait(self.store, reply, gone)
+        except ClientGone:
+            raise
+        except Exception:
+            await self._visible(request.keys)
+            raise
+        await self._visible(request.keys)
         result: list[StreamRead] = reply or []
         return result
 
     # --- groups and consumers ---------------------------------------------------------
     async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
-        return info.groups_info(self.store.keyspace, key, start, count)
+        try:
+            return info.groups_info(self.store.keyspace, key, start, count)
+        finally:
+            await self._visible((key,))
 
     async def create_group(
         self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
     ) -> None:
-        self.store.run(ops.xgroup_create, key, name, id_text, mkstream, entries_read)
+        self._writable()
+        try:
+            self.store.run(ops.xgroup_create, key, name, id_text, mkstream, entries_read)
+        finally:
+            await self._visible((key,))
 
     async def set_group_id(
         self, key: str, name: str, id_text: str, entries_read: int | None
     ) -> None:
-        self.store.run(ops.xgroup_setid, key, name, id_text, entries_read)
+        self._writable()
+        try:
+            self.store.run(ops.xgroup_setid, key, name, id_text, entries_read)
+        finally:
+            await self._visible((key,))
 
     async def destroy_group(self, key: str, name: str) -> bool:
-        return bool(self.store.run(ops.xgroup_destroy, key, name))
+        self._writable()
+        try:
+            return bool(self.store.run(ops.xgroup_destroy, key, name))
+        finally:
+            await self._visible((key,))
 
     async def group(self, key: str, name: str) -> GroupInfo:
-        stream, group = ops.find_group(self.store.keyspace, key, name)
-        return info.group_info(stream, group)
+        try:
+            stream, group = ops.find_group(self.store.keyspace, key, name)
+            return info.group_info(stream, group)
+        finally:
+            await self._visible((key,))
 
     async def consumers(
         self, key: str, group: str, start: str = "", count: int = 0
     ) -> list[ConsumerInfo]:
-        return info.consumers_info(self.store.keyspace, key, group, start, count)
+        try:
+            return info.consumers_info(self.store.keyspace, key, group, start, count)
+        finally:
+            await self._visible((key,))
 
     async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
-        return bool(self.store.run(ops.xgroup_createconsumer, key, group, consumer))
+        self._writable()
+        try:
+            return bool(self.store.run(ops.xgroup_createconsumer, key, group, consumer))
+        finally:
+            await self._visible((key,))
 
     async def delete_consumer(self, key: str, group: str, consumer: str) -> int:
-        return self.store.run(ops.xgroup_delconsumer, key, group, consumer)
+        self._writable()
+        try:
+            return self.store.run(ops.xgroup_delconsumer, key, group, consumer)
+        finally:
+            await self._visible((key,))
 
     # --- pending entries --------------------------------------------------------------
     async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:
-        return self.store.run(ops.xack, key, group, list(ids))
+        self._writable()
+        try:
+            return self.store.run(ops.xack, key, group, list(ids))
+        finally:
+            await self._visible((key,))
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
-        return ops.xpending_summary(self.store.keyspace, key, group)
+        try:
+            return ops.xpending_summary(self.store.keyspace, key, group)
+        finally:
+            await self._visible((key,))
 
     async def pending(self, args: PendingArgs) -> list[PendingRow]:
-        return ops.xpending_range(self.store.keyspace, args)
+        try:
+            return ops.xpending_range(self.store.keyspace, args)
+        finally:
+            await self._visible((args.key,))
 
     async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]:
-        return self.store.run(ops.xclaim, args)
+        self._writable()
+        try:
+            return self.store.run(ops.xclaim, args)
+        finally:
+            await self._visible((args.key,))
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
-        return self.store.run(ops.xautoclaim, args)
+        self._writable()
+        try:
+            return self.store.run(ops.xautoclaim, args)
+        finally:
+            await self._visible((args.key,))
+
+
+def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
+    """Whether any of ``commands`` writes, and every key they name (None: a command over
+    the whole keyspace). A line the table refuses names nothing. A run of lines of one
+    command and length (a pipeline of XADDs) is looked up once, and a run on one key names
+    it once."""
+    writes = False
+    keys: list[str] | None = []
+    cmd: Command | None = None
+    name, size = "", -1
+    for args in commands:
+        if not args:
+            continue
+        if cmd is None or len(args) != size or args[0] != name or "|" in cmd.name:
+            try:
+                cmd = lookup(list(args))
+            except CommandError:
+                cmd = None
+                continue
+            name, size = args[0], len(args)
+        writes = writes or cmd.writes
+        if keys is not None:
+            named = cmd.keys(list(args))
+            if named is None:
+                keys = None
+            elif len(named) != 1 or not keys or keys[-1] != named[0]:
+                keys.extend(named)
+    return writes, keys

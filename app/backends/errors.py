@@ -9,13 +9,32 @@ error reply.
           ├── RedisUnavailable    Redis could not be reached, or stopped answering
           └── RedisFault          Redis answered, but refuses for now (CLUSTERDOWN, LOADING...)
 
+    StorageUnavailable            (app/durability.py) the embedded backend's database does not
+                                  take writes now: 503, Retry-After; a plain Exception, so no
+                                  command's error handling takes it for that command's error
+
 The API maps ``BackendUnavailable`` to 503 in its one table (app/api/errors.py): a client
 retries later, or through another front-end; only a request's own mistake is a 4xx.
 """
 
 from __future__ import annotations
 
+from app.durability import StorageUnavailable
 from app.engine.errors import CommandError, classify
+
+# The embedded backend's database does not accept writes (503 with Retry-After): not a
+# ``CommandError``, so no command's own error handling can swallow it and run on.
+__all__ = [
+    "FAULT_CODES",
+    "BackendUnavailable",
+    "BlockPoolExhausted",
+    "RedisFault",
+    "RedisUnavailable",
+    "ReplicasUnavailable",
+    "StorageUnavailable",
+    "classify_reply",
+    "fault_of",
+]
 
 # The error codes with which redis-server refuses a command for a state of its own that
 # passes: a cluster without a slot's master (CLUSTERDOWN), a slot on the move (TRYAGAIN),

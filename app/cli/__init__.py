@@ -118,6 +118,7 @@ def serve(
     from pydantic import ValidationError
     from uvicorn.config import LOGGING_CONFIG
 
+    from app.api.services import app_services
     from app.backends import workers_refusal
     from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.server import Server
@@ -178,7 +179,15 @@ def serve(
         raise typer.Exit(supervise(settings.host, settings.port, settings.workers, overrides))
     if settings.embedded:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    app = create_app(settings)
+    server: Server | None = None  # built below, around the app
+
+    def stop() -> None:
+        """A failed recovery stops the server instead of serving a wrong state (exit 1)."""
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(settings, on_fatal=stop)
+    services = app_services(app)
     limits = Limits(
         header_timeout_ms=settings.header_timeout_ms,
         body_timeout_ms=settings.body_timeout_ms,
@@ -200,13 +209,11 @@ def serve(
         ssl_keyfile=settings.ssl_keyfile,
     )
     redact_logs()  # after uvicorn.Config, which installs its log handlers
-    server = Server(config, on_shutdown=app.state.sse.close_all)  # end event streams first
-    # A failed recovery stops the server instead of serving a wrong state (exit status 1).
-    app.state.on_fatal = lambda: setattr(server, "should_exit", True)
+    server = Server(config, on_shutdown=services.sse.close_all)  # end event streams first
     # A worker (``--fd``) accepts from the socket its parent bound (app/cli/workers.py).
     server.run(sockets=[socket.socket(fileno=fd)] if fd is not None else None)
-    if app.state.readiness.error is not None:
-        typer.echo(f"error: {app.state.readiness.error}", err=True)
+    if services.readiness.error is not None:
+        typer.echo(f"error: {services.readiness.error}", err=True)
         raise typer.Exit(1)
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.engine.errors import CommandError
+from app.engine.replies import StreamRead
 
-# What a blocked read replies once served: a reply, or a Redis error.
-Served = Any
+# What a blocked read replies once served (an XREAD / XREADGROUP reply).
+Served = list[StreamRead]
 Retry = Callable[[str], Served | None]
 """Called with a key that became ready; returns the reply, or None to keep waiting."""
 
@@ -87,6 +87,7 @@ class BlockedClients:
             for waiter in list(self.by_key.get(key, ())):
                 if waiter.done:
                     continue
+                reply: Served | CommandError | None
                 try:
                     reply = waiter.block.retry(key)
                 except CommandError as e:

@@ -139,6 +139,8 @@ class BusyGroup(Conflict):
 
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+# A transaction with a command refused as it was queued: none of it ran.
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 
 
 class TooMany(Conflict):

@@ -97,7 +97,11 @@ class Limits:
         """XINFO GROUPS / CONSUMERS / STREAM FULL list every group (and consumer) whatever
         COUNT says, as Redis does: refused whole past ``max_reply_entries`` rows."""
         if self.reply_entries and rows > self.reply_entries:
-            raise self.too_large(command, LISTING_HINT)
+            raise self.listing_too_large(command)
+
+    def listing_too_large(self, command: str) -> CommandError:
+        """The refusal of a listing past ``max_reply_entries`` rows (``check_listing``)."""
+        return self.too_large(command, LISTING_HINT)
 
     def check_new_group(self, key: str, groups: int) -> None:
         """Refuse a group more on a stream that holds ``groups`` (XGROUP CREATE)."""

@@ -6,7 +6,9 @@ resources, the SSE layer into events — each from the same objects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from app.engine.ids import StreamID
 from app.engine.stream import Entry
@@ -177,3 +179,32 @@ class Info:
     text, ``# Title\\r\\nfield:value\\r\\n``, sections apart by a blank line)."""
 
     sections: list[InfoSection]
+
+
+# What one command answers, as the command endpoint shapes it (app/api/commands/resp.py):
+# every handler's reply (app/engine/commands) and every RESP tree a pass-through backend
+# parses (``str`` a bulk string, ``Status`` a simple one, ``int``, ``None`` a nil, a sequence
+# an array), and the parts the shaper meets inside them (``GroupFull``, ``ConsumerFull``).
+CommandReply: TypeAlias = (
+    int
+    | str
+    | Status
+    | StreamID
+    | Entry
+    | MissingEntry
+    | StreamRead
+    | PendingSummary
+    | PendingRow
+    | AutoClaim
+    | ScanPage
+    | StreamInfo
+    | StreamFullInfo
+    | GroupFull
+    | ConsumerFull
+    | GroupInfo
+    | ConsumerInfo
+    | Help
+    | Info
+    | Sequence["CommandReply"]
+    | None
+)

@@ -12,14 +12,15 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
-from app.engine.commands import Command, Reply, lookup
+from app.engine.commands import Command, lookup
 from app.engine.commands.bulk import Outcome, run_at, xadd_run
 from app.engine.commands.streams import XAddArgs
 from app.engine.commands.table import resolved
 from app.engine.effects import JournalSink, Record
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.replay import restore
+from app.engine.replies import CommandReply
 from app.engine.snapshot import SnapshotView, snapshot_view
 
 P = ParamSpec("P")
@@ -68,7 +69,7 @@ class Store:
 
     def execute(
         self, argv: Sequence[str], *, may_block: bool = True, cmd: Command | None = None
-    ) -> Reply | Block:
+    ) -> CommandReply | Block:
         """Run one command. A read that must wait returns a ``Block`` (see ``waiting``),
         counted in INFO's stats when it ends (``finished``); with ``may_block=False`` (inside
         MULTI) it answers nil at once, as Redis does. ``cmd``: its table entry, when the
@@ -137,7 +138,9 @@ class Store:
                         if effects:
                             journal.append(effects)
 
-    def execute_atomic(self, commands: Sequence[Sequence[str]]) -> list[Reply | CommandError]:
+    def execute_atomic(
+        self, commands: Sequence[Sequence[str]]
+    ) -> list[CommandReply | CommandError]:
         """MULTI/EXEC: every command checked first (one bad command discards them all), then
         all run back to back as one step — one journal record, and blocked readers served
         only after the last command, as Redis serves them after EXEC."""
@@ -147,12 +150,12 @@ class Store:
             try:
                 cmd = self.command(args)
             except CommandError as e:
-                error = CommandError("EXECABORT Transaction discarded because of previous errors.")
+                error = CommandError(EXECABORT)
                 self.keyspace.stats.error(error)
                 raise error from e
             assert cmd.handler is not None
             cmds.append(cmd)
-        out: list[Reply | CommandError] = []
+        out: list[CommandReply | CommandError] = []
         ks = self.keyspace
         stats = ks.stats
         with self._step():

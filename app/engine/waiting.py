@@ -11,9 +11,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from app.engine.blocking import Block
-from app.engine.commands import Command, Reply
+from app.engine.blocking import Block, Served
+from app.engine.commands import Command
 from app.engine.errors import CommandError
+from app.engine.replies import CommandReply
 from app.engine.store import Store
 
 _TIMED_OUT = object()
@@ -28,7 +29,9 @@ Disconnected = Callable[[], Awaitable[Any]]
 """Makes an awaitable that finishes when the client goes away."""
 
 
-async def wait(store: Store, block: Block, disconnected: Disconnected | None = None) -> Reply:
+async def wait(
+    store: Store, block: Block, disconnected: Disconnected | None = None
+) -> Served | None:
     """Wait for ``block`` to be served; None at timeout (Redis's nil)."""
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
@@ -71,7 +74,8 @@ async def wait(store: Store, block: Block, disconnected: Disconnected | None = N
         raise ClientGone
     if isinstance(result, CommandError):
         raise result
-    return result
+    served: Served = result
+    return served
 
 
 async def execute(
@@ -79,7 +83,7 @@ async def execute(
     argv: Sequence[str],
     disconnected: Disconnected | None = None,
     cmd: Command | None = None,
-) -> Reply:
+) -> CommandReply:
     """Run a command, waiting on the server if it blocks (XREAD / XREADGROUP BLOCK);
     ``cmd``: its table entry, when the caller looked it up already."""
     if cmd is None:

@@ -233,7 +233,7 @@ async def test_matrix(op: Op) -> None:
     cases = callers(op.verb)
     for caller, (credential, refused, noperm) in cases.items():
         app, store = fresh_app()
-        app.state.access.keys.replace(RING)
+        app.state.services.access.keys.replace(RING)
         headers = {"Authorization": f"Bearer {credential}"} if credential else {}
         before = snapshot(store)
         transport = httpx.ASGITransport(app=app)
@@ -267,7 +267,7 @@ async def test_matrix(op: Op) -> None:
 async def test_listing_streams_shows_only_what_may_be_read() -> None:
     app, _ = fresh_app()
     reader, text = key(Grant.of(read=["orders*"]))
-    app.state.access.keys.replace([reader])
+    app.state.services.access.keys.replace([reader])
     headers = {"Authorization": f"Bearer {text}"}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://xs") as client:
@@ -282,7 +282,7 @@ async def test_listing_streams_shows_only_what_may_be_read() -> None:
 async def test_a_pipeline_refuses_only_the_commands_not_granted() -> None:
     app, store = fresh_app()
     reader, text = key(Grant.of(read=["orders*"]))
-    app.state.access.keys.replace([reader])
+    app.state.services.access.keys.replace([reader])
     headers = {"Authorization": f"Bearer {text}"}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://xs") as client:

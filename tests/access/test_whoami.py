@@ -40,7 +40,7 @@ async def _get(app: object, credential: str | None, **params: object) -> httpx.R
 async def test_whoami_says_what_the_check_decides(grant: Grant) -> None:
     app, _ = fresh_app()
     record, text = key(grant, expires_at_ms=4_102_444_800_000)
-    app.state.access.keys.replace([record])
+    app.state.services.access.keys.replace([record])
     r = await _get(app, text, stream=["orders", "payments", "orders"])
     assert r.status_code == 200, r.text
     me = r.json()

@@ -152,21 +152,22 @@ def test_cli_snapshot_folds_the_journal(tmp_path: Path) -> None:
     engine.dispose()
 
 
-async def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
+async def test_readyz_is_503_until_recovery_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """In process: recovery is held in the migration step; /readyz and commands wait."""
     from app.main import create_app
 
     settings = Settings(data_dir=tmp_path, fsync=FsyncMode.ALWAYS)
-    app = create_app(settings)
-    storage: Storage = app.state.storage
     gate = asyncio.Event()
-    real_start = storage.start
+    real_start = Storage.start
 
-    async def slow_start(store: Store) -> object:
+    async def slow_start(storage: Storage, store: Store) -> object:
         await gate.wait()
-        return await real_start(store)
+        return await real_start(storage, store)
 
-    storage.start = slow_start  # type: ignore[method-assign]
+    monkeypatch.setattr(Storage, "start", slow_start)
+    app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
@@ -187,7 +188,7 @@ async def test_readyz_is_503_until_recovery_is_done(tmp_path: Path) -> None:
             "pid": os.getpid(),
             "storage": "ok",
         }
-    readiness: Readiness = app.state.readiness
+    readiness: Readiness = app.state.services.readiness
     assert readiness.state is ReadyState.READY
 
 

@@ -19,10 +19,7 @@ about 40 % of a one-entry XADD when they went through FastAPI's router (bench/RE
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -37,18 +34,12 @@ from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
 from app.api.services import services_of
-from app.backends import Backend
-from app.backends.base import checks_commands
+from app.backends import Backend, ClientGone
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
 from app.engine.ids import StreamID
-from app.engine.replies import ScanPage
-from app.engine.waiting import ClientGone
-
-T = TypeVar("T")
-
-EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+from app.engine.replies import CommandReply, ScanPage
 
 
 def _shaper(request: Request) -> Shaper:
@@ -67,7 +58,7 @@ def _lookup(args: list[str], backend: Backend) -> Command:
     if not args:
         raise CommandError.err("empty command")
     cmd = lookup(args)
-    if cmd.name in NOT_PASSED_ON and not checks_commands(backend):
+    if cmd.name in NOT_PASSED_ON and not backend.checks_commands:
         raise CommandError.err(
             f"{cmd.name.replace('|', ' ').upper()} is not served in front of {backend.name}:"
             " configure the Redis server itself"
@@ -78,19 +69,12 @@ def _lookup(args: list[str], backend: Backend) -> Command:
 async def _refused(backend: Backend, args: list[str], error: CommandError) -> CommandError:
     """A line the table refuses: a backend that runs the table itself refuses it again, and
     counts it (INFO's rejected calls); no other backend ever sees it."""
-    if checks_commands(backend):
+    if backend.checks_commands:
         try:
             await backend.command(args)
         except CommandError as e:
             return e
     return error
-
-
-def _add_keys(keys: list[str] | None, named: list[str] | None) -> list[str] | None:
-    if keys is None or named is None:
-        return None
-    keys.extend(named)
-    return keys
 
 
 def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
@@ -107,26 +91,6 @@ def _blocks(cmd: Command, args: list[str]) -> bool:
     return Flag.MAY_BLOCK in cmd.flags and any(a.lower() == "block" for a in args)
 
 
-async def _unless_gone(call: Awaitable[T], request: Request) -> T:
-    """``call``'s result, or ``ClientGone`` as soon as the client leaves: the call is then
-    cancelled, and a parked read stops waiting at once (it is handed nothing more)."""
-    task = asyncio.ensure_future(call)
-    watcher = asyncio.ensure_future(wait_for_disconnect(request))
-    try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        task.cancel()
-        raise
-    finally:
-        watcher.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    raise ClientGone
-
-
 def _error(request: Request, text: str, status: int = 400) -> Response:
     """A whole request's error answer, counted by its code; a 503 says when to retry."""
     services_of(request).metrics.error(text)
@@ -139,7 +103,7 @@ def _too_many(request: Request, error: TooManyHeld) -> Response:
     return json_response({"error": error.text}, 429, {"Retry-After": "1"})
 
 
-def _listed(grant: Grant, cmd: Command | None, reply: Any) -> Any:
+def _listed(grant: Grant, cmd: Command | None, reply: CommandReply) -> CommandReply:
     """A SCAN page narrowed to the keys the caller may read (its cursor walks on): the
     engine's ``ScanPage``, or a pass-through backend's ``[cursor, [key, ...]]``."""
     if grant.admin:
@@ -157,24 +121,21 @@ def _listed(grant: Grant, cmd: Command | None, reply: Any) -> Any:
 
 
 async def _run_one(request: Request, args: list[str]) -> Response:
-    """Parse was done; here: access check (the table's key positions), the backend's answer,
-    its durability, and its shape."""
+    """Parse was done; here: access check (the table's key positions), the backend's answer
+    (durable before it returns: docs/architecture.md, "The request protocol"), its shape."""
     services = services_of(request)
-    backend, durability = services.backend, services.durability
-    keys: list[str] | None = []
+    backend = services.backend
     try:
         try:
             cmd = _lookup(args, backend)
         except CommandError as e:
             raise await _refused(backend, args, e) from None
         grant = _permit(request, cmd, args)
-        keys = cmd.keys(args)
-        if cmd.writes:
-            durability.check_writable()  # refused before it runs: nothing applied
         if _blocks(cmd, args):
-            # A blocking read holds its connection: it counts against the credential's cap.
+            # A blocking read holds its connection: it counts against the credential's cap,
+            # and stops waiting as soon as its client leaves.
             with services.holds.holding(principal_of(request.scope)):
-                reply = await _unless_gone(backend.command(args), request)
+                reply = await backend.command(args, lambda: wait_for_disconnect(request))
         else:
             reply = await backend.command(args)
     except NoPerm as e:
@@ -182,13 +143,9 @@ async def _run_one(request: Request, args: list[str]) -> Response:
     except TooManyHeld as e:
         return _too_many(request, e)
     except CommandError as e:
-        await durability.wait_visible(keys)  # an error can show state too (NOGROUP, the top ID)
         return _error(request, e.text, command_status(e))
     except ClientGone:
         return Response(status_code=499)
-    # Nothing this reply shows may be taken back by a crash: a write's own record, another
-    # client's write that a read (or a blocked XREADGROUP served by it) observed.
-    await durability.wait_visible(keys)
     return json_response({"result": _shaper(request)(_listed(grant, cmd, reply))})
 
 
@@ -221,9 +178,8 @@ async def run_pipeline(request: Request) -> Response:
     sent: list[list[str]] | None = None  # None while every line so far goes to the backend
     # Of what is sent: each line's check, and SCAN's narrowing. None: nothing to check.
     cmds: list[Command | None] | None = None if principal.unrestricted else []
-    keys: list[str] | None = []
-    writes = blocks = False
-    own_table = checks_commands(backend)
+    blocks = False
+    own_table = backend.checks_commands
     cmd: Command | None = None
     name, size = "", -1  # the previous line's: a run of XADDs is looked up once
     may_block = False
@@ -252,22 +208,13 @@ async def run_pipeline(request: Request) -> Response:
             cmds.append(cmd)
         if sent is not None:
             sent.append(args)
-        writes = writes or cmd.writes
         if may_block and not blocks:
             blocks = _blocks(cmd, args)
-        if keys is not None:
-            named = cmd.keys(args)
-            if named is None:
-                keys = None
-            elif len(named) != 1 or not keys or keys[-1] != named[0]:
-                keys.extend(named)  # (a run on one key names it once)
-    if writes:
-        services.durability.check_writable()  # refused before any runs: nothing applied
     lines = commands if sent is None else sent
     try:
         if blocks:
             with services.holds.holding(principal):
-                results = await _unless_gone(backend.pipeline(lines), request)
+                results = await backend.pipeline(lines, lambda: wait_for_disconnect(request))
         else:
             results = await backend.pipeline(lines)
     except TooManyHeld as e:
@@ -276,7 +223,6 @@ async def run_pipeline(request: Request) -> Response:
         return Response(status_code=499)
     except CommandError as e:  # the whole request's: the backend failed, not one command
         return _error(request, e.text, command_status(e))
-    await services.durability.wait_visible(keys)  # once: one group commit
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
 
 
@@ -328,14 +274,13 @@ def _items(
 
 async def run_transaction(request: Request) -> Response:
     services = services_of(request)
-    backend, durability = services.backend, services.durability
+    backend = services.backend
     try:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
         principal = principal_of(request.scope)
         grant = principal.grant
-        writes = aborted = False
-        keys: list[str] | None = []
+        aborted = False
         for args in commands:
             try:
                 cmd = _lookup(args, backend)
@@ -344,18 +289,13 @@ async def run_transaction(request: Request) -> Response:
                 continue
             if not principal.unrestricted:
                 check_command(principal, cmd, args)
-            writes = writes or cmd.writes
-            keys = _add_keys(keys, cmd.keys(args))
-        if aborted and not checks_commands(backend):
+        if aborted and not backend.checks_commands:
             raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
-        if writes:
-            durability.check_writable()
         results = await backend.multi_exec(commands)
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
         return _error(request, e.text, command_status(e))
-    await durability.wait_visible(keys)
     metrics = services.metrics
     shaper = _shaper(request)
     out = []

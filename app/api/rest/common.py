@@ -82,11 +82,8 @@ class RestRoute(APIRoute):
     - FastAPI gets a ``RestRequest`` (app/api/rest/request): its body is read through
       ``read_body``, so ``max_body_bytes`` holds (413) before FastAPI buffers and parses it,
       and a malformed JSON body is a 422.
-    - A write (any method but GET) is refused while storage cannot make it durable (503).
-    - Every answer, reads and errors included, waits until the journal records behind the
-      stream it is about are durable (``Durability.wait_visible``), as on the command
-      endpoint: no answer shows state a crash could take back. A route without a stream
-      (listing streams, reading several) waits for every key.
+    - Durability is the backend's: a write is refused while storage cannot make it durable
+      (503), and no answer, errors included, shows state a crash could take back.
     - A long poll whose client went away answers 499 (nobody reads it).
     - The caller must be granted what the Redis command the operation models needs
       (``routes.models``) on the stream in the path, or on every stream a multi-stream read
@@ -111,26 +108,18 @@ class RestRoute(APIRoute):
 
         async def rest(request: Request) -> Response:
             request = RestRequest(request.scope, request.receive)
-            durability = services_of(request).durability
-            stream = request.path_params.get("stream")
-            keys = None if stream is None else [stream]
             principal = principal_of(request.scope)
             if not principal.unrestricted:
                 # The stream in the path, or the streams a multi-stream read names.
-                named = keys if keys is not None else request.query_params.getlist("stream")
+                stream = request.path_params.get("stream")
+                named = [stream] if stream is not None else request.query_params.getlist("stream")
                 check_keys(principal, model, named or None)
             if request.method in _WRITES:
                 await request.load_body()
-                durability.check_writable()
             try:
-                response = await handler(request)
+                return await handler(request)
             except ClientGone:
                 return Response(status_code=499)
-            except Exception:
-                await durability.wait_visible(keys)  # a 404 or 409 shows state too
-                raise
-            await durability.wait_visible(keys)
-            return response
 
         return rest
 

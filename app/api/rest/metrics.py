@@ -16,7 +16,8 @@ from starlette.routing import Route
 from app.access import NoPerm, Verb
 from app.api.access_gate import principal_of
 from app.api.errors import json_response
-from app.observe import CONTENT_TYPE, Metrics
+from app.api.services import services_of
+from app.observe import CONTENT_TYPE
 
 __all__ = ["install"]
 
@@ -24,9 +25,9 @@ __all__ = ["install"]
 async def metrics(request: Request) -> Response:
     if not principal_of(request.scope).grant.has(Verb.METRICS):
         text = NoPerm.command("metrics").text
-        request.app.state.metrics.error(text)
+        services_of(request).metrics.error(text)
         return json_response({"error": text}, 403)
-    figures: Metrics = request.app.state.metrics
+    figures = services_of(request).metrics
     # On the event loop, as every tally is kept: the scrape reads a consistent keyspace.
     return Response(figures.exposition(), media_type=CONTENT_TYPE)
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from functools import partial
 
 from app.api.rest.schemas.entries import FieldsForm
-from app.api.sse.commit import committed
 from app.api.sse.outbox import Outbox
+from app.api.sse.settled import RETRY_S, settled
 from app.api.sse.wire import EncodedEntry, deleted_event
 from app.backends import Backend
-from app.durability import Durability
+from app.backends.errors import StorageUnavailable
 from app.engine.commands.reads import ReadRequest
 from app.engine.ids import StreamID, format_id
 from app.engine.replies import StreamRead
@@ -72,29 +73,37 @@ def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead]) -> StreamID
     return last
 
 
-async def deliver(
-    backend: Backend, durability: Durability, d: GroupDelivery, outbox: Outbox
-) -> None:
-    """History first, then new entries, until the connection closes."""
+async def deliver(backend: Backend, d: GroupDelivery, outbox: Outbox) -> None:
+    """History first, then new entries, until the connection closes.
+
+    While the database is away (``StorageUnavailable``) the loop waits. A history read is
+    asked again. A read of new entries may have made them pending for this consumer before
+    its answer failed: the loop goes back to the consumer's history after the last entry it
+    sent, which holds them (they may come twice, never not at all)."""
     after: StreamID | None = d.after
-    while after is not None and outbox.reason is None:
-        history = ReadRequest([d.key], [format_id(after)], GROUP_BATCH, None, d.group, d.consumer)
-        reads = await backend.read(history)
-        if reads:
-            await committed(durability, [d.key])  # reading history counts deliveries: a write
-        after = _push(outbox, d, reads)
-        await outbox.drained()
+    last = None  # the last entry sent
     while outbox.reason is None:
+        while after is not None and outbox.reason is None:
+            history = ReadRequest(
+                [d.key], [format_id(after)], GROUP_BATCH, None, d.group, d.consumer
+            )
+            reads = await settled(partial(backend.read, history))
+            after = _push(outbox, d, reads)
+            last = after or last
+            await outbox.drained()
         count = GROUP_BATCH
         if d.max_unacked:
-            room = d.max_unacked - await held(backend, d)
+            room = d.max_unacked - await settled(partial(held, backend, d))
             if room <= 0:
                 await asyncio.sleep(ACK_POLL_MS / 1000)
                 continue
             count = min(count, room)
         new = ReadRequest([d.key], [">"], count, GROUP_BLOCK_MS, d.group, d.consumer, d.noack)
-        reads = await backend.read(new)
-        if reads:
-            await committed(durability, [d.key])  # the entries are now pending for this consumer
-        _push(outbox, d, reads)
+        try:
+            reads = await backend.read(new)
+        except StorageUnavailable:
+            await asyncio.sleep(RETRY_S)
+            after = last or d.after
+            continue
+        last = _push(outbox, d, reads) or last
         await outbox.drained()

@@ -37,6 +37,7 @@ from app.access import Principal
 from app.api.access_gate import principal_of
 from app.api.errors import problem
 from app.api.holds import Holds
+from app.api.services import services_of
 from app.api.sse.flush import Flusher, direct_writer
 from app.api.sse.outbox import CloseReason, Outbox
 from app.api.sse.socket import PeerProgress, peer_progress
@@ -120,8 +121,9 @@ class EventStream(Response):
         self.init_headers(HEADERS)
         self.request = request
         self.source = source
-        settings = request.app.state.settings
-        self.registry: SseRegistry = request.app.state.sse
+        services = services_of(request)
+        settings = services.settings
+        self.registry: SseRegistry = services.sse
         self.heartbeat_s = settings.sse_heartbeat_ms / 1000
         self.retry_ms: int = settings.sse_retry_ms
         self.lifetime_s = settings.sse_max_lifetime_ms / 1000

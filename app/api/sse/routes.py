@@ -4,8 +4,8 @@ Thin handlers: each parses its query (IDs only through the engine's parsers, che
 backend's XREAD checks them), checks what must exist (a 404 problem comes before anything
 streams), and hands an ``EventStream`` the source that will feed it (``tail.follow`` or
 ``group.deliver``). ``Last-Event-ID``, which a browser sends by itself when it reconnects,
-wins over ``last_id``. Everything goes through the app's ``Services`` (its backend and
-durability), never a store or keyspace.
+wins over ``last_id``. Everything goes through the app's ``Services`` (its backend, which
+answers only what is durable), never a store or keyspace.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from starlette.responses import Response
 from app.api.rest.common import RestRoute, errors
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
-from app.api.services import Services, ServicesDep
+from app.api.services import Services, ServicesDep, services_of
 from app.api.sse.group import GroupDelivery, deliver
 from app.api.sse.outbox import Outbox
-from app.api.sse.response import EventStream, SseRegistry
+from app.api.sse.response import EventStream
 from app.api.sse.subscriber import Subscriber
-from app.api.sse.tail import Tails, follow, stream_info
+from app.api.sse.tail import follow, stream_info
 from app.api.sse.wire import parse_positions
 from app.engine.commands.reads import ReadRequest
 from app.engine.ids import MIN_ID, StreamID, parse_strict_id
@@ -57,12 +57,8 @@ def _stream_doc(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def install(app: FastAPI) -> None:
-    """Register the SSE routes and the state they share (before the /v1 fallback)."""
-    settings = app.state.settings
-    services: Services = app.state.services
-    app.state.sse = SseRegistry(settings.sse_max_connections, services.holds)
-    app.state.access.keys.on_gone(app.state.sse.close_keys)  # revoked keys end their streams
-    app.state.sse_tails = Tails(services.backend, services.durability)
+    """Register the SSE routes (before the /v1 fallback). The state they share, the registry
+    of open streams and the tails, is the app's ``Services`` (``sse``, ``sse_tails``)."""
     app.include_router(router)
 
 
@@ -86,7 +82,7 @@ async def _positions(services: Services, keys: list[str], last_id: str) -> dict[
 
 def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
           multi: bool) -> EventStream:  # fmt: skip
-    tails: Tails = request.app.state.sse_tails
+    tails = services_of(request).sse_tails
 
     async def source(outbox: Outbox) -> None:
         await follow(tails, Subscriber(outbox, positions, form, multi))
@@ -180,6 +176,6 @@ async def consumer_events(
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
 
     async def source(outbox: Outbox) -> None:
-        await deliver(services.backend, services.durability, d, outbox)
+        await deliver(services.backend, d, outbox)
 
     return EventStream(request, source)

@@ -37,13 +37,13 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
-from app.api.sse.commit import committed
 from app.api.sse.outbox import CloseReason
+from app.api.sse.settled import settled
 from app.api.sse.subscriber import Subscriber
 from app.api.sse.wire import EncodedEntry, error_event
 from app.backends import Backend
-from app.durability import Durability
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs
 from app.engine.errors import CommandError, NoSuchKey
@@ -83,7 +83,7 @@ RECENT_ENTRIES = READ_BATCH
 async def stream_info(backend: Backend, key: str) -> StreamInfo | None:
     """XINFO STREAM, or None when there is no such stream."""
     try:
-        return await backend.stream_info(key)
+        return await settled(partial(backend.stream_info, key))
     except NoSuchKey:
         return None
 
@@ -113,14 +113,16 @@ def _entries(reads: list[StreamRead]) -> list[Entry]:
 
 async def read_after(backend: Backend, key: str, after: StreamID, count: int) -> list[Entry]:
     """XREAD without BLOCK: up to ``count`` entries after ``after``."""
-    return _entries(await backend.read(ReadRequest([key], [format_id(after)], count)))
+    request = ReadRequest([key], [format_id(after)], count)
+    return _entries(await settled(partial(backend.read, request)))
 
 
 async def range_between(backend: Backend, key: str, after: StreamID, upto: StreamID) -> list[Entry]:
     """Every entry after ``after`` up to ``upto`` (XRANGE ``(after upto``, page by page)."""
     out: list[Entry] = []
     while (start := after.incr()) is not None and start <= upto:
-        page = await backend.range(RangeArgs(key, start, upto, READ_BATCH))
+        args = RangeArgs(key, start, upto, READ_BATCH)
+        page = await settled(partial(backend.range, args))
         out += page
         if len(page) < READ_BATCH:
             break
@@ -149,14 +151,9 @@ class StreamTail:
     """The one reader of a stream's new entries for all its live subscribers."""
 
     def __init__(
-        self,
-        backend: Backend,
-        durability: Durability,
-        key: str,
-        on_failure: Callable[[StreamTail], None],
+        self, backend: Backend, key: str, on_failure: Callable[[StreamTail], None]
     ) -> None:
         self.backend = backend
-        self.durability = durability
         self.key = key
         self.subscribers: dict[Subscriber, None] = {}  # live ones
         self.holders = 0  # connections following the stream, live or replaying
@@ -193,7 +190,6 @@ class StreamTail:
                 if found is None:
                     continue
                 batch, added = found
-                await committed(self.durability, [self.key])
                 self.cursor, self.added, self.seq = batch.upto, added, batch.seq
                 self._remember(batch)
                 self._deliver(batch)
@@ -216,7 +212,7 @@ class StreamTail:
         the ``entries_added`` that goes with it. None when the wait timed out."""
         key, cursor, backend = self.key, self.cursor, self.backend
         request = ReadRequest([key], [format_id(cursor)], READ_BATCH, TAIL_BLOCK_MS)
-        got = _entries(await backend.read(request))
+        got = _entries(await settled(partial(backend.read, request)))
         if not got:
             return None
         info = await stream_info(backend, key)
@@ -284,9 +280,8 @@ class StreamTail:
 class Tails:
     """The running ``StreamTail`` of each followed stream."""
 
-    def __init__(self, backend: Backend, durability: Durability) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.durability = durability
         self.by_key: dict[str, StreamTail] = {}
         self.fell_behind = 0  # times a live subscriber's outbox was full (for /metrics)
 
@@ -296,7 +291,7 @@ class Tails:
         for key in keys:
             tail = self.by_key.get(key)
             if tail is None:
-                tail = self.by_key[key] = StreamTail(self.backend, self.durability, key, self._drop)
+                tail = self.by_key[key] = StreamTail(self.backend, key, self._drop)
             tail.holders += 1
             held.append(tail)
         return held
@@ -412,7 +407,6 @@ async def _replay(
             # run, then read on.
             await asyncio.sleep(0)
             continue
-        await committed(tails.durability, keys)
         for key, first in gaps:
             sub.gap(key, first)
         for key, entries in reads.items():

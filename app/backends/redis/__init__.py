@@ -5,34 +5,92 @@ typed arguments (the one place allowed to) and parses Redis's raw replies into t
 reply objects, so REST, SSE and the command endpoint shape them exactly as they shape the
 embedded engine's. Front-ends keep no state: any number of them may share one Redis.
 
-Split by concern, as redis-py keeps connections, commands and reply parsing apart; each
-module's docstring says the choices a caller may rely on:
+Split by concern, as redis-py keeps connections, commands and reply parsing apart. Each
+concern is one object, given the objects it needs when it is made; ``RedisBackend`` only
+builds them and hands each protocol method to the one that serves it. Each module's
+docstring says the choices a caller may rely on:
 
-- urls.py: which client a ``--backend`` URL names;
-- parse.py: bytes, IDs, errors and replies, to and from the engine's types;
-- routing.py: connections, cluster routing, WAIT after a write, Redis's faults;
-- blocking.py: blocking reads on connections of their own, XREAD split by slot;
-- scripts.py: every Lua script; limits.py and caps.py: the engine's limits in front of Redis;
-- reads.py: XREAD / XREADGROUP within the limits;
-- passthrough.py: the command endpoint (one command, pipeline, multi-exec);
-- streams.py, groups.py: the typed operations.
+- urls.py: which client a ``--backend`` URL names, and its blocking-read pools;
+- parse.py: bytes, IDs, errors and replies, to and from the engine's types (functions);
+- routing.py: ``Router``, the client: routing by key, a sequence on one connection, WAIT
+  after a write, SCAN across masters, Redis's faults, the shards' health;
+- blocking.py: ``BlockingReads`` over the router: its own bounded connections, XREAD split
+  by slot, a client that leaves;
+- scripts.py: every Lua script; limits.py and caps.py (functions): the engine's limits in
+  front of Redis, as the command line to send and how to read its reply;
+- reads.py: ``Reads`` over the router and the blocking reads: XREAD / XREADGROUP within
+  the limits, typed or raw;
+- passthrough.py: ``Passthrough`` over the router and the reads: the command endpoint
+  (one command, pipeline, multi-exec);
+- streams.py: ``Streams`` over the router and the reads; groups.py: ``Groups`` over the
+  router: the typed operations.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+from app.backends.base import Gone
+from app.backends.redis.blocking import BlockingReads
 from app.backends.redis.groups import Groups
 from app.backends.redis.passthrough import Passthrough
+from app.backends.redis.reads import Reads
+from app.backends.redis.routing import Router
 from app.backends.redis.streams import Streams
-from app.backends.redis.urls import cluster_address, connect
+from app.backends.redis.urls import BlockPools, cluster_address, connect
+from app.backends.shards import ShardHealth
+from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.reads import ReadRequest
+from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.errors import CommandError
+from app.engine.ids import StreamID
 from app.engine.limits import Limits
+from app.engine.replies import (
+    AutoClaim,
+    CommandReply,
+    ConsumerInfo,
+    GroupInfo,
+    PendingRow,
+    PendingSummary,
+    ScanPage,
+    StreamFullInfo,
+    StreamInfo,
+    StreamRead,
+)
+from app.engine.stream import Entry, TrimSpec
 
 __all__ = ["RedisBackend", "cluster_address"]
 
 
-class RedisBackend(Passthrough, Streams, Groups):
-    """The Backend protocol over redis-py's asyncio clients (standalone or cluster)."""
+class RedisBackend:
+    """The Backend protocol over redis-py's asyncio clients (standalone or cluster): each
+    method is the one of the object that serves it (this package's docstring)."""
 
     stateless = True
+    checks_commands = False  # the surface refuses what the table refuses: Redis never sees it
+
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        block_pools: BlockPools,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+        block_connections: int = 64,
+        limits: Limits | None = None,
+    ) -> None:
+        self.limits = limits = limits or Limits()
+        router = Router(client, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
+        blocking = BlockingReads(router, block_pools, block_connections)
+        reads = Reads(router, blocking, limits)
+        self._router, self._blocking_reads = router, blocking
+        self._passthrough = Passthrough(router, reads, limits)
+        self._streams = Streams(router, reads, limits)
+        self._groups = Groups(router, limits)
+        self.name = router.name
 
     @classmethod
     def from_url(
@@ -54,3 +112,127 @@ class RedisBackend(Passthrough, Streams, Groups):
             block_connections=block_connections,
             limits=limits,
         )
+
+    async def start(self) -> None:
+        await self._router.start()
+
+    async def close(self) -> None:
+        await self._blocking_reads.close()
+        await self._router.close()
+
+    async def shards(self, timeout_s: float) -> list[ShardHealth]:
+        return await self._router.shards(timeout_s)
+
+    # --- command endpoint: Passthrough ------------------------------------------------
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
+        return await self._passthrough.command(argv, gone)
+
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[CommandReply | CommandError]:
+        return await self._passthrough.pipeline(commands, gone)
+
+    async def multi_exec(
+        self, commands: Sequence[Sequence[str]]
+    ) -> list[CommandReply | CommandError]:
+        return await self._passthrough.multi_exec(commands)
+
+    # --- streams and entries: Streams -------------------------------------------------
+    async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
+        return await self._streams.scan(cursor, match, count)
+
+    async def stream_info(self, key: str) -> StreamInfo:
+        return await self._streams.stream_info(key)
+
+    async def stream_infos(self, keys: Sequence[str]) -> list[StreamInfo | None]:
+        return await self._streams.stream_infos(keys)
+
+    async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
+        return await self._streams.stream_full_info(key, count)
+
+    async def delete_stream(self, key: str) -> bool:
+        return await self._streams.delete_stream(key)
+
+    async def trim(self, key: str, spec: TrimSpec) -> int:
+        return await self._streams.trim(key, spec)
+
+    async def set_id(self, args: XSetIdArgs) -> None:
+        await self._streams.set_id(args)
+
+    async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
+        return await self._streams.append(batch)
+
+    async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
+        return await self._streams.range(args, rev)
+
+    async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int:
+        return await self._streams.delete_entries(key, ids)
+
+    async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
+        return await self._streams.read(request, gone)
+
+    # --- groups, consumers and pending entries: Groups --------------------------------
+    async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
+        return await self._groups.groups(key, start, count)
+
+    async def group(self, key: str, name: str) -> GroupInfo:
+        return await self._groups.group(key, name)
+
+    async def create_group(
+        self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
+    ) -> None:
+        await self._groups.create_group(key, name, id_text, mkstream, entries_read)
+
+    async def set_group_id(
+        self, key: str, name: str, id_text: str, entries_read: int | None
+    ) -> None:
+        await self._groups.set_group_id(key, name, id_text, entries_read)
+
+    async def destroy_group(self, key: str, name: str) -> bool:
+        return await self._groups.destroy_group(key, name)
+
+    async def consumers(
+        self, key: str, group: str, start: str = "", count: int = 0
+    ) -> list[ConsumerInfo]:
+        return await self._groups.consumers(key, group, start, count)
+
+    async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
+        return await self._groups.create_consumer(key, group, consumer)
+
+    async def delete_consumer(self, key: str, group: str, consumer: str) -> int:
+        return await self._groups.delete_consumer(key, group, consumer)
+
+    async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:
+        return await self._groups.ack(key, group, ids)
+
+    async def pending_summary(self, key: str, group: str) -> PendingSummary:
+        return await self._groups.pending_summary(key, group)
+
+    async def pending(self, args: PendingArgs) -> list[PendingRow]:
+        return await self._groups.pending(args)
+
+    async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]:
+        return await self._groups.claim(args)
+
+    async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
+        return await self._groups.autoclaim(args)
+
+    # --- what the backend's own tests look at -----------------------------------------
+    @property
+    def _client(self) -> Redis | RedisCluster:
+        return self._router.client
+
+    @property
+    def _c(self) -> RedisCluster:
+        return self._router.cluster_client
+
+    @property
+    def _blocking(self) -> int:
+        """Connections held by blocking reads now."""
+        return self._blocking_reads.held
+
+    def _node(self, key: str | None) -> ClusterNode | None:
+        return self._router.node(key)
+
+    def _slot(self, key: str) -> int:
+        return self._router.slot(key)

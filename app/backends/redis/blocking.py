@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 from redis.asyncio import ConnectionPool
 from redis.asyncio.cluster import ClusterNode
@@ -33,32 +34,48 @@ from app.backends.errors import (
 from app.backends.redis.parse import (
     Arg,
     Raw,
-    _b,
-    _error,
-    _s,
+    decode,
+    encode,
+    redis_error,
 )
 from app.backends.redis.routing import (
-    _UNREACHABLE,
+    UNREACHABLE,
     Router,
-    T,
-    _cancellable,
+    cancellable,
 )
+from app.backends.redis.urls import BlockPools
 from app.engine.waiting import ClientGone
 
+T = TypeVar("T")
 
-class Blocking(Router):
-    """Blocking reads over ``Router``: the pool of connections they hold, and the split by slot."""
+
+class BlockingReads:
+    """XREAD / XREADGROUP over ``router``'s nodes, a blocking one on a connection of its own
+    from the pools ``pools`` makes (one per node, made on first use), at most ``connections``
+    held at once."""
+
+    def __init__(self, router: Router, pools: BlockPools, connections: int) -> None:
+        self._router = router
+        self._new_pool = pools
+        self._pools: dict[str, ConnectionPool] = {}
+        self.connections = connections
+        self.held = 0  # connections held by blocking reads now
+
+    async def close(self) -> None:
+        for pool in self._pools.values():
+            await pool.disconnect()
+        self._pools.clear()
 
     def _reserve(self, n: int) -> None:
-        if self._blocking + n > self.block_connections:
-            raise BlockPoolExhausted(self.block_connections)
-        self._blocking += n
+        if self.held + n > self.connections:
+            raise BlockPoolExhausted(self.connections)
+        self.held += n
 
     def _block_pool(self, node: ClusterNode | None) -> ConnectionPool:
         name = node.name if node is not None else ""
-        pool = self._block_pools.get(name)
+        pool = self._pools.get(name)
         if pool is None:
-            pool = self._block_pools[name] = self._new_block_pool(node)
+            pool = self._pools[name] = self._new_pool(node)
         return pool
 
     async def _blocking_call(self, key: str, args: list[Arg]) -> Raw:
@@ -66,11 +83,11 @@ class Blocking(Router):
         node serving ``key`` (once more after a MOVED / ASK: nothing ran)."""
         for attempt in range(2):
             try:
-                return await self._block_on(self._node(key), args)
+                return await self._block_on(self._router.node(key), args)
             except (MovedError, AskError) as e:
-                if attempt or not self._cluster:
-                    raise _error(e) from None
-                await self._c.nodes_manager.initialize()
+                if attempt or not self._router.cluster:
+                    raise redis_error(e) from None
+                await self._router.refresh_slots()
         raise AssertionError("unreachable")
 
     async def _block_on(self, node: ClusterNode | None, args: list[Arg]) -> Raw:
@@ -79,48 +96,30 @@ class Blocking(Router):
         pool = self._block_pool(node)
         try:
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-        except _UNREACHABLE as e:
+        except UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         answered = False
         try:
-            await _cancellable(conn.send_command(*args))  # not blocked for BLOCK's time
+            await cancellable(conn.send_command(*args))  # not blocked for BLOCK's time
             try:
                 # BLOCK decides how long: no socket timeout (redis-py's default is 5 s).
-                reply = await _cancellable(conn.read_response(timeout=math.inf))
+                reply = await cancellable(conn.read_response(timeout=math.inf))
             except (MovedError, AskError):
                 answered = True
                 raise
             except ResponseError as e:
                 answered = True
-                raise _error(e, args) from None
+                raise redis_error(e, args) from None
             answered = True
             return reply
-        except _UNREACHABLE as e:
+        except UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         finally:
             if not answered:
                 await conn.disconnect()
             await pool.release(conn)
 
-    async def _until_gone(self, aw: Awaitable[T], gone: Gone | None) -> T:
-        """``aw``, unless the client leaves first (then ``ClientGone``; ``aw`` is cancelled)."""
-        if gone is None:
-            return await aw  # a cancelled caller cancels the read: its connection is closed
-        task = asyncio.ensure_future(aw)
-        left = asyncio.ensure_future(gone())
-        try:
-            done, _ = await asyncio.wait({task, left}, return_when=asyncio.FIRST_COMPLETED)
-            if task in done:
-                return task.result()
-            raise ClientGone()
-        finally:
-            left.cancel()
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-
-    async def _xread(
+    async def xread(
         self,
         head: list[Arg],
         keys: list[str],
@@ -133,55 +132,75 @@ class Blocking(Router):
         ``block``), then ``STREAMS keys ids``. Split by slot in a cluster, merged in key order."""
         parts: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
-            parts.setdefault(self._slot(key), []).append(i)
+            parts.setdefault(self._router.slot(key), []).append(i)
 
         def argv(idx: list[int], h: list[Arg]) -> list[Arg]:
-            return [*h, "STREAMS", *(_b(keys[i]) for i in idx), *(ids[i] for i in idx)]
+            return [*h, "STREAMS", *(encode(keys[i]) for i in idx), *(ids[i] for i in idx)]
 
         groups = list(parts.values())
         if not block:
             replies = await asyncio.gather(
-                *(self._call(keys[idx[0]], *argv(idx, head)) for idx in groups)
+                *(self._router.call(keys[idx[0]], *argv(idx, head)) for idx in groups)
             )
-            return _merge(keys, replies)
+            return merge(keys, replies)
         if len(groups) > 1 and group:
             # Serve what is there now first: a raced-out XREADGROUP may lose a delivery.
-            now = _without_block(head)
+            now = without_block(head)
             replies = await asyncio.gather(
-                *(self._call(keys[idx[0]], *argv(idx, now)) for idx in groups)
+                *(self._router.call(keys[idx[0]], *argv(idx, now)) for idx in groups)
             )
-            merged = _merge(keys, replies)
+            merged = merge(keys, replies)
             if merged is not None:
                 return merged
         self._reserve(len(groups))
         try:
             calls = [self._blocking_call(keys[idx[0]], argv(idx, head)) for idx in groups]
-            return await self._until_gone(_first_answer(keys, calls), gone)
+            return await _until_gone(_first_answer(keys, calls), gone)
         finally:
-            self._blocking -= len(groups)
+            self.held -= len(groups)
 
 
-def _without_block(head: list[Arg]) -> list[Arg]:
+async def _until_gone(aw: Awaitable[T], gone: Gone | None) -> T:
+    """``aw``, unless the client leaves first (then ``ClientGone``; ``aw`` is cancelled)."""
+    if gone is None:
+        return await aw  # a cancelled caller cancels the read: its connection is closed
+    task = asyncio.ensure_future(aw)
+    left = asyncio.ensure_future(gone())
+    try:
+        done, _ = await asyncio.wait({task, left}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        raise ClientGone()
+    finally:
+        left.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def without_block(head: list[Arg]) -> list[Arg]:
+    """An XREAD / XREADGROUP head (up to STREAMS) without its BLOCK option."""
     out: list[Arg] = []
     skip = False
     for h in head:
         if skip:
             skip = False
             continue
-        if isinstance(h, str | bytes) and _s(h).lower() == "block":
+        if isinstance(h, str | bytes) and decode(h).lower() == "block":
             skip = True
             continue
         out.append(h)
     return out
 
 
-def _merge(keys: list[str], replies: Sequence[Raw]) -> Raw:
+def merge(keys: list[str], replies: Sequence[Raw]) -> Raw:
     """Parts of an XREAD reply from several slots, as one reply: streams in the order of
     ``keys``; nil when no part has anything."""
     found: dict[str, Raw] = {}
     for reply in replies:
         for item in reply or []:
-            found[_s(item[0])] = item
+            found[decode(item[0])] = item
     if not found:
         return None
     return [found[k] for k in dict.fromkeys(keys) if k in found]
@@ -198,7 +217,7 @@ async def _first_answer(keys: list[str], calls: Sequence[Awaitable[Raw]]) -> Raw
             ready = [t.result() for t in done]  # an error reply raises here
             if any(r is not None for r in ready):
                 ready += [t.result() for t in pending if t.done()]
-                return _merge(keys, ready)
+                return merge(keys, ready)
         return None
     finally:
         for t in tasks:

@@ -37,7 +37,7 @@ from app.backends.redis.scripts import (
     eval_line,
 )
 from app.engine.errors import CommandError
-from app.engine.limits import LISTING_HINT, Limits
+from app.engine.limits import Limits
 
 Finish = Callable[[Raw], Raw]
 
@@ -64,7 +64,7 @@ def listing(
     if group is not None:
         args.append(group)
     command = f"xinfo {what.lower()}"
-    return eval_line(LISTING, [key], args), ran(lambda _: limits.too_large(command, LISTING_HINT))
+    return eval_line(LISTING, [key], args), ran(lambda _: limits.listing_too_large(command))
 
 
 def full_info(limits: Limits, key: bytes, count: int) -> tuple[list[Arg], Finish]:
@@ -73,8 +73,9 @@ def full_info(limits: Limits, key: bytes, count: int) -> tuple[list[Arg], Finish
     deep = 1 if limits.past(count) else 0
 
     def refusal(raw: Raw) -> CommandError:
-        hint = LISTING_HINT if raw[0] == 2 else None
-        return limits.too_large("xinfo stream full", hint)
+        if raw[0] == 2:
+            return limits.listing_too_large("xinfo stream full")
+        return limits.too_large("xinfo stream full")
 
     return eval_line(FULL_INFO, [key], [limits.reply_entries, count, deep]), ran(refusal)
 

@@ -13,18 +13,16 @@ from app.backends.redis import caps
 from app.backends.redis.parse import (
     Arg,
     Raw,
-    _b,
-    _claimed,
-    _id,
-    _map,
-    _opt_int,
-    _opt_sid,
-    _s,
-    _sid,
+    as_map,
+    decode,
+    encode,
+    id_arg,
+    opt_int,
+    parse_claimed,
+    parse_id,
+    parse_opt_id,
 )
-from app.backends.redis.routing import (
-    Router,
-)
+from app.backends.redis.routing import Router
 from app.engine.commands.groups import (
     AutoClaimArgs,
     ClaimArgs,
@@ -33,6 +31,7 @@ from app.engine.commands.groups import (
 )
 from app.engine.errors import NoSuchKey
 from app.engine.ids import StreamID
+from app.engine.limits import Limits
 from app.engine.replies import (
     AutoClaim,
     ConsumerInfo,
@@ -43,36 +42,40 @@ from app.engine.replies import (
 from app.engine.stream import Entry
 
 
-class Groups(Router):
-    """XGROUP, XINFO GROUPS / CONSUMERS, XPENDING, XACK, XCLAIM and XAUTOCLAIM."""
+class Groups:
+    """XGROUP, XINFO GROUPS / CONSUMERS, XPENDING, XACK, XCLAIM and XAUTOCLAIM, on ``router``."""
+
+    def __init__(self, router: Router, limits: Limits) -> None:
+        self._router = router
+        self._limits = limits
 
     async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
         rows = await self._listing(key, None, start, count)
         out = []
         for raw in rows:
-            g = _map(raw)
+            g = as_map(raw)
             out.append(
                 GroupInfo(
-                    _s(g["name"]),
+                    decode(g["name"]),
                     int(g["consumers"]),
                     int(g["pending"]),
-                    _sid(g["last-delivered-id"]),
-                    _opt_int(g["entries-read"]),
-                    _opt_int(g["lag"]),
+                    parse_id(g["last-delivered-id"]),
+                    opt_int(g["entries-read"]),
+                    opt_int(g["lag"]),
                 )
             )
         return out
 
     async def _listing(self, key: str, group: str | None, start: str, count: int) -> Raw:
         """XINFO GROUPS / CONSUMERS rows: whole, or a page cut by Redis (caps.py)."""
-        if not (count or self.limits.reply_entries):
-            line: list[Arg] = ["XINFO", "GROUPS", _b(key)]
+        if not (count or self._limits.reply_entries):
+            line: list[Arg] = ["XINFO", "GROUPS", encode(key)]
             if group is not None:
-                line = ["XINFO", "CONSUMERS", _b(key), _b(group)]
-            return await self._call(key, *line)
-        raw_group = None if group is None else _b(group)
-        line, finish = caps.listing(self.limits, _b(key), raw_group, _b(start), count)
-        return finish(await self._call(key, *line))
+                line = ["XINFO", "CONSUMERS", encode(key), encode(group)]
+            return await self._router.call(key, *line)
+        raw_group = None if group is None else encode(group)
+        line, finish = caps.listing(self._limits, encode(key), raw_group, encode(start), count)
+        return finish(await self._router.call(key, *line))
 
     async def group(self, key: str, name: str) -> GroupInfo:
         try:
@@ -86,75 +89,79 @@ class Groups(Router):
     async def create_group(
         self, key: str, name: str, id_text: str, mkstream: bool, entries_read: int | None
     ) -> None:
-        argv: list[Arg] = ["XGROUP", "CREATE", _b(key), _b(name), _b(id_text)]
+        argv: list[Arg] = ["XGROUP", "CREATE", encode(key), encode(name), encode(id_text)]
         if mkstream:
             argv.append("MKSTREAM")
         if entries_read is not None:
             argv += ["ENTRIESREAD", entries_read]
-        if self.limits.stream_groups:
-            line, finish = caps.new_group(self.limits, key, argv)
-            finish(await self._write(key, *line))
+        if self._limits.stream_groups:
+            line, finish = caps.new_group(self._limits, key, argv)
+            finish(await self._router.write(key, *line))
             return
-        await self._write(key, *argv)
+        await self._router.write(key, *argv)
 
     async def set_group_id(
         self, key: str, name: str, id_text: str, entries_read: int | None
     ) -> None:
-        argv: list[Arg] = ["XGROUP", "SETID", _b(key), _b(name), _b(id_text)]
+        argv: list[Arg] = ["XGROUP", "SETID", encode(key), encode(name), encode(id_text)]
         if entries_read is not None:
             argv += ["ENTRIESREAD", entries_read]
         await self._group_admin(key, name, argv)
 
     async def destroy_group(self, key: str, name: str) -> bool:
-        return bool(await self._write(key, "XGROUP", "DESTROY", _b(key), _b(name)))
+        return bool(await self._router.write(key, "XGROUP", "DESTROY", encode(key), encode(name)))
 
     async def consumers(
         self, key: str, group: str, start: str = "", count: int = 0
     ) -> list[ConsumerInfo]:
         out = []
         for raw in await self._listing(key, group, start, count):
-            c = _map(raw)
-            out.append(ConsumerInfo(_s(c["name"]), int(c["pending"]), int(c["idle"])))
+            c = as_map(raw)
+            out.append(ConsumerInfo(decode(c["name"]), int(c["pending"]), int(c["idle"])))
         return out
 
     async def create_consumer(self, key: str, group: str, consumer: str) -> bool:
-        argv: list[Arg] = ["XGROUP", "CREATECONSUMER", _b(key), _b(group), _b(consumer)]
-        if self.limits.group_consumers:
-            line, finish = caps.new_consumer(self.limits, group, argv)
-            return bool(finish(await self._write(key, *line)))
+        argv: list[Arg] = ["XGROUP", "CREATECONSUMER", encode(key), encode(group), encode(consumer)]
+        if self._limits.group_consumers:
+            line, finish = caps.new_consumer(self._limits, group, argv)
+            return bool(finish(await self._router.write(key, *line)))
         return bool(await self._group_admin(key, group, argv))
 
     async def delete_consumer(self, key: str, group: str, consumer: str) -> int:
-        argv: list[Arg] = ["XGROUP", "DELCONSUMER", _b(key), _b(group), _b(consumer)]
+        argv: list[Arg] = ["XGROUP", "DELCONSUMER", encode(key), encode(group), encode(consumer)]
         return int(await self._group_admin(key, group, argv))
 
     async def _group_admin(self, key: str, group: str, argv: list[Arg]) -> Raw:
         """XGROUP SETID / CREATECONSUMER / DELCONSUMER, with Redis's own errors."""
-        return await self._write(key, *argv)
+        return await self._router.write(key, *argv)
 
     async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:
         if not ids:
             return 0
-        return int(await self._write(key, "XACK", _b(key), _b(group), *map(_id, ids)))
+        return int(
+            await self._router.write(key, "XACK", encode(key), encode(group), *map(id_arg, ids))
+        )
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
-        count, first, last, consumers = await self._call(key, "XPENDING", _b(key), _b(group))
+        count, first, last, consumers = await self._router.call(
+            key, "XPENDING", encode(key), encode(group)
+        )
         return PendingSummary(
             int(count),
-            _opt_sid(first),
-            _opt_sid(last),
-            [(_s(name), int(n)) for name, n in consumers or []],
+            parse_opt_id(first),
+            parse_opt_id(last),
+            [(decode(name), int(n)) for name, n in consumers or []],
         )
 
     async def pending(self, args: PendingArgs) -> list[PendingRow]:
-        argv: list[Arg] = ["XPENDING", _b(args.key), _b(args.group)]
+        argv: list[Arg] = ["XPENDING", encode(args.key), encode(args.group)]
         if args.min_idle_ms:
             argv += ["IDLE", args.min_idle_ms]
-        argv += [_id(args.start), _id(args.end), max(args.count, 0)]
+        argv += [id_arg(args.start), id_arg(args.end), max(args.count, 0)]
         if args.consumer is not None:
-            argv.append(_b(args.consumer))
-        rows = await self._call(args.key, *argv)
-        return [PendingRow(_sid(r[0]), _s(r[1]), int(r[2]), int(r[3])) for r in rows]
+            argv.append(encode(args.consumer))
+        rows = await self._router.call(args.key, *argv)
+        return [PendingRow(parse_id(r[0]), decode(r[1]), int(r[2]), int(r[3])) for r in rows]
 
     async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]:
         if not args.ids:
@@ -162,11 +169,11 @@ class Groups(Router):
             return []
         argv: list[Arg] = [
             "XCLAIM",
-            _b(args.key),
-            _b(args.group),
-            _b(args.consumer),
+            encode(args.key),
+            encode(args.group),
+            encode(args.consumer),
             args.min_idle_ms,
-            *map(_id, args.ids),
+            *map(id_arg, args.ids),
         ]
         if args.idle_ms is not None:
             argv += ["IDLE", args.idle_ms]
@@ -179,30 +186,32 @@ class Groups(Router):
         if args.justid:
             argv.append("JUSTID")
         if args.last_id is not None:
-            argv += ["LASTID", _id(args.last_id)]
-        return _claimed(
+            argv += ["LASTID", id_arg(args.last_id)]
+        return parse_claimed(
             await self._with_room(args.key, args.group, args.consumer, argv), args.justid
         )
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         argv: list[Arg] = [
             "XAUTOCLAIM",
-            _b(args.key),
-            _b(args.group),
-            _b(args.consumer),
+            encode(args.key),
+            encode(args.group),
+            encode(args.consumer),
             args.min_idle_ms,
-            _id(args.start),
+            id_arg(args.start),
             "COUNT",
             args.count,
         ]
         if args.justid:
             argv.append("JUSTID")
         nxt, claimed, deleted = await self._with_room(args.key, args.group, args.consumer, argv)
-        return AutoClaim(_sid(nxt), _claimed(claimed, args.justid), [_sid(x) for x in deleted])
+        return AutoClaim(
+            parse_id(nxt), parse_claimed(claimed, args.justid), [parse_id(x) for x in deleted]
+        )
 
     async def _with_room(self, key: str, group: str, consumer: str, argv: list[Arg]) -> Raw:
         """XCLAIM / XAUTOCLAIM, refused when ``consumer`` would be one too many."""
-        if not self.limits.group_consumers:
-            return await self._write(key, *argv)
-        line, finish = caps.room_then(self.limits, [_b(key)], group, _b(consumer), argv)
-        return finish(await self._write(key, *line))
+        if not self._limits.group_consumers:
+            return await self._router.write(key, *argv)
+        line, finish = caps.room_then(self._limits, [encode(key)], group, encode(consumer), argv)
+        return finish(await self._router.write(key, *line))

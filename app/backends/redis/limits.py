@@ -22,18 +22,18 @@ from dataclasses import dataclass
 
 from app.backends.redis import caps
 from app.backends.redis.blocking import (
-    _without_block,
+    without_block,
 )
 from app.backends.redis.parse import (
     Arg,
     Raw,
-    _argv,
-    _b,
+    command_argv,
+    encode,
 )
 from app.backends.redis.scripts import (
     AUTOCLAIM,
     GROUP_READ,
-    _eval_line,
+    eval_keys,
 )
 from app.engine.clock import ManualClock
 from app.engine.commands.groups import (
@@ -52,7 +52,7 @@ from app.engine.limits import Limits
 
 
 @dataclass(frozen=True, slots=True)
-class _Bounded:
+class Bounded:
     """A command sent in another form so that it stays within the limits: ``line`` goes to
     Redis (one command, on the command's key), ``finish`` turns its reply into the command's
     reply or raises the engine's ``too_large``."""
@@ -62,7 +62,7 @@ class _Bounded:
     writes: bool = False  # a script that may write (XREADGROUP, XAUTOCLAIM)
 
 
-def _bounded(limits: Limits, cmd: Command, args: list[str]) -> _Bounded | None:
+def within_limits(limits: Limits, cmd: Command, args: list[str]) -> Bounded | None:
     """How ``args`` must be sent to stay within ``limits``, or None: as given (within them
     already, no limit set, or malformed: Redis's own error then). XREAD / XREADGROUP here
     are the forms one connection can send (a pipeline's, a transaction's, not blocking)."""
@@ -80,87 +80,91 @@ def _bounded(limits: Limits, cmd: Command, args: list[str]) -> _Bounded | None:
             cap = limits.reply_cap(count)
             if cap is None or count == 0:
                 return None
-            line = [*_argv(args[:4]), "COUNT", cap]
-            return _Bounded(line, _capped_list(limits, args[0], cap))
+            line = [*command_argv(args[:4]), "COUNT", cap]
+            return Bounded(line, _capped_list(limits, args[0], cap))
         if name == "xpending":
             pending = parse_xpending(args)
             cap = None if pending is None else limits.reply_cap(pending.count)
             if pending is None or cap is None or pending.count == 0:
                 return None
             at = 7 if args[3].lower() == "idle" else 5
-            line = _argv(args)
+            line = command_argv(args)
             line[at] = cap
-            return _Bounded(line, _capped_list(limits, args[0], cap))
+            return Bounded(line, _capped_list(limits, args[0], cap))
         if name == "xautoclaim":
             if not limits.past(parse_xautoclaim(args).count):
                 return None
             ccap = limits.group_consumers
-            line = _eval_line(AUTOCLAIM, [args[1]], [limits.reply_entries, ccap, *_argv(args)[2:]])
-            return _Bounded(line, _script_reply(limits, args[0], args[2]), writes=True)
+            line = eval_keys(
+                AUTOCLAIM, [args[1]], [limits.reply_entries, ccap, *command_argv(args)[2:]]
+            )
+            return Bounded(line, _script_reply(limits, args[0], args[2]), writes=True)
         if name == "xinfo|stream":
             count = full_count(args)
             if count is None or not limits.reply_entries:
                 return None
-            return _Bounded(*caps.full_info(limits, _b(args[2]), count))
+            return Bounded(*caps.full_info(limits, encode(args[2]), count))
         if name in ("xinfo|groups", "xinfo|consumers") and limits.reply_entries:
-            group = _b(args[3]) if name == "xinfo|consumers" else None
-            return _Bounded(*caps.listing(limits, _b(args[2]), group, b"", 0))
+            group = encode(args[3]) if name == "xinfo|consumers" else None
+            return Bounded(*caps.listing(limits, encode(args[2]), group, b"", 0))
     except CommandError:
         return None
     return None
 
 
-def _capped(limits: Limits, name: str, args: list[str]) -> _Bounded | None:
+def _capped(limits: Limits, name: str, args: list[str]) -> Bounded | None:
     """How a command that may add a group or a consumer is sent to stay within the caps
     (caps.py), or None (no cap, or nothing to add). XAUTOCLAIM past the
-    reply limit, and XREADGROUP, are capped by their limit scripts (``_bounded``)."""
+    reply limit, and XREADGROUP, are capped by their limit scripts (``within_limits``)."""
     if name == "xgroup|create" and limits.stream_groups and len(args) >= 5:
-        return _Bounded(*caps.new_group(limits, args[2], _argv(args)), writes=True)
+        return Bounded(*caps.new_group(limits, args[2], command_argv(args)), writes=True)
     if not limits.group_consumers:
         if name == "restore" and limits.stream_groups:
-            return _Bounded(*caps.restore(limits, _argv(args)), writes=True)
+            return Bounded(*caps.restore(limits, command_argv(args)), writes=True)
         return None
     if name == "restore":
-        return _Bounded(*caps.restore(limits, _argv(args)), writes=True)
+        return Bounded(*caps.restore(limits, command_argv(args)), writes=True)
     if name == "xgroup|createconsumer" and len(args) == 5:
-        return _Bounded(*caps.new_consumer(limits, args[3], _argv(args)), writes=True)
+        return Bounded(*caps.new_consumer(limits, args[3], command_argv(args)), writes=True)
     claims = name == "xclaim" or (
         name == "xautoclaim" and not limits.past(parse_xautoclaim(args).count)
     )
     if claims and len(args) >= 6:
-        room = caps.room_then(limits, [_b(args[1])], args[2], _b(args[3]), _argv(args))
-        return _Bounded(*room, writes=True)
+        room = caps.room_then(
+            limits, [encode(args[1])], args[2], encode(args[3]), command_argv(args)
+        )
+        return Bounded(*room, writes=True)
     return None
 
 
-def _bounded_read(limits: Limits, args: list[str]) -> _Bounded | None:
-    r = _read_request(args)
+def _bounded_read(limits: Limits, args: list[str]) -> Bounded | None:
+    r = read_request(args)
     if r is None:
         return None
     try:
         limits.check_read_keys(r.command, len(r.keys))
     except CommandError as e:
         refused = e
-        return _Bounded(["PING"], lambda _: _raise(refused))  # sent all the same: in order
+        return Bounded(["PING"], lambda _: _raise(refused))  # sent all the same: in order
     cap = limits.reply_cap(r.count, len(r.keys))
     if cap is None:
         if r.group is not None and r.consumer is not None and limits.group_consumers:
-            keys = [_b(k) for k in r.keys]
-            room = caps.room_then(limits, keys, r.group, _b(r.consumer), _argv(args))
-            return _Bounded(*room, writes=True)
+            keys = [encode(k) for k in r.keys]
+            room = caps.room_then(limits, keys, r.group, encode(r.consumer), command_argv(args))
+            return Bounded(*room, writes=True)
         return None
     if r.group is not None:
-        line = _group_line(r, list(r.keys), list(r.ids), cap, "read", limits.group_consumers)
-        return _Bounded(line, _group_reply(limits, r), writes=True)
-    line = [*_read_head(r, cap), "STREAMS", *map(_b, r.keys), *map(_b, r.ids)]
-    return _Bounded(line, _capped_read(limits, r.command, cap))
+        line = group_line(r, list(r.keys), list(r.ids), cap, "read", limits.group_consumers)
+        return Bounded(line, group_reply(limits, r), writes=True)
+    line = [*read_head(r, cap), "STREAMS", *map(encode, r.keys), *map(encode, r.ids)]
+    return Bounded(line, capped_read(limits, r.command, cap))
 
 
 def _raise(e: CommandError) -> Raw:
     raise e
 
 
-def _read_request(args: list[str]) -> ReadRequest | None:
+def read_request(args: list[str]) -> ReadRequest | None:
     """XREAD / XREADGROUP parsed by the engine (None when it is malformed)."""
     if not streams_keys(args):
         return None
@@ -170,12 +174,12 @@ def _read_request(args: list[str]) -> ReadRequest | None:
         return None
 
 
-def _read_head(r: ReadRequest, count: int) -> list[Arg]:
+def read_head(r: ReadRequest, count: int) -> list[Arg]:
     """XREAD / XREADGROUP up to STREAMS, with ``count`` (0: none)."""
     head: list[Arg] = [r.command]
     if r.group is not None:
         assert r.consumer is not None
-        head += ["GROUP", _b(r.group), _b(r.consumer)]
+        head += ["GROUP", encode(r.group), encode(r.consumer)]
     if count:
         head += ["COUNT", count]
     if r.block_ms is not None:
@@ -185,18 +189,26 @@ def _read_head(r: ReadRequest, count: int) -> list[Arg]:
     return head
 
 
-def _group_line(
+def group_line(
     r: ReadRequest, keys: list[str], ids: list[str], cap: int, mode: str, consumers: int
 ) -> list[Arg]:
     """``GROUP_READ`` over ``keys`` (one slot) and their IDs; XREADGROUP without BLOCK;
     ``consumers``: max_group_consumers (0: none)."""
     assert r.group is not None and r.consumer is not None
-    head = _without_block(_read_head(r, r.count))
-    args: list[Arg] = [mode, cap, _b(r.group), _b(r.consumer), len(head), *head, *map(_b, ids)]
-    return _eval_line(GROUP_READ, keys, [*args, consumers])
+    head = without_block(read_head(r, r.count))
+    args: list[Arg] = [
+        mode,
+        cap,
+        encode(r.group),
+        encode(r.consumer),
+        len(head),
+        *head,
+        *map(encode, ids),
+    ]
+    return eval_keys(GROUP_READ, keys, [*args, consumers])
 
 
-def _group_reply(limits: Limits, r: ReadRequest) -> Callable[[Raw], Raw]:
+def group_reply(limits: Limits, r: ReadRequest) -> Callable[[Raw], Raw]:
     return _script_reply(limits, r.command, r.group)
 
 
@@ -223,7 +235,7 @@ def _capped_list(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]
     return finish
 
 
-def _capped_read(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]:
+def capped_read(limits: Limits, command: str, cap: int) -> Callable[[Raw], Raw]:
     """XREAD sent with COUNT ``cap`` per stream: refused when ``cap`` came in all."""
 
     def finish(raw: Raw) -> Raw:

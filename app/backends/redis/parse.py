@@ -18,13 +18,13 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from app.backends.base import JsonReply
 from app.backends.errors import (
     classify_reply,
 )
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import (
+    CommandReply,
     MissingEntry,
     Status,
     StreamHeader,
@@ -37,27 +37,27 @@ Raw = Any  # a RESP reply as redis-py's parser gives it without callbacks
 Arg = str | bytes | int
 
 
-def _b(s: str) -> bytes:
+def encode(s: str) -> bytes:
     return s.encode("utf-8", "surrogateescape")
 
 
-def _s(b: Raw) -> str:
+def decode(b: Raw) -> str:
     if isinstance(b, bytes):
         return b.decode("utf-8", "surrogateescape")
     return str(b)
 
 
-def _id(sid: StreamID) -> bytes:
+def id_arg(sid: StreamID) -> bytes:
     return f"{sid.ms}-{sid.seq}".encode()
 
 
-def _sid(raw: Raw) -> StreamID:
-    ms, _, seq = _s(raw).partition("-")
+def parse_id(raw: Raw) -> StreamID:
+    ms, _, seq = decode(raw).partition("-")
     return StreamID(int(ms), int(seq))
 
 
-def _opt_sid(raw: Raw) -> StreamID | None:
-    return None if raw is None else _sid(raw)
+def parse_opt_id(raw: Raw) -> StreamID | None:
+    return None if raw is None else parse_id(raw)
 
 
 def _text(exc: ResponseError) -> str:
@@ -67,13 +67,16 @@ def _text(exc: ResponseError) -> str:
     return f"{code} {msg}" if code else msg
 
 
-def _error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
+def redis_error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandError:
     """The engine's class for a Redis error text (``classify``: one table for both
     backends), so every surface answers an error alike whichever backend made it. ``args``:
     the command that failed, whose names the text may quote (``_quoted_bytes``). A refusal
     for a passing state of Redis's (CLUSTERDOWN, LOADING, READONLY...) is ``RedisFault``:
     the backend's trouble, not the request's."""
     return classify_reply(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
+
+
+_error = redis_error  # the name tests/backends/test_redis_faults.py imports
 
 
 def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
@@ -85,7 +88,7 @@ def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
     if "\ufffd" not in text:
         return text
     for a in args:
-        raw = _b(a) if isinstance(a, str) else a
+        raw = encode(a) if isinstance(a, str) else a
         if not isinstance(raw, bytes):
             continue
         lossy = raw.decode("utf-8", "replace")
@@ -94,7 +97,7 @@ def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
     return text
 
 
-def _reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
+def command_reply(name: str, args: Sequence[Arg], r: Raw) -> CommandReply:
     """A command's raw reply in the command endpoint's shape. redis-py does not say whether a
     string came as a simple string (``+OK``) or a bulk one, and the endpoint must (Upstash's
     base64 encoding leaves simple strings alone): TYPE, PING without a message and every
@@ -106,81 +109,83 @@ def _reply(name: str, args: Sequence[Arg], r: Raw) -> JsonReply:
         or (name == "ping" and len(args) == 1)
         or (r == b"OK" and name not in ("ping", "echo"))
     ):
-        return Status(_s(r))
+        return Status(decode(r))
     return _json(r)
 
 
-def _json(r: Raw) -> JsonReply:
+def _json(r: Raw) -> CommandReply:
     """A raw reply in the command endpoint's JSON shape: bulk and simple strings as text,
-    integers, nil as None, arrays as lists; an error inside an array as ``CommandError``."""
+    integers, nil as None, arrays as lists. An error inside an array (none of the table's
+    commands answers one: EXEC's are read one by one) is raised, as the command's error."""
     if isinstance(r, bytes):
-        return _s(r)
+        return decode(r)
     if isinstance(r, list):
         return [_json(x) for x in r]
     if isinstance(r, ResponseError):
-        return _error(r)
-    return r
+        raise redis_error(r)
+    integer_or_nil: int | None = r  # what RESP2 has left
+    return integer_or_nil
 
 
-def _map(raw: Raw) -> dict[str, Raw]:
+def as_map(raw: Raw) -> dict[str, Raw]:
     it = iter(raw)
-    return {_s(k): v for k, v in zip(it, it, strict=True)}
+    return {decode(k): v for k, v in zip(it, it, strict=True)}
 
 
-def _entry(raw: Raw) -> Entry:
-    return Entry(_sid(raw[0]), tuple(_s(x) for x in raw[1]))
+def parse_entry(raw: Raw) -> Entry:
+    return Entry(parse_id(raw[0]), tuple(decode(x) for x in raw[1]))
 
 
-def _entries(raw: Raw) -> list[Entry]:
-    return [_entry(e) for e in raw or []]
+def parse_entries(raw: Raw) -> list[Entry]:
+    return [parse_entry(e) for e in raw or []]
 
 
-def _stream_header(m: dict[str, Raw]) -> StreamHeader:
+def parse_stream_header(m: dict[str, Raw]) -> StreamHeader:
     """The fields XINFO STREAM and XINFO STREAM FULL share."""
     return StreamHeader(
         length=int(m["length"]),
         radix_tree_keys=int(m["radix-tree-keys"]),
         radix_tree_nodes=int(m["radix-tree-nodes"]),
-        last_generated_id=_sid(m["last-generated-id"]),
-        max_deleted_entry_id=_sid(m["max-deleted-entry-id"]),
+        last_generated_id=parse_id(m["last-generated-id"]),
+        max_deleted_entry_id=parse_id(m["max-deleted-entry-id"]),
         entries_added=int(m["entries-added"]),
-        recorded_first_entry_id=_sid(m["recorded-first-entry-id"]),
+        recorded_first_entry_id=parse_id(m["recorded-first-entry-id"]),
     )
 
 
-def _stream_info(raw: Raw) -> StreamInfo:
+def parse_stream_info(raw: Raw) -> StreamInfo:
     """An XINFO STREAM reply."""
-    m = _map(raw)
+    m = as_map(raw)
     first, last = m["first-entry"], m["last-entry"]
     return StreamInfo(
-        header=_stream_header(m),
+        header=parse_stream_header(m),
         groups=int(m["groups"]),
-        first_entry=None if first is None else _entry(first),
-        last_entry=None if last is None else _entry(last),
+        first_entry=None if first is None else parse_entry(first),
+        last_entry=None if last is None else parse_entry(last),
     )
 
 
-def _opt_int(raw: Raw) -> int | None:
+def opt_int(raw: Raw) -> int | None:
     return None if raw is None else int(raw)
 
 
-def _read_reply(raw: Raw) -> list[StreamRead]:
+def parse_read(raw: Raw) -> list[StreamRead]:
     out = []
     for key, entries in raw or []:
         items: list[Entry | MissingEntry] = [
-            MissingEntry(_sid(e[0])) if e[1] is None else _entry(e) for e in entries
+            MissingEntry(parse_id(e[0])) if e[1] is None else parse_entry(e) for e in entries
         ]
-        out.append(StreamRead(_s(key), items))
+        out.append(StreamRead(decode(key), items))
     return out
 
 
-def _claimed(raw: Raw, justid: bool) -> list[Entry | StreamID]:
+def parse_claimed(raw: Raw, justid: bool) -> list[Entry | StreamID]:
     if justid:
-        return [_sid(x) for x in raw]
-    return [_entry(e) for e in raw if e is not None]
+        return [parse_id(x) for x in raw]
+    return [parse_entry(e) for e in raw if e is not None]
 
 
-def _argv(args: list[str]) -> list[Arg]:
+def command_argv(args: list[str]) -> list[Arg]:
     """A command line for redis-py: the command's name as text (its cluster routing looks
     names up as text; only names the table knows get here), arguments as bytes."""
-    return [args[0], *(_b(a) for a in args[1:])]
+    return [args[0], *(encode(a) for a in args[1:])]

@@ -19,85 +19,94 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from app.backends.base import JsonReply
+from app.backends.base import Gone
 from app.backends.errors import (
     BackendUnavailable,
     BlockPoolExhausted,
     RedisUnavailable,
 )
 from app.backends.redis.limits import (
-    _bounded,
+    within_limits,
 )
 from app.backends.redis.parse import (
     Arg,
     Raw,
-    _argv,
-    _b,
-    _error,
-    _reply,
+    command_argv,
+    command_reply,
+    encode,
+    redis_error,
 )
-from app.backends.redis.reads import (
-    Reads,
-)
+from app.backends.redis.reads import Reads
+from app.backends.redis.routing import Router
 from app.engine.commands.table import Command, lookup
-from app.engine.errors import CommandError
+from app.engine.errors import EXECABORT, CommandError
+from app.engine.limits import Limits
+from app.engine.replies import CommandReply
 
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 
 
-class Passthrough(Reads):
-    """Raw commands, routed by their keys, within the limits (limits.py)."""
+class Passthrough:
+    """Raw commands, routed by their keys on ``router``, within the limits (limits.py);
+    XREAD / XREADGROUP through ``reads``."""
 
-    async def command(self, argv: Sequence[str]) -> JsonReply:
+    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
+        self._router = router
+        self._reads = reads
+        self._limits = limits
+
+    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         args = list(argv)
         cmd = _known(args)
-        return _reply(cmd.name, args, await self._run(cmd, args))
+        return command_reply(cmd.name, args, await self._run(cmd, args, gone))
 
-    async def _run(self, cmd: Command, args: list[str]) -> Raw:
+    async def _run(self, cmd: Command, args: list[str], gone: Gone | None) -> Raw:
         name = cmd.name
         if name in ("xread", "xreadgroup"):
-            return await self._command_read(args)
+            return await self._reads.command(args, gone)
         if name == "flushall":
             args = ["FLUSHDB", *args[1:]]
             name = "flushdb"
-        bounded = _bounded(self.limits, cmd, args)
+        bounded = within_limits(self._limits, cmd, args)
         if bounded is not None:  # one key (or keys of one slot): routed by the first
             key = (cmd.keys(args) or [args[1]])[0]
-            each = self._write if cmd.writes or bounded.writes else self._call
+            each = self._router.write if cmd.writes or bounded.writes else self._router.call
             return bounded.finish(await each(key, *bounded.line))
-        raw = _argv(args)
+        raw = command_argv(args)
         keys = cmd.keys(args)
-        if not self._cluster or keys == []:
+        if not self._router.cluster or keys == []:
             if cmd.writes:
-                return await self._write(keys[0] if keys else None, *raw)
-            return await self._call(keys[0] if keys else None, *raw)
+                return await self._router.write(keys[0] if keys else None, *raw)
+            return await self._router.call(keys[0] if keys else None, *raw)
         if keys is None:
             return await self._everywhere(name, args, raw)
-        if name in ("del", "exists") and len({self._slot(k) for k in keys}) > 1:
-            each = self._write if cmd.writes else self._call
+        if name in ("del", "exists") and len({self._router.slot(k) for k in keys}) > 1:
+            each = self._router.write if cmd.writes else self._router.call
             total = 0
             for key in keys:
-                total += int(await each(key, raw[0], _b(key)))
+                total += int(await each(key, raw[0], encode(key)))
             return total
         if cmd.writes:
-            return await self._write(keys[0], *raw)
-        return await self._call(keys[0], *raw)
+            return await self._router.write(keys[0], *raw)
+        return await self._router.call(keys[0], *raw)
 
     async def _everywhere(self, name: str, args: list[str], raw: list[Arg]) -> Raw:
         """A whole-keyspace command in a cluster (see this module's docstring)."""
-        masters = self._masters()
+        masters = self._router.masters()
         if name == "scan":
-            return await self._cluster_scan(args[1], raw[2:])
+            return await self._router.cluster_scan(args[1], raw[2:])
         if name in ("info", "config|get"):
-            return await self._call(None, *raw)
-        replies = [await self._call(None, *raw, node=n) for n in masters]
+            return await self._router.call(None, *raw)
+        replies = [await self._router.call(None, *raw, node=n) for n in masters]
         if name == "keys":
             return [k for r in replies for k in r]
         if name == "dbsize":
             return sum(int(r) for r in replies)
         return replies[0]  # FLUSHDB, CONFIG SET / RESETSTAT: the same answer from each
 
-    async def pipeline(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def pipeline(
+        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
+    ) -> list[CommandReply | CommandError]:
         """Not atomic. On redis-server, sent on one connection in one round trip (unless one
         of them may block: those wait their turn one by one, as the embedded endpoint's do);
         in a cluster, one by one, each routed to its slot. Too few replicas for
@@ -106,17 +115,17 @@ class Passthrough(Reads):
         (``RedisFault``: CLUSTERDOWN, LOADING...): the service's trouble, not one command's.
         Redis being unreachable, or no connection for a blocking read, fails it at once."""
         parsed = [list(c) for c in commands]
-        if self._cluster or any(_may_block(a) for a in parsed):
-            out: list[JsonReply | CommandError] = []
+        if self._router.cluster or any(_may_block(a) for a in parsed):
+            out: list[CommandReply | CommandError] = []
             for argv in parsed:
                 try:
-                    out.append(await self.command(argv))
+                    out.append(await self.command(argv, gone))
                 except (RedisUnavailable, BlockPoolExhausted):
                     raise  # the service's trouble, not one command's: the request fails
                 except CommandError as e:
                     out.append(e)
             return _unless_unavailable(out)
-        answers: list[JsonReply | CommandError] = [None] * len(parsed)
+        answers: list[CommandReply | CommandError] = [None] * len(parsed)
         finish: dict[int, Callable[[Raw], Raw]] = {}
         sent: list[int] = []
         lines: list[list[Arg]] = []
@@ -129,38 +138,38 @@ class Passthrough(Reads):
                 continue
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            bounded = _bounded(self.limits, cmd, args)
+            bounded = within_limits(self._limits, cmd, args)
             if bounded is not None:
                 finish[i] = bounded.finish
             writes = writes or cmd.writes or (bounded is not None and bounded.writes)
             sent.append(i)
-            lines.append(_argv(args) if bounded is None else bounded.line)
-        wait = bool(self.wait_replicas and writes)
+            lines.append(command_argv(args) if bounded is None else bounded.line)
+        wait = bool(self._router.wait_replicas and writes)
         if wait:
-            lines.append(self._wait_args())
-        replies = await self._sequence(None, lines) if lines else []
+            lines.append(self._router.wait_args())
+        replies = await self._router.sequence(None, lines) if lines else []
         for i, line, r in zip(sent, lines, replies, strict=False):
             answers[i] = _answer(parsed[i], line, r, finish.get(i))
         if wait:
-            self._check_acked(replies[-1])
+            self._router.check_acked(replies[-1])
         return _unless_unavailable(answers)
 
-    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
+    async def multi_exec(
+        self, commands: Sequence[Sequence[str]]
+    ) -> list[CommandReply | CommandError]:
         parsed = [list(c) for c in commands]
         cmds = []
         for args in parsed:
             try:
                 cmds.append(_known(args))
             except CommandError as e:
-                raise CommandError(
-                    "EXECABORT Transaction discarded because of previous errors."
-                ) from e
+                raise CommandError(EXECABORT) from e
         first: str | None = None
-        if self._cluster:
+        if self._router.cluster:
             slots: set[int] = set()
             for cmd, args in zip(cmds, parsed, strict=True):
                 for key in cmd.keys(args) or []:
-                    slots.add(self._slot(key))
+                    slots.add(self._router.slot(key))
                     first = first or key
             if len(slots) > 1:
                 raise CommandError(CROSSSLOT)
@@ -170,32 +179,34 @@ class Passthrough(Reads):
         for cmd, args in zip(cmds, parsed, strict=True):
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            bounded = _bounded(self.limits, cmd, args)
+            bounded = within_limits(self._limits, cmd, args)
             finish.append(None if bounded is None else bounded.finish)
             writes = writes or cmd.writes or (bounded is not None and bounded.writes)
-            lines.append(_argv(args) if bounded is None else bounded.line)
+            lines.append(command_argv(args) if bounded is None else bounded.line)
         lines.append(["EXEC"])
-        writes = bool(self.wait_replicas) and writes
+        writes = bool(self._router.wait_replicas) and writes
         if writes:
-            lines.append(self._wait_args())
-        replies = await self._sequence(first, lines)
+            lines.append(self._router.wait_args())
+        replies = await self._router.sequence(first, lines)
         result = replies[len(parsed) + 1]
         if isinstance(result, ResponseError):
             # EXECABORT for a command refused as it was queued: when Redis refused it for a
             # passing state (CLUSTERDOWN...), that is the transaction's answer.
             for queued in replies[1 : len(parsed) + 1]:
                 if isinstance(queued, ResponseError):
-                    _unless_unavailable([_error(queued)])
-            raise _error(result)
+                    _unless_unavailable([redis_error(queued)])
+            raise redis_error(result)
         if writes:
-            self._check_acked(replies[-1])
+            self._router.check_acked(replies[-1])
         return [
             _answer(args, line, r, f)
             for args, line, r, f in zip(parsed, lines[1:], result or [], finish, strict=False)
         ]
 
 
-def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonReply | CommandError]:
+def _unless_unavailable(
+    answers: list[CommandReply | CommandError],
+) -> list[CommandReply | CommandError]:
     """``answers``, unless one of them is the backend's trouble (``BackendUnavailable``):
     then that is the whole request's error, raised."""
     for r in answers:
@@ -206,16 +217,16 @@ def _unless_unavailable(answers: list[JsonReply | CommandError]) -> list[JsonRep
 
 def _answer(
     args: list[str], line: list[Arg], r: Raw, finish: Callable[[Raw], Raw] | None
-) -> JsonReply | CommandError:
+) -> CommandReply | CommandError:
     """One reply of a pipeline or a transaction, in the command endpoint's shape."""
     if isinstance(r, ResponseError):
-        return _error(r, line)
+        return redis_error(r, line)
     if finish is not None:
         try:
             r = finish(r)
         except CommandError as e:
             return e
-    return _reply(args[0].lower(), line, r)
+    return command_reply(args[0].lower(), line, r)
 
 
 def _known(args: list[str]) -> Command:

@@ -7,7 +7,7 @@
 - A caller cancelled while a command is on its way sees ``CancelledError``, even if the reply
   came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop a
   cancellation that lands as the send completes (CPython gh-86296), and a task that ignores
-  being cancelled (an event stream whose client left) would run on (``_cancellable``).
+  being cancelled (an event stream whose client left) would run on (``cancellable``).
 - ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
   timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
 - Redis's trouble is never the request's: an error reply for a passing state of the server
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import (
@@ -44,23 +44,22 @@ from app.backends.errors import (
 from app.backends.redis.parse import (
     Arg,
     Raw,
-    _b,
-    _error,
-    _s,
+    decode,
+    encode,
+    redis_error,
 )
 from app.backends.redis.scripts import (
-    _eval_line,
+    eval_keys,
 )
 from app.backends.shards import ShardHealth, assess, unreachable
+from app.engine.commands.keys import SCAN_COUNT, invalid_cursor
 from app.engine.commands.table import COMMANDS
-from app.engine.errors import CommandError
-from app.engine.limits import Limits
 
 T = TypeVar("T")
 SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
 # Redis out of reach for a command: no connection, no answer in time, or (a cluster) no
 # master known for the slot and the slot map could not be learnt again.
-_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError, RedisClusterException)
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError, RedisClusterException)
 
 
 class Router:
@@ -70,50 +69,39 @@ class Router:
         self,
         client: Redis | RedisCluster,
         *,
-        block_pools: Callable[[ClusterNode | None], ConnectionPool],
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
-        block_connections: int = 64,
-        limits: Limits | None = None,
     ) -> None:
-        self._client = client
-        self.limits = limits or Limits()
-        self._cluster = isinstance(client, RedisCluster)
-        self.name = "redis-cluster" if self._cluster else "redis"
-        self._new_block_pool = block_pools
-        self._block_pools: dict[str, ConnectionPool] = {}
+        self.client = client
+        self.cluster = isinstance(client, RedisCluster)
+        self.name = "redis-cluster" if self.cluster else "redis"
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
-        self.block_connections = block_connections
-        self._blocking = 0  # connections held by blocking reads now
         _raw_replies(client)
 
     async def start(self) -> None:
         """Connect (a cluster learns its slots) and check Redis answers."""
-        if self._cluster:
-            await self._c.initialize()
-        await self._call(None, "PING")
+        if self.cluster:
+            await self.cluster_client.initialize()
+        await self.call(None, "PING")
 
     async def close(self) -> None:
-        for pool in self._block_pools.values():
-            await pool.disconnect()
-        self._block_pools.clear()
-        await self._client.aclose()
+        await self.client.aclose()
 
     async def shards(self, timeout_s: float) -> list[ShardHealth]:
         """Each master's health (app/backends/shards.py), probed at once on a connection of
         its own (no retry, no slot-map refresh: a probe must not disturb the traffic): its
         INFO replication and CLUSTER INFO. A master that does not answer within
         ``timeout_s`` is unreachable."""
-        masters: list[ClusterNode | None] = list(self._masters()) if self._cluster else [None]
+        masters: list[ClusterNode | None] = list(self.masters()) if self.cluster else [None]
         return list(await asyncio.gather(*(self._shard(m, timeout_s) for m in masters)))
 
     async def _shard(self, node: ClusterNode | None, timeout_s: float) -> ShardHealth:
         if node is not None:
             name = node.name
         else:
-            assert isinstance(self._client, Redis)
-            kw = self._client.connection_pool.connection_kwargs
+            assert isinstance(self.client, Redis)
+            kw = self.client.connection_pool.connection_kwargs
             name = f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}"
             name = kw.get("path") or name  # a unix socket
         # CLUSTER INFO on a server without cluster support is an error: no cluster state.
@@ -125,57 +113,87 @@ class Router:
         except RedisUnavailable as e:
             return unreachable(name, e.text.removeprefix("ERR the Redis backend is unavailable: "))
         if isinstance(info, ResponseError):  # it answers, but not this (NOAUTH...)
-            return ShardHealth(name, None, _error(info).text)
-        state = None if isinstance(cluster, ResponseError) else _s(cluster)
-        return assess(name, _s(info), state, self.wait_replicas)
+            return ShardHealth(name, None, redis_error(info).text)
+        state = None if isinstance(cluster, ResponseError) else decode(cluster)
+        return assess(name, decode(info), state, self.wait_replicas)
 
     @property
-    def _c(self) -> RedisCluster:
-        assert isinstance(self._client, RedisCluster)
-        return self._client
+    def cluster_client(self) -> RedisCluster:
+        """The client, known to be a cluster's (the caller checked ``cluster``)."""
+        assert isinstance(self.client, RedisCluster)
+        return self.client
 
-    def _node(self, key: str | None) -> ClusterNode | None:
+    async def refresh_slots(self) -> None:
+        """Learn the slot map again (after a MOVED / ASK: the slot moved, nothing ran)."""
+        await self.cluster_client.nodes_manager.initialize()
+
+    def node(self, key: str | None) -> ClusterNode | None:
         """The master serving ``key`` (cluster), the default node for no key, None standalone."""
-        if not self._cluster:
+        if not self.cluster:
             return None
         if key is None:
-            return self._c.get_default_node()
+            return self.cluster_client.get_default_node()
         try:
             # keyslot() hashes bytes as they are (the stub says str): a key need not be UTF-8.
-            return self._c.get_node_from_key(_b(key))  # type: ignore[arg-type]
+            return self.cluster_client.get_node_from_key(encode(key))  # type: ignore[arg-type]
         except SlotNotCoveredError as e:  # no master known for it (a failover under way)
             raise RedisUnavailable(str(e)) from None
 
-    def _slot(self, key: str) -> int:
-        return self._c.keyslot(_b(key)) if self._cluster else 0
+    def slot(self, key: str) -> int:
+        return self.cluster_client.keyslot(encode(key)) if self.cluster else 0
 
-    def _masters(self) -> list[ClusterNode]:
-        return sorted(self._c.get_primaries(), key=lambda n: n.name)
+    def masters(self) -> list[ClusterNode]:
+        return sorted(self.cluster_client.get_primaries(), key=lambda n: n.name)
 
-    async def _call(self, key: str | None, *args: Arg, node: ClusterNode | None = None) -> Raw:
+    async def call(self, key: str | None, *args: Arg, node: ClusterNode | None = None) -> Raw:
         """One command, routed by ``key`` (or to ``node``); an error reply raises its class."""
         try:
-            if self._cluster:
-                target = node if node is not None else self._node(key)
-                return await _cancellable(self._c.execute_command(*args, target_nodes=target))
-            return await _cancellable(self._client.execute_command(*args))
+            if self.cluster:
+                target = node if node is not None else self.node(key)
+                return await cancellable(
+                    self.cluster_client.execute_command(*args, target_nodes=target)
+                )
+            return await cancellable(self.client.execute_command(*args))
         except ResponseError as e:
-            raise _error(e, args) from None
-        except _UNREACHABLE as e:
+            raise redis_error(e, args) from None
+        except UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
 
-    async def _sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
+    async def sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
         """Several commands on one connection, back to back (MULTI ... EXEC, a write then
         WAIT) on the node serving ``key``: every reply in order, an error reply as its
         ``ResponseError``. In a cluster, a MOVED / ASK reply (the slot moved: nothing ran)
         refreshes the slot map and the sequence is sent once more to the new owner."""
         for attempt in range(2):
-            replies = await self._on_connection(self._node(key), commands)
+            replies = await self._on_connection(self.node(key), commands)
             moved = any(isinstance(r, MovedError | AskError) for r in _flat(replies))
-            if not (self._cluster and moved) or attempt:
+            if not (self.cluster and moved) or attempt:
                 return replies
-            await self._c.nodes_manager.initialize()
+            await self.refresh_slots()
         raise AssertionError("unreachable")
+
+    async def pipelined(self, commands: Sequence[tuple[str, list[Arg]]]) -> list[Raw]:
+        """Commands each routed by its key, in one pipeline, not a transaction: on
+        redis-server one connection and one round trip; in a cluster redis-py's cluster
+        pipeline sends each master its keys' commands at once, all masters concurrently, and
+        resends one by one any a MOVED / ASK / TRYAGAIN answered (a slot on the move). Every
+        reply in order: an error reply as its ``ResponseError``, a node out of reach as
+        ``RedisUnavailable`` (not raised: the caller reads the replies in order)."""
+        try:
+            if self.cluster:
+                cpipe = self.cluster_client.pipeline()
+                for key, args in commands:
+                    cpipe.execute_command(*args, target_nodes=self.node(key))
+                replies = await cancellable(cpipe.execute(raise_on_error=False))
+            else:
+                assert isinstance(self.client, Redis)
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for _, args in commands:
+                        pipe.execute_command(*args)
+                    replies = await cancellable(pipe.execute(raise_on_error=False))
+        except UNREACHABLE as e:
+            raise RedisUnavailable(str(e)) from None
+        return [RedisUnavailable(str(r)) if isinstance(r, UNREACHABLE) else r for r in replies]
 
     async def _on_connection(
         self, node: ClusterNode | None, commands: list[list[Arg]]
@@ -186,65 +204,62 @@ class Router:
         timeout = 5.0 + self.wait_timeout_ms / 1000
         try:
             if node is None:
-                assert isinstance(self._client, Redis)
-                pool = self._client.connection_pool
+                assert isinstance(self.client, Redis)
+                pool = self.client.connection_pool
                 conn = await pool.get_connection()  # type: ignore[no-untyped-call]
                 try:
-                    return await _cancellable(_exchange(conn, commands, timeout))
+                    return await cancellable(_exchange(conn, commands, timeout))
                 finally:
                     await pool.release(conn)
             conn = node.acquire_connection()
             try:
-                return await _cancellable(_exchange(conn, commands, timeout))
+                return await cancellable(_exchange(conn, commands, timeout))
             finally:
                 node.release(conn)
-        except _UNREACHABLE as e:
+        except UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
 
-    async def _write(self, key: str | None, *args: Arg) -> Raw:
+    async def write(self, key: str | None, *args: Arg) -> Raw:
         """A write; with ``wait_replicas``, followed by WAIT on the same connection."""
         if not self.wait_replicas:
-            return await self._call(key, *args)
-        reply, acked = await self._sequence(key, [list(args), self._wait_args()])
+            return await self.call(key, *args)
+        reply, acked = await self.sequence(key, [list(args), self.wait_args()])
         if isinstance(reply, ResponseError):
-            raise _error(reply, args)
-        self._check_acked(acked)
+            raise redis_error(reply, args)
+        self.check_acked(acked)
         return reply
 
-    def _wait_args(self) -> list[Arg]:
+    def wait_args(self) -> list[Arg]:
         return ["WAIT", self.wait_replicas, self.wait_timeout_ms]
 
-    def _check_acked(self, acked: Raw) -> None:
+    def check_acked(self, acked: Raw) -> None:
         if isinstance(acked, ResponseError):
-            raise _error(acked)
+            raise redis_error(acked)
         if int(acked) < self.wait_replicas:
             raise ReplicasUnavailable(int(acked), self.wait_replicas)
 
-    async def _script(self, script: str, key: str, *args: Arg, write: bool = False) -> Raw:
-        return await self._eval(script, [key], *args, write=write)
-
-    async def _eval(self, script: str, keys: list[str], *args: Arg, write: bool = False) -> Raw:
-        """``script`` over ``keys`` (of one slot in a cluster: routed by the first)."""
-        line = _eval_line(script, keys, args)
+    async def script(self, script: str, key: str, *args: Arg, write: bool = False) -> Raw:
+        """``script`` over ``key``, with ``args`` as ARGV; ``write``: followed by WAIT."""
+        line = eval_keys(script, [key], args)
         if write:
-            return await self._write(keys[0], *line)
-        return await self._call(keys[0], *line)
+            return await self.write(key, *line)
+        return await self.call(key, *line)
 
-    async def _cluster_scan(self, cursor_text: str, options: list[Arg]) -> Raw:
-        masters = self._masters()
+    async def cluster_scan(self, cursor_text: str, options: list[Arg]) -> Raw:
+        masters = self.masters()
         try:
             cursor = int(cursor_text)
         except ValueError:
-            raise CommandError.err("invalid cursor") from None
+            raise invalid_cursor() from None
         index, node_cursor = cursor & ((1 << SCAN_NODE_BITS) - 1), cursor >> SCAN_NODE_BITS
         if cursor < 0 or index >= len(masters):
-            raise CommandError.err("invalid cursor")
+            raise invalid_cursor()
         # A master done before the page holds COUNT keys hands over to the next at once: an
         # empty keyspace ends in one call and a MATCH page is not cut at a node's edge.
         want = _scan_count(options)
         found: list[Raw] = []
         while True:
-            nxt, keys = await self._call(None, "SCAN", node_cursor, *options, node=masters[index])
+            nxt, keys = await self.call(None, "SCAN", node_cursor, *options, node=masters[index])
             found += keys
             if int(nxt):
                 return [str((int(nxt) << SCAN_NODE_BITS) | index).encode(), found]
@@ -258,10 +273,10 @@ class Router:
 
 def _scan_count(options: Sequence[Arg]) -> int:
     """SCAN's COUNT among its options (name and value pairs; the last one given, as Redis
-    reads them), else Redis's 10. A malformed one is Redis's to refuse, on the first call."""
-    want = 10
+    reads them), else Redis's default. A malformed one is Redis's to refuse, on the first call."""
+    want = SCAN_COUNT
     for opt, value in zip(options[::2], options[1::2], strict=False):
-        name = _b(opt) if isinstance(opt, str) else opt
+        name = encode(opt) if isinstance(opt, str) else opt
         if isinstance(name, bytes) and name.lower() == b"count":
             with contextlib.suppress(ValueError, TypeError):
                 want = int(value)
@@ -279,7 +294,7 @@ def _raw_replies(client: Redis | RedisCluster) -> None:
                 del table[name]
 
 
-async def _cancellable(aw: Awaitable[T]) -> T:
+async def cancellable(aw: Awaitable[T]) -> T:
     """``aw``, except that a cancellation requested meanwhile is raised even when ``aw``
     returned: redis-py sends through ``asyncio.wait_for``, which on Python 3.11 returns the
     send's result and drops a cancellation that arrives as the send completes (CPython

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.backends.redis.parse import Arg, _b
+from app.backends.redis.parse import Arg, encode
+from app.engine.errors import WRONGTYPE
 
 # Lua helpers shared by the scripts: whether ``consumer`` would be one too many in ``group``
 # of ``key`` (a key, group or consumer that is not there counts as room: the command then
@@ -210,12 +211,10 @@ end
 return out
 """
 
-DELETE_STREAM = """
+DELETE_STREAM = f"""
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'none' then return 0 end
-if t ~= 'stream' then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-end
+if t ~= 'stream' then return redis.error_reply('{WRONGTYPE}') end
 return redis.call('DEL', KEYS[1])
 """
 
@@ -294,6 +293,6 @@ return {1, reply}
 )
 
 
-def _eval_line(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
+def eval_keys(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
     """``eval_line`` for keys given as text."""
-    return eval_line(script, [_b(k) for k in keys], args)
+    return eval_line(script, [encode(k) for k in keys], args)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from redis.asyncio import Redis
 from redis.exceptions import (
     ResponseError,
 )
@@ -23,26 +22,21 @@ from app.backends.errors import (
 from app.backends.redis import caps
 from app.backends.redis.parse import (
     Arg,
-    _b,
-    _entries,
-    _error,
-    _id,
-    _map,
-    _opt_int,
-    _opt_sid,
-    _read_reply,
-    _s,
-    _sid,
-    _stream_header,
-    _stream_info,
+    as_map,
+    decode,
+    encode,
+    id_arg,
+    opt_int,
+    parse_entries,
+    parse_id,
+    parse_opt_id,
+    parse_read,
+    parse_stream_header,
+    parse_stream_info,
+    redis_error,
 )
-from app.backends.redis.reads import (
-    Reads,
-)
-from app.backends.redis.routing import (
-    _UNREACHABLE,
-    _cancellable,
-)
+from app.backends.redis.reads import Reads
+from app.backends.redis.routing import Router
 from app.backends.redis.scripts import (
     APPEND,
     DELETE_STREAM,
@@ -61,6 +55,7 @@ from app.engine.commands.streams import (
 from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.limits import Limits
 from app.engine.replies import (
     ConsumerFull,
     GroupFull,
@@ -75,132 +70,125 @@ from app.engine.stream import Entry, TrimSpec, TrimStrategy
 APPEND_RETRIES = 32
 
 
-class Streams(Reads):
-    """SCAN, XINFO STREAM, XTRIM, XSETID, XADD, XRANGE, XDEL and XREAD as typed calls."""
+class Streams:
+    """SCAN, XINFO STREAM, XTRIM, XSETID, XADD, XRANGE, XDEL and XREAD as typed calls, on
+    ``router``; XREAD through ``reads``."""
+
+    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
+        self._router = router
+        self._reads = reads
+        self._limits = limits
 
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
         options: list[Arg] = []
         if match is not None:
-            options += ["MATCH", _b(match)]
+            options += ["MATCH", encode(match)]
         if count is not None:
             options += ["COUNT", count]
         options += ["TYPE", "stream"]
-        if self._cluster:
-            nxt, keys = await self._cluster_scan(str(cursor), options)
+        if self._router.cluster:
+            nxt, keys = await self._router.cluster_scan(str(cursor), options)
         else:
-            nxt, keys = await self._call(None, "SCAN", cursor, *options)
-        return ScanPage(int(nxt), [_s(k) for k in keys])
+            nxt, keys = await self._router.call(None, "SCAN", cursor, *options)
+        return ScanPage(int(nxt), [decode(k) for k in keys])
 
     async def stream_info(self, key: str) -> StreamInfo:
-        return _stream_info(await self._call(key, "XINFO", "STREAM", _b(key)))
+        return parse_stream_info(await self._router.call(key, "XINFO", "STREAM", encode(key)))
 
     async def stream_infos(self, keys: Sequence[str]) -> list[StreamInfo | None]:
-        """XINFO STREAM for each key in one pipeline, not a transaction: on redis-server one
-        connection and one round trip; in a cluster redis-py's cluster pipeline sends each
-        master its keys' commands at once, all masters concurrently, and resends one by one
-        any a MOVED / ASK / TRYAGAIN answered (a slot on the move). A key missing or of
-        another type is None; any other error reply raises, as ``stream_info`` would."""
+        """XINFO STREAM for each key in one pipeline (``Router.pipelined``), not a
+        transaction. A key missing or of another type is None; any other error reply
+        raises, as ``stream_info`` would."""
         if not keys:
             return []
-        try:
-            if self._cluster:
-                cpipe = self._c.pipeline()
-                for key in keys:
-                    cpipe.execute_command("XINFO", "STREAM", _b(key), target_nodes=self._node(key))
-                replies = await _cancellable(cpipe.execute(raise_on_error=False))
-            else:
-                assert isinstance(self._client, Redis)
-                async with self._client.pipeline(transaction=False) as pipe:
-                    for key in keys:
-                        pipe.execute_command("XINFO", "STREAM", _b(key))
-                    replies = await _cancellable(pipe.execute(raise_on_error=False))
-        except _UNREACHABLE as e:
-            raise RedisUnavailable(str(e)) from None
+        replies = await self._router.pipelined([(k, ["XINFO", "STREAM", encode(k)]) for k in keys])
         out: list[StreamInfo | None] = []
         for raw in replies:
             if isinstance(raw, ResponseError):
-                error = _error(raw)
+                error = redis_error(raw)
                 if not isinstance(error, NoSuchKey | WrongType):
                     raise error
                 out.append(None)
-            elif isinstance(raw, _UNREACHABLE):
-                raise RedisUnavailable(str(raw))
+            elif isinstance(raw, RedisUnavailable):
+                raise raw
             else:
-                out.append(_stream_info(raw))
+                out.append(parse_stream_info(raw))
         return out
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo:
-        if self.limits.reply_entries:
-            line, finish = caps.full_info(self.limits, _b(key), count)
-            raw = finish(await self._call(key, *line))
+        if self._limits.reply_entries:
+            line, finish = caps.full_info(self._limits, encode(key), count)
+            raw = finish(await self._router.call(key, *line))
         else:
-            raw = await self._call(key, "XINFO", "STREAM", _b(key), "FULL", "COUNT", count)
-        m = _map(raw)
+            raw = await self._router.call(
+                key, "XINFO", "STREAM", encode(key), "FULL", "COUNT", count
+            )
+        m = as_map(raw)
         groups = []
         for raw in m["groups"]:
-            g = _map(raw)
+            g = as_map(raw)
             consumers = []
             for craw in g["consumers"]:
-                c = _map(craw)
-                name = _s(c["name"])
+                c = as_map(craw)
+                name = decode(c["name"])
                 consumers.append(
                     ConsumerFull(
                         name,
                         int(c["seen-time"]),
                         int(c["pel-count"]),
                         [
-                            PendingDelivery(_sid(p[0]), name, int(p[1]), int(p[2]))
+                            PendingDelivery(parse_id(p[0]), name, int(p[1]), int(p[2]))
                             for p in c["pending"]
                         ],
                     )
                 )
             groups.append(
                 GroupFull(
-                    name=_s(g["name"]),
-                    last_delivered_id=_sid(g["last-delivered-id"]),
-                    entries_read=_opt_int(g["entries-read"]),
-                    lag=_opt_int(g["lag"]),
+                    name=decode(g["name"]),
+                    last_delivered_id=parse_id(g["last-delivered-id"]),
+                    entries_read=opt_int(g["entries-read"]),
+                    lag=opt_int(g["lag"]),
                     pel_count=int(g["pel-count"]),
                     pending=[
-                        PendingDelivery(_sid(p[0]), _s(p[1]), int(p[2]), int(p[3]))
+                        PendingDelivery(parse_id(p[0]), decode(p[1]), int(p[2]), int(p[3]))
                         for p in g["pending"]
                     ],
                     consumers=consumers,
                 )
             )
         return StreamFullInfo(
-            header=_stream_header(m),
-            entries=_entries(m["entries"]),
+            header=parse_stream_header(m),
+            entries=parse_entries(m["entries"]),
             groups=groups,
         )
 
     async def delete_stream(self, key: str) -> bool:
-        return bool(await self._script(DELETE_STREAM, key, write=True))
+        return bool(await self._router.script(DELETE_STREAM, key, write=True))
 
     async def trim(self, key: str, spec: TrimSpec) -> int:
-        return int(await self._write(key, "XTRIM", _b(key), *_trim_args(spec)))
+        return int(await self._router.write(key, "XTRIM", encode(key), *_trim_args(spec)))
 
     async def set_id(self, args: XSetIdArgs) -> None:
-        argv: list[Arg] = ["XSETID", _b(args.key), _id(args.last_id)]
+        argv: list[Arg] = ["XSETID", encode(args.key), id_arg(args.last_id)]
         if args.entries_added is not None:
             argv += ["ENTRIESADDED", args.entries_added]
         if args.max_deleted_id is not None:
-            argv += ["MAXDELETEDID", _id(args.max_deleted_id)]
-        await self._write(args.key, *argv)
+            argv += ["MAXDELETEDID", id_arg(args.max_deleted_id)]
+        await self._router.write(args.key, *argv)
 
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         if not batch:
             return []
         if len(batch) == 1:
             a = batch[0]  # one entry: XADD's own reply and error, as the embedded engine
-            raw = await self._write(a.key, "XADD", _b(a.key), *_xadd_args(a))
-            return [_opt_sid(raw)]
+            raw = await self._router.write(a.key, "XADD", encode(a.key), *_xadd_args(a))
+            return [parse_opt_id(raw)]
         key = batch[0].key
         if any(a.key != key for a in batch):
             raise ValueError("a batch appends to one stream")
         for _ in range(APPEND_RETRIES):
-            last_raw, sec, usec = await self._script(PROBE, key)
-            last_text = _s(last_raw)
+            last_raw, sec, usec = await self._router.script(PROBE, key)
+            last_text = decode(last_raw)
             if last_text == "WRONGTYPE":
                 raise WrongType()
             ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
@@ -210,36 +198,36 @@ class Streams(Reads):
             for a, sid in zip(batch, ids, strict=True):
                 one = _xadd_args(a, sid, nomkstream=False)
                 argv += [len(one), *one]
-            raw = await self._script(APPEND, key, *argv, write=True)
+            raw = await self._router.script(APPEND, key, *argv, write=True)
             if isinstance(raw, list):
-                return [_sid(x) for x in raw]
+                return [parse_id(x) for x in raw]
         raise CommandError.err("the stream kept changing; the batch was not appended")
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
         if rev:
-            argv: list[Arg] = ["XREVRANGE", _b(args.key), _id(args.end), _id(args.start)]
+            argv: list[Arg] = ["XREVRANGE", encode(args.key), id_arg(args.end), id_arg(args.start)]
         else:
-            argv = ["XRANGE", _b(args.key), _id(args.start), _id(args.end)]
+            argv = ["XRANGE", encode(args.key), id_arg(args.start), id_arg(args.end)]
         if args.count is not None:
             argv += ["COUNT", args.count]
-        return _entries(await self._call(args.key, *argv))
+        return parse_entries(await self._router.call(args.key, *argv))
 
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int:
         if not ids:
             return 0
-        return int(await self._write(key, "XDEL", _b(key), *map(_id, ids)))
+        return int(await self._router.write(key, "XDEL", encode(key), *map(id_arg, ids)))
 
     async def read(self, args: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         if args.block_ms is not None:
             # The engine's range check, on this host's clock: Redis 7.0 adds the timeout to
             # its clock unchecked, and a sum past 2**63 would block for ever.
             block_ms_arg(args.block_ms, int(time.time() * 1000))
-        return _read_reply(await self._read(args, gone))
+        return parse_read(await self._reads.read(args, gone))
 
 
 def _trim_args(spec: TrimSpec) -> list[Arg]:
     args: list[Arg] = [spec.strategy.value, "~" if spec.approx else "="]
-    args.append(spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else _id(spec.minid))
+    args.append(spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else id_arg(spec.minid))
     if spec.approx and spec.limit != DEFAULT_LIMIT:  # none given: Redis's own default
         args += ["LIMIT", spec.limit]
     return args
@@ -253,14 +241,14 @@ def _xadd_args(a: XAddArgs, sid: StreamID | None = None, *, nomkstream: bool = T
     if a.trim is not None:
         args += _trim_args(a.trim)
     if sid is not None:
-        args.append(_id(sid))
+        args.append(id_arg(sid))
     elif a.id is None:
         args.append("*")
     elif a.seq_given:
-        args.append(_id(a.id))
+        args.append(id_arg(a.id))
     else:
         args.append(f"{a.id.ms}-*")
-    args += [_b(f) for f in a.fields]
+    args += [encode(f) for f in a.fields]
     return args
 
 
@@ -270,5 +258,5 @@ def _decide_ids(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> list[
     scratch stream, so Redis then only stores what was decided."""
     ks = Keyspace(ManualClock(now_ms))
     if last_text:
-        ks.create(batch[0].key).last_id = _sid(last_text)
+        ks.create(batch[0].key).last_id = parse_id(last_text)
     return xadd_batch(ks, list(batch))

@@ -4,13 +4,12 @@ Importing this package registers every command in ``COMMANDS``.
 """
 
 from app.engine.commands import dump, groups, info, keys, reads, server, streams
-from app.engine.commands.table import COMMANDS, Command, Flag, Reply, lookup
+from app.engine.commands.table import COMMANDS, Command, Flag, lookup
 
 __all__ = [
     "COMMANDS",
     "Command",
     "Flag",
-    "Reply",
     "dump",
     "groups",
     "info",

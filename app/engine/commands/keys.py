@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Access, Flag, command, every_key, key_at, keys_from
-from app.engine.errors import NoSuchKey, SyntaxError_, WrongArgument, WrongArity
+from app.engine.errors import CommandError, NoSuchKey, SyntaxError_, WrongArgument, WrongArity
 from app.engine.ids import UINT64_MAX
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, PONG, ScanPage, Status
@@ -69,11 +69,18 @@ def _keys(ks: Keyspace, argv: list[str]) -> list[str]:
     return ks.keys(argv[1])
 
 
+SCAN_COUNT = 10  # SCAN's COUNT when none is given, as Redis's
+
+
+def invalid_cursor() -> CommandError:
+    return WrongArgument.err("invalid cursor")
+
+
 def _cursor(text: str) -> int:
     # parseScanCursorOrReply: strtoull, rejecting leading blanks and trailing junk
     body = text[1:] if text[:1] in "+-" else text
     if not body.isdigit() or not body.isascii() or int(body) > UINT64_MAX:
-        raise WrongArgument.err("invalid cursor")
+        raise invalid_cursor()
     v = int(body)
     return (-v) % (1 << 64) if text[:1] == "-" else v
 
@@ -81,7 +88,7 @@ def _cursor(text: str) -> int:
 @command("scan", -2, R, keys=every_key, access=Access.LIST)
 def _scan(ks: Keyspace, argv: list[str]) -> ScanPage:
     cursor = _cursor(argv[1])
-    count = 10
+    count = SCAN_COUNT
     match: str | None = None
     type_: str | None = None
     i = 2

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from app.engine.blocking import Block
 from app.engine.errors import CommandError, WrongArgument, WrongArity
 from app.engine.keyspace import Keyspace
+from app.engine.replies import CommandReply
 
-Reply = Any
-Handler = Callable[[Keyspace, list[str]], Reply | Block]
+Handler = Callable[[Keyspace, list[str]], CommandReply | Block]
 KeysOf = Callable[[list[str]], list[str] | None]
 """The keys a command line names; ``None`` for a command over the whole keyspace (KEYS, SCAN,
 DBSIZE, FLUSHALL). Only the command's own argv is looked at, never the keyspace."""

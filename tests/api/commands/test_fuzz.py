@@ -126,7 +126,7 @@ def client(
         app = create_app(Settings(max_reply_entries=1000, backend=url))
         # No lifespan in process: connect here, and be ready as /readyz would say.
         run(app.state.services.backend.start())
-        app.state.readiness.set_ready()
+        app.state.services.readiness.set_ready()
         run(app.state.services.backend.command(["FLUSHALL"]))
     transport = httpx.ASGITransport(app=app)
     c = httpx.AsyncClient(transport=transport, base_url="http://xs", timeout=10)

@@ -53,8 +53,9 @@ def app(request: pytest.FixtureRequest) -> Iterator[FastAPI]:
 
 
 async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -> None:
-    tails = app.state.sse_tails.by_key
-    streams = app.state.sse.open
+    store = app.state.services.backend.store
+    tails = app.state.services.sse_tails.by_key
+    streams = app.state.services.sse.open
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as client:
         await command(client, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
         await command(client, "XGROUP", "CREATECONSUMER", "s", "g", "c1")
@@ -69,7 +70,7 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
             open_events(client, group.format("c2"), max_unacked=1) as c2,
         ):
             assert entry_ids(await c2.take(1)) == [held]  # history; then it waits for acks
-            await parked_async(app.state.store, 3)  # the tails of s and t, c1 (see below)
+            await parked_async(store, 3)  # the tails of s and t, c1 (see below)
             sid = await add(client, "s", "n", "1")
             for reader in (one, two, multi, c1):
                 assert entry_ids(await reader.take(1)) == [sid]
@@ -77,8 +78,8 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
             assert len(streams) == 5
             # Tails of s and t, c1 on `>`. c2, held back by max_unacked, parks no reader: it
             # looks at its pending count now and then (no backend signals acks to readers).
-            await parked_async(app.state.store, 3)
-    direct = app.state.sse.flusher.direct_writes
+            await parked_async(store, 3)
+    direct = app.state.services.sse.flusher.direct_writes
     assert (direct > 0) == (app.state.http == "httptools"), direct
     await until_async(lambda: not tails and not streams, 3, "no tail and no stream left")
-    await parked_async(app.state.store, 0, 3, "no reader left blocked")
+    await parked_async(store, 0, 3, "no reader left blocked")

@@ -26,7 +26,6 @@ from app.api.sse.outbox import CloseReason, Outbox
 from app.api.sse.subscriber import Subscriber
 from app.api.sse.tail import StreamTail, Tails, follow
 from app.backends.embedded import EmbeddedBackend
-from app.durability import InMemory
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import XAddArgs
 from app.engine.errors import CommandError
@@ -118,7 +117,7 @@ async def backend() -> Racing:
 
 @pytest.fixture
 def tails(backend: Racing) -> Tails:
-    return Tails(backend, InMemory())
+    return Tails(backend)
 
 
 def tail_of(tails: Tails) -> StreamTail:

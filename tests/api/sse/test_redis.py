@@ -41,7 +41,7 @@ def app() -> Iterator[FastAPI]:
     )
     services = application.state.services
     services.backend = backend
-    application.state.sse_tails = Tails(backend, services.durability)
+    services.sse_tails = Tails(backend)
     inner = application.router.lifespan_context
 
     @contextlib.asynccontextmanager
@@ -62,7 +62,9 @@ async def client(app: FastAPI, real_redis: Any) -> AsyncIterator[httpx.AsyncClie
     # The last test's tails go once the server has noticed its clients left: a test starts
     # with none, so none follows a stream of the last test that FLUSHDB removed, and a
     # subscriber a test finds on a tail is its own.
-    await until_async(lambda: not app.state.sse_tails.by_key, 3, "the last test's tails gone")
+    await until_async(
+        lambda: not app.state.services.sse_tails.by_key, 3, "the last test's tails gone"
+    )
     async with httpx.AsyncClient(base_url=app.state.url, timeout=10) as c:
         yield c
 
@@ -140,7 +142,7 @@ async def test_live_gap_when_a_transaction_appends_and_trims(
     """Entries appended and trimmed at once (MULTI) before the tail reads them: a gap for its
     live subscribers. (A subscriber still replaying reads past such a trim without noticing
     it when its previous read found the stream's end: see ``tail._replay``.)"""
-    tails = app.state.sse_tails.by_key
+    tails = app.state.services.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events") as events:
         await until_async(lambda: "s" in tails and bool(tails["s"].subscribers), 3, "live")
         first = add(real_redis, 1)
@@ -186,7 +188,7 @@ class HeldReplayRead:
 
 @pytest.fixture
 def held_read(app: FastAPI, client: httpx.AsyncClient) -> Iterator[HeldReplayRead]:
-    tails = app.state.sse_tails  # none running (``client``): new ones take the wrapper
+    tails = app.state.services.sse_tails  # none running (``client``): new ones take the wrapper
     held = tails.backend = HeldReplayRead(tails.backend)
     yield held
     held.release.set()
@@ -200,13 +202,13 @@ async def test_a_stream_closed_while_replaying_leaves_its_tail(
     lost: the subscriber must not join the tail when the read returns (it would stay live
     there, keeping the tail, until an entry found its outbox closed; and a later test of
     the same stream took it for its own live subscriber)."""
-    tails = app.state.sse_tails.by_key
+    tails = app.state.services.sse_tails.by_key
     async with open_events(client, "/v1/streams/s/events"):
         await until_async(held_read.held.is_set, 3, "the replay read held")
     await until_async(held_read.cancelled.is_set, 3, "the server noticed, and cancelled")
     held_read.release.set()
     await until_async(lambda: not tails, 3, "a closed stream's subscriber leaves its tail")
-    await until_async(lambda: not app.state.sse.open, 3, "no stream open")
+    await until_async(lambda: not app.state.services.sse.open, 3, "no stream open")
 
 
 async def test_group_history_then_new_and_pending(
@@ -271,10 +273,10 @@ async def test_no_blocked_read_left_in_redis_after_clients_leave(
         sid = add(real_redis, 1)
         for reader in (one, multi, group):
             assert entry_ids(await reader.take(1)) == sid
-        assert set(app.state.sse_tails.by_key) == {"s", "t"}
+        assert set(app.state.services.sse_tails.by_key) == {"s", "t"}
         # The tails of s and t and the group's `>`, once each has issued its next read.
         await parked_async(real_redis, 3)
         assert len(_blocked_here(real_redis)) == 3
-    await until_async(lambda: not app.state.sse_tails.by_key, 3, "every tail gone")
+    await until_async(lambda: not app.state.services.sse_tails.by_key, 3, "every tail gone")
     await parked_async(real_redis, 0, 3, "no blocked read left in Redis")
     assert _blocked_here(real_redis) == []
