@@ -18,6 +18,7 @@ from app.engine.errors import CommandError, NoGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.store import Store
 from app.engine.waiting import ClientGone
+from tests.support.waiting import parked_async
 
 
 class Gate:
@@ -89,7 +90,7 @@ def test_an_answer_leaves_only_once_durable_errors_included() -> None:
         add = asyncio.create_task(b.command(["XADD", "s", "6-0", "a", "1"]))
         refused = asyncio.create_task(b.command(["XADD", "s", "1-0", "a", "1"]))
         nogroup = asyncio.create_task(b.pending_summary("s", "nope"))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # time for an answer that does not wait to leave
         assert not add.done() and not refused.done() and not nogroup.done()
         assert b.store.keyspace.get("s") is not None  # applied, only not answered yet
         gate.open.set()
@@ -143,8 +144,7 @@ def test_a_blocked_read_whose_client_left_stops_and_waits_for_nothing() -> None:
             b.pipeline([["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]], gone),
         ):
             task = asyncio.ensure_future(call)
-            await asyncio.sleep(0.01)
-            assert not task.done()
+            await parked_async(b.store, 1)
             left.set()
             with pytest.raises(ClientGone):
                 await asyncio.wait_for(task, 1)
@@ -160,10 +160,10 @@ def test_a_read_served_by_another_write_waits_for_that_write() -> None:
         gate = Gate()
         b = EmbeddedBackend(Store(), durability=gate)
         reader = asyncio.create_task(b.command(["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]))
-        await asyncio.sleep(0.01)
+        await parked_async(b.store, 1)
         gate.open.clear()
         writer = asyncio.create_task(b.command(["XADD", "s", "1-0", "a", "1"]))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # time for an answer that does not wait to leave
         assert not reader.done() and not writer.done()  # served, but not durable yet
         gate.open.set()
         (read,) = await reader

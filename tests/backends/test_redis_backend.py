@@ -47,6 +47,7 @@ from app.engine.stream import TrimSpec, TrimStrategy
 from app.engine.waiting import ClientGone
 from tests.api.inproc import InprocCommands
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, REQUIRE_SERVICES
+from tests.support.waiting import blocked_behind, parked_async, until_async
 
 pytestmark = pytest.mark.redis
 
@@ -410,7 +411,17 @@ async def test_reads(pair: Pair) -> None:
     await pair.both("read", ReadRequest(["r1"], ["3-0"], block_ms=50))  # times out: []
 
 
-async def test_block_woken_by_a_write(pair: Pair) -> None:
+async def _parked(side: Backend, url: str) -> None:
+    """Until one reader is blocked on ``side``: in its engine, or in the Redis behind it."""
+    if isinstance(side, EmbeddedBackend):
+        await parked_async(side.store, 1)
+    else:
+        await until_async(
+            lambda: asyncio.to_thread(blocked_behind, url), what="a read blocked in Redis"
+        )
+
+
+async def test_block_woken_by_a_write(pair: Pair, backend_url: str) -> None:
     for side in (pair.engine, pair.redis):
         await side.append([add("w", 1)])
     results = []
@@ -418,7 +429,7 @@ async def test_block_woken_by_a_write(pair: Pair) -> None:
         task = asyncio.ensure_future(
             side.read(ReadRequest(["other", "w"], ["0-0", "1-0"], block_ms=5000))
         )
-        await asyncio.sleep(0.2)
+        await _parked(side, backend_url)
         assert not task.done()
         await side.append([add("w", 2, "woke", "up")])
         results.append(await asyncio.wait_for(task, 5))
@@ -426,14 +437,14 @@ async def test_block_woken_by_a_write(pair: Pair) -> None:
     assert results[1] == [StreamRead("w", [st.Entry(sid(2), ("woke", "up"))])]
 
 
-async def test_blocked_group_read_is_woken(pair: Pair) -> None:
+async def test_blocked_group_read_is_woken(pair: Pair, backend_url: str) -> None:
     results = []
     for side in (pair.engine, pair.redis):
         await side.create_group("gw", "g", "$", True, None)
         task = asyncio.ensure_future(
             side.read(ReadRequest(["gw"], [">"], group="g", consumer="c", block_ms=5000))
         )
-        await asyncio.sleep(0.2)
+        await _parked(side, backend_url)
         await side.append([add("gw", 7)])
         results.append(await asyncio.wait_for(task, 5))
         results.append(await side.pending_summary("gw", "g"))
@@ -447,8 +458,7 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
         await left.wait()
 
     task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["0-0"], block_ms=0), gone))
-    await asyncio.sleep(0.1)
-    assert backend._blocking == 1
+    await until_async(lambda: backend._blocking == 1, what="the read holds its connection")
     left.set()
     with pytest.raises(ClientGone):
         await asyncio.wait_for(task, 5)
@@ -459,7 +469,7 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
     assert got == [StreamRead("bye", [st.Entry(sid(1), ("f", "1"))])]
     # cancelling the caller releases the connection too
     task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["1-0"], block_ms=0)))
-    await asyncio.sleep(0.1)
+    await until_async(lambda: backend._blocking == 1, what="the read holds its connection")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -512,7 +522,7 @@ async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
         asyncio.ensure_future(backend.read(ReadRequest([f"{{b}}{i}"], ["0-0"], block_ms=0)))
         for i in range(4)
     ]
-    await asyncio.sleep(0.2)
+    await until_async(lambda: backend._blocking == 4, what="4 reads hold their connections")
     with pytest.raises(BlockPoolExhausted) as e:
         await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=0))
     assert e.value.code == "BUSY"
@@ -688,12 +698,12 @@ async def test_pipeline_and_multi_exec(backend: RedisBackend) -> None:
         await asyncio.to_thread(embedded.client.close)
 
 
-async def test_command_block_waits_and_wakes(backend: RedisBackend) -> None:
+async def test_command_block_waits_and_wakes(backend: RedisBackend, backend_url: str) -> None:
     assert await backend.command(["XREAD", "BLOCK", "50", "STREAMS", "cb", "$"]) is None
     task = asyncio.ensure_future(
         backend.command(["XREAD", "BLOCK", "5000", "STREAMS", "cb", "other", "$", "$"])
     )
-    await asyncio.sleep(0.2)
+    await _parked(backend, backend_url)
     await backend.command(["XADD", "cb", "5-0", "k", "v"])
     assert await asyncio.wait_for(task, 5) == [["cb", [["5-0", ["k", "v"]]]]]
 
@@ -738,7 +748,7 @@ async def test_cluster_reads_across_slots(cluster: RedisBackend) -> None:
     # blocking over several slots: the write to any of them wakes the read
     tops = [f"{keys.index(k) + 1}-0" for k in order]
     task = asyncio.ensure_future(cluster.read(ReadRequest(order, tops, block_ms=5000)))
-    await asyncio.sleep(0.2)
+    await until_async(lambda: cluster._blocking >= 1, what="the read holds its connections")
     await cluster.append([add(keys[3], 100, "late", "1")])
     got = await asyncio.wait_for(task, 5)
     assert got == [StreamRead(keys[3], [st.Entry(sid(100), ("late", "1"))])]

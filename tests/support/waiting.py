@@ -96,7 +96,7 @@ def _blocked_in_redis(client: Any, db: int | None) -> int:
     return sum(1 for c in rows if "b" in c["flags"] and (db is None or int(c["db"]) == db))
 
 
-def _blocked_behind(backend: str) -> int:
+def blocked_behind(backend: str) -> int:
     """Blocked clients of the Redis (or every node of the Redis Cluster) at ``backend``."""
     import redis
 
@@ -142,7 +142,7 @@ def blocked_clients(where: Store | Server | str | Any) -> int:
         backend, token = _backend_of(where)
         if backend == "embedded":
             return _info_blocked(where.url, token)
-        return _blocked_behind(backend)
+        return blocked_behind(backend)
     if hasattr(where, "client_list"):
         return _blocked_in_redis(where, int(where.connection_pool.connection_kwargs.get("db", 0)))
     raise TypeError(f"cannot count blocked readers of {where!r}")
