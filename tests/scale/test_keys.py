@@ -67,6 +67,11 @@ def _served(url: str, key: str) -> bool:
     return httpx.get(url + "/v1/streams/orders/entries", headers=_bearer(key)).status_code == 200
 
 
+def _known(url: str, key: str) -> bool:
+    """Whether the front-end has read ``key`` (any answer but 401, whatever it may do)."""
+    return httpx.get(url + "/v1/streams/orders/entries", headers=_bearer(key)).status_code != 401
+
+
 def test_a_cli_key_is_served_scoped_and_revoked_on_every_target(
     any_target: Target, tmp_path: Path
 ) -> None:
@@ -78,7 +83,8 @@ def test_a_cli_key_is_served_scoped_and_revoked_on_every_target(
             assert admin("XADD", stream, "1-1", "f", "v") == "1-1"
         reader = create_key(tmp_path, "reader", "--read", "orders*")
         writer = create_key(tmp_path, "writer", "--write", "orders*")
-        until(lambda: _served(front.url, reader), REFRESH_S)
+        # Both keys, each created on its own: a refresh may fall between the two.
+        until(lambda: _served(front.url, reader) and _known(front.url, writer), REFRESH_S)
         http = httpx.Client(base_url=front.url, timeout=10)
         # The read-only key: reads its prefix; a write (REST and command) and another prefix
         # are refused, with the embedded engine's statuses.
