@@ -45,7 +45,7 @@ test: setup-test
 FAST_TESTS := tests/engine tests/differential tests/api/test_hostile_input.py \
 	tests/api/commands/test_limits.py tests/test_layers.py
 test-fast: setup-test
-	$(VENV)/bin/pytest -q $(FAST_TESTS) -m "not (slow or browser or spark or postgres or server)"
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) $(FAST_TESTS) -m "not (slow or browser or spark or postgres or server)"
 
 lint: setup-test
 	$(VENV)/bin/ruff check .
