@@ -29,6 +29,7 @@ to a status.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
@@ -91,6 +92,14 @@ class Backend(Protocol):
 
     async def start(self) -> None: ...
     async def close(self) -> None: ...
+
+    def answering(self) -> AbstractAsyncContextManager[None]:
+        """A block in which this task's calls answer at once and leaving the block waits
+        until everything they answered about is durable, errors included (a ``ClientGone``
+        waits for nothing). A surface builds its response inside and sends it after: the
+        work overlaps the journal's commit instead of following it. Outside such a block
+        every call waits by itself; a backend with nothing to wait for yields at once."""
+        ...
 
     # --- command endpoint -------------------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:

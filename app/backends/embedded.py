@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 from app.backends.base import CommandTimer, Gone, JsonReply
 from app.durability import Durability
@@ -106,9 +108,36 @@ class EmbeddedBackend:
             self.durability.check_writable()
 
     async def _visible(self, keys: Iterable[str] | None) -> None:
-        """Return once what an answer about ``keys`` (None: any key) shows is durable."""
-        if self.durability is not None:
-            await self.durability.wait_visible(keys)
+        """Return once what an answer about ``keys`` (None: any key) shows is durable; inside
+        ``answering``, note the keys for its end instead."""
+        if self.durability is None:
+            return
+        deferred = _DEFERRED.get()
+        if deferred is not None and deferred.task is asyncio.current_task():
+            deferred.add(keys)
+            return
+        await self.durability.wait_visible(keys)
+
+    @asynccontextmanager
+    async def answering(self) -> AsyncIterator[None]:
+        """See ``Backend.answering``: the calls made inside, by this task, wait for nothing;
+        leaving waits once for every key they answered about (errors included), so the
+        caller builds its response while the journal commits."""
+        if self.durability is None:
+            yield
+            return
+        deferred = _Deferred(asyncio.current_task())
+        token = _DEFERRED.set(deferred)
+        try:
+            yield
+        except ClientGone:
+            raise  # nobody reads the answer: nothing to wait for
+        except Exception:
+            await deferred.wait(self.durability)  # a 404 or a 409 shows state too
+            raise
+        finally:
+            _DEFERRED.reset(token)
+        await deferred.wait(self.durability)
 
     # --- command endpoint -------------------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
@@ -126,9 +155,9 @@ class EmbeddedBackend:
         except ClientGone:
             raise
         except Exception:
-            await self.durability.wait_visible(keys)  # an error shows state too (NOGROUP)
+            await self._visible(keys)  # an error shows state too (NOGROUP)
             raise
-        await self.durability.wait_visible(keys)
+        await self._visible(keys)
         return reply
 
     async def _command(self, argv: Sequence[str], cmd: Command, gone: Gone | None) -> JsonReply:
@@ -168,9 +197,9 @@ class EmbeddedBackend:
         except ClientGone:
             raise
         except Exception:
-            await self.durability.wait_visible(keys)
+            await self._visible(keys)
             raise
-        await self.durability.wait_visible(keys)  # once: one group commit
+        await self._visible(keys)  # once: one group commit
         return out
 
     async def _pipeline(
@@ -440,3 +469,30 @@ def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
             elif len(named) != 1 or not keys or keys[-1] != named[0]:
                 keys.extend(named)
     return writes, keys
+
+
+class _Deferred:
+    """The keys answered about inside one ``answering`` block, by the task that opened it
+    (a task it starts, which outlives it, waits for itself)."""
+
+    __slots__ = ("every", "keys", "task")
+
+    def __init__(self, task: asyncio.Task[object] | None) -> None:
+        self.task = task
+        self.keys: set[str] = set()
+        self.every = False
+
+    def add(self, keys: Iterable[str] | None) -> None:
+        if keys is None:
+            self.every = True
+        else:
+            self.keys.update(keys)
+
+    async def wait(self, durability: Durability) -> None:
+        if self.every:
+            await durability.wait_visible(None)
+        elif self.keys:
+            await durability.wait_visible(self.keys)
+
+
+_DEFERRED: ContextVar[_Deferred | None] = ContextVar("xstreams_deferred_wait", default=None)

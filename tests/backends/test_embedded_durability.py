@@ -171,3 +171,49 @@ def test_a_read_served_by_another_write_waits_for_that_write() -> None:
         assert await writer == StreamID(1, 0)
 
     run(scenario())
+
+
+def test_inside_answering_calls_answer_at_once_and_leaving_waits_once() -> None:
+    async def scenario() -> None:
+        gate = Gate()
+        b = EmbeddedBackend(Store(), durability=gate)
+        gate.open.clear()
+        left = False
+
+        async def respond() -> None:
+            nonlocal left
+            async with b.answering():
+                await b.append([XAddArgs("s", ("a", "1"), StreamID(1, 0))])
+                await b.range(RangeArgs("t", MIN_ID, MAX_ID))
+                assert gate.waited == []  # the calls answered without waiting
+            left = True
+
+        task = asyncio.create_task(respond())
+        await asyncio.sleep(0.05)  # time for a block that does not wait to be left
+        assert not left  # leaving waits: the answer is not durable yet
+        gate.open.set()
+        await task
+        assert gate.waited == [["s", "t"]]
+
+    run(scenario())
+
+
+def test_answering_waits_on_an_error_but_not_for_a_client_gone() -> None:
+    async def scenario() -> None:
+        gate = Gate()
+        b = EmbeddedBackend(Store(), durability=gate)
+        with pytest.raises(NoGroup):
+            async with b.answering():
+                await b.pending_summary("s", "nope")
+        assert gate.waited == [["s"]]
+        with pytest.raises(ClientGone):
+            async with b.answering():
+                await b.range(RangeArgs("u", MIN_ID, MAX_ID))
+                raise ClientGone
+        assert gate.waited == [["s"]]
+        # A task started inside the block is not the block's: its calls wait by themselves.
+        async with b.answering():
+            await asyncio.create_task(b.range(RangeArgs("v", MIN_ID, MAX_ID)))
+        assert gate.waited == [["s"], ["v"]]
+
+    run(scenario())

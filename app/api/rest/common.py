@@ -83,7 +83,9 @@ class RestRoute(APIRoute):
       ``read_body``, so ``max_body_bytes`` holds (413) before FastAPI buffers and parses it,
       and a malformed JSON body is a 422.
     - Durability is the backend's: a write is refused while storage cannot make it durable
-      (503), and no answer, errors included, shows state a crash could take back.
+      (503), and no answer, errors included, shows state a crash could take back. The
+      handler runs inside ``Backend.answering``, so its response is built while the journal
+      commits and leaves once what it shows is durable.
     - A long poll whose client went away answers 499 (nobody reads it).
     - The caller must be granted what the Redis command the operation models needs
       (``routes.models``) on the stream in the path, or on every stream a multi-stream read
@@ -117,7 +119,9 @@ class RestRoute(APIRoute):
             if request.method in _WRITES:
                 await request.load_body()
             try:
-                return await handler(request)
+                # The response is built while the journal commits; it leaves once durable.
+                async with services_of(request).backend.answering():
+                    return await handler(request)
             except ClientGone:
                 return Response(status_code=499)
 

@@ -85,7 +85,7 @@ async def _parsed(backend: Backend, stream: str, parse: Callable[[], T]) -> T:
 )
 async def append_entries(
     stream: StreamName, body: Append, backend: BackendDep, response: Response
-) -> Appended:
+) -> Encoded:
     """Append one entry (`fields`), or several atomically (`entries`: all or none), with XADD's
     options: ID `*`, `ms-*` or explicit; NOMKSTREAM (404 when the stream is missing); MAXLEN or
     MINID trimming, `~` and LIMIT. An ID not greater than the stream's top is a 409 (for a batch,
@@ -99,7 +99,10 @@ async def append_entries(
     response.headers["Location"] = (
         f"{base}/{texts[0]}" if len(texts) == 1 else f"{base}?start={texts[0]}&end={texts[-1]}"
     )
-    return Appended(ids=texts)
+    # ``Appended``, encoded without a model: the answer leaves once the journal committed the
+    # entries, so what runs after that wait (this) is kept short; the next group commit fills
+    # meanwhile.
+    return Encoded({"ids": texts})
 
 
 def _shaped(entries: list[Entry], form: FieldsForm, nxt: str | None) -> Encoded:

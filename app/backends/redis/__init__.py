@@ -28,7 +28,8 @@ docstring says the choices a caller may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
@@ -122,6 +123,11 @@ class RedisBackend:
 
     async def shards(self, timeout_s: float) -> list[ShardHealth]:
         return await self._router.shards(timeout_s)
+
+    @asynccontextmanager
+    async def answering(self) -> AsyncIterator[None]:
+        """Nothing to wait for: a write returned once Redis (and WAIT) answered."""
+        yield
 
     # --- command endpoint: Passthrough ------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:

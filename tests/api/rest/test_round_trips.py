@@ -17,7 +17,9 @@ from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
 
-OPERATIONS = [n for n in dir(Backend) if not n.startswith("_") and n not in ("name", "stateless")]
+# Operations, not the attributes or the scope every REST request opens (``answering``).
+NOT_OPERATIONS = ("name", "stateless", "checks_commands", "answering")
+OPERATIONS = [n for n in dir(Backend) if not n.startswith("_") and n not in NOT_OPERATIONS]
 
 
 class Counting(EmbeddedBackend):
