@@ -164,9 +164,9 @@ async def _set_string(backend: RedisBackend, key: str) -> None:
     await backend.command(["DEL", key])
     # The command table has no SET: write the string key with redis-py directly.
     if backend.name == "redis":
-        await backend._client.execute_command("SET", key.encode(), b"x")
+        await backend.router.client.execute_command("SET", key.encode(), b"x")
     else:
-        await backend._c.execute_command("SET", key.encode(), b"x")
+        await backend.router.cluster_client.execute_command("SET", key.encode(), b"x")
 
 
 # --- the protocol, step by step -----------------------------------------------------------
@@ -305,7 +305,7 @@ async def test_stream_infos_of_a_page(pair: Pair) -> None:
     ]
     assert await pair.both("stream_infos", []) == []
     if pair.redis.name == "redis-cluster":  # the page really spans masters
-        assert len({pair.redis._node(k).name for k in asked}) > 1  # type: ignore[union-attr]
+        assert len({pair.redis.router.node(k).name for k in asked}) > 1  # type: ignore[union-attr]
 
 
 async def test_groups_consumers_and_acks(pair: Pair) -> None:
@@ -458,22 +458,26 @@ async def test_a_client_that_leaves_stops_its_blocking_read(backend: RedisBacken
         await left.wait()
 
     task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["0-0"], block_ms=0), gone))
-    await until_async(lambda: backend._blocking == 1, what="the read holds its connection")
+    await until_async(
+        lambda: backend.blocking_reads.held == 1, what="the read holds its connection"
+    )
     left.set()
     with pytest.raises(ClientGone):
         await asyncio.wait_for(task, 5)
-    assert backend._blocking == 0
+    assert backend.blocking_reads.held == 0
     # the connection was closed, not reused: a later read on the pool sees only its reply
     await backend.append([add("bye", 1)])
     got = await backend.read(ReadRequest(["bye"], ["0-0"], block_ms=100))
     assert got == [StreamRead("bye", [st.Entry(sid(1), ("f", "1"))])]
     # cancelling the caller releases the connection too
     task = asyncio.ensure_future(backend.read(ReadRequest(["bye"], ["1-0"], block_ms=0)))
-    await until_async(lambda: backend._blocking == 1, what="the read holds its connection")
+    await until_async(
+        lambda: backend.blocking_reads.held == 1, what="the read holds its connection"
+    )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert backend._blocking == 0
+    assert backend.blocking_reads.held == 0
 
 
 async def test_a_cancellation_redis_py_drops_still_reaches_the_caller(
@@ -482,7 +486,9 @@ async def test_a_cancellation_redis_py_drops_still_reaches_the_caller(
     """On Python 3.11 redis-py's send (``asyncio.wait_for``) may return and drop a
     cancellation that lands as the send completes (CPython gh-86296): the caller must still
     be cancelled, or a task told to stop (an event stream whose client left) runs on."""
-    client: Any = backend._client if backend.name == "redis" else backend._c
+    client: Any = (
+        backend.router.client if backend.name == "redis" else backend.router.cluster_client
+    )
     real = client.execute_command
     dropped = 0
 
@@ -522,7 +528,9 @@ async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
         asyncio.ensure_future(backend.read(ReadRequest([f"{{b}}{i}"], ["0-0"], block_ms=0)))
         for i in range(4)
     ]
-    await until_async(lambda: backend._blocking == 4, what="4 reads hold their connections")
+    await until_async(
+        lambda: backend.blocking_reads.held == 4, what="4 reads hold their connections"
+    )
     with pytest.raises(BlockPoolExhausted) as e:
         await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=0))
     assert e.value.code == "BUSY"
@@ -531,7 +539,7 @@ async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
     for t in reads_:
         t.cancel()
     await asyncio.gather(*reads_, return_exceptions=True)
-    assert backend._blocking == 0
+    assert backend.blocking_reads.held == 0
     assert await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=10)) == []
 
 
@@ -725,7 +733,7 @@ def _spread(b: RedisBackend, n: int) -> list[str]:
     i = 0
     while len(keys) < n:
         key = f"k{i}"
-        node = b._node(key)
+        node = b.router.node(key)
         assert node is not None
         if node.name not in nodes or len(nodes) >= 3:
             keys.append(key)
@@ -737,7 +745,7 @@ def _spread(b: RedisBackend, n: int) -> list[str]:
 async def test_cluster_reads_across_slots(cluster: RedisBackend) -> None:
     assert cluster.name == "redis-cluster"
     keys = _spread(cluster, 4)
-    assert len({cluster._slot(k) for k in keys}) == 4
+    assert len({cluster.router.slot(k) for k in keys}) == 4
     for n, key in enumerate(keys):
         await cluster.append([add(key, n + 1, "k", key)])
     order = [keys[2], keys[0], keys[3], keys[1]]
@@ -748,11 +756,13 @@ async def test_cluster_reads_across_slots(cluster: RedisBackend) -> None:
     # blocking over several slots: the write to any of them wakes the read
     tops = [f"{keys.index(k) + 1}-0" for k in order]
     task = asyncio.ensure_future(cluster.read(ReadRequest(order, tops, block_ms=5000)))
-    await until_async(lambda: cluster._blocking >= 1, what="the read holds its connections")
+    await until_async(
+        lambda: cluster.blocking_reads.held >= 1, what="the read holds its connections"
+    )
     await cluster.append([add(keys[3], 100, "late", "1")])
     got = await asyncio.wait_for(task, 5)
     assert got == [StreamRead(keys[3], [st.Entry(sid(100), ("late", "1"))])]
-    assert cluster._blocking == 0
+    assert cluster.blocking_reads.held == 0
     # group reads over several slots
     for key in keys:
         await cluster.create_group(key, "g", "0", False, None)

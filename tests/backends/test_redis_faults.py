@@ -17,7 +17,7 @@ from app.backends.errors import (
     fault_of,
 )
 from app.backends.redis import RedisBackend
-from app.backends.redis.parse import _error
+from app.backends.redis.parse import redis_error
 from app.backends.shards import ShardHealth, assess, readiness_fields
 from app.engine.errors import (
     BusyGroup,
@@ -63,7 +63,7 @@ MISTAKES: list[tuple[str, type[CommandError]]] = [
 
 @pytest.mark.parametrize("text", FAULTS)
 def test_a_passing_state_of_redis_is_a_fault_answered_503(text: str) -> None:
-    error = _error(text)
+    error = redis_error(text)
     assert type(error) is RedisFault and error.text == text
     assert status_of(error) == 503  # REST
     assert command_status(error) == 503  # the command endpoint
@@ -73,7 +73,7 @@ def test_a_passing_state_of_redis_is_a_fault_answered_503(text: str) -> None:
 @pytest.mark.parametrize(("text", "cls"), MISTAKES)
 def test_a_client_mistake_is_not_a_fault(text: str, cls: type[CommandError]) -> None:
     assert fault_of(text) is None
-    error = _error(text)
+    error = redis_error(text)
     assert type(error) is cls
     assert 400 <= status_of(error) < 500
     assert command_status(error) == 400  # the Upstash protocol's one status for errors

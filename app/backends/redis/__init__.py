@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import RedisCluster
 
 from app.backends.base import Gone
 from app.backends.redis.blocking import BlockingReads
@@ -87,7 +87,7 @@ class RedisBackend:
         router = Router(client, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
         blocking = BlockingReads(router, block_pools, block_connections)
         reads = Reads(router, blocking, limits)
-        self._router, self._blocking_reads = router, blocking
+        self.router, self.blocking_reads = router, blocking
         self._passthrough = Passthrough(router, reads, limits)
         self._streams = Streams(router, reads, limits)
         self._groups = Groups(router, limits)
@@ -115,14 +115,14 @@ class RedisBackend:
         )
 
     async def start(self) -> None:
-        await self._router.start()
+        await self.router.start()
 
     async def close(self) -> None:
-        await self._blocking_reads.close()
-        await self._router.close()
+        await self.blocking_reads.close()
+        await self.router.close()
 
     async def shards(self, timeout_s: float) -> list[ShardHealth]:
-        return await self._router.shards(timeout_s)
+        return await self.router.shards(timeout_s)
 
     @asynccontextmanager
     async def answering(self) -> AsyncIterator[None]:
@@ -222,23 +222,3 @@ class RedisBackend:
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         return await self._groups.autoclaim(args)
-
-    # --- what the backend's own tests look at -----------------------------------------
-    @property
-    def _client(self) -> Redis | RedisCluster:
-        return self._router.client
-
-    @property
-    def _c(self) -> RedisCluster:
-        return self._router.cluster_client
-
-    @property
-    def _blocking(self) -> int:
-        """Connections held by blocking reads now."""
-        return self._blocking_reads.held
-
-    def _node(self, key: str | None) -> ClusterNode | None:
-        return self._router.node(key)
-
-    def _slot(self, key: str) -> int:
-        return self._router.slot(key)

@@ -76,9 +76,6 @@ def redis_error(exc: ResponseError | str, args: Sequence[Arg] = ()) -> CommandEr
     return classify_reply(_quoted_bytes(exc if isinstance(exc, str) else _text(exc), args))
 
 
-_error = redis_error  # the name tests/backends/test_redis_faults.py imports
-
-
 def _quoted_bytes(text: str, args: Sequence[Arg]) -> str:
     """hiredis decodes an error reply with ``errors="replace"``: a key or group name that is
     not UTF-8, quoted in the text ("No such key 's\ufffd'"), lost its bytes. Each argument
