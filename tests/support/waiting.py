@@ -148,6 +148,19 @@ def blocked_clients(where: Store | Server | str | Any) -> int:
     raise TypeError(f"cannot count blocked readers of {where!r}")
 
 
+def blocked_per_read(where: Store | Server | str | Any, keys: list[str]) -> int:
+    """How many blocked clients one blocking read of ``keys`` makes where ``blocked_clients``
+    counts them: in front of a Redis Cluster the read is split by slot, each part blocked on
+    a connection of its own; anywhere else one."""
+    if isinstance(where, Server):
+        backend, _ = _backend_of(where)
+        if urlsplit(backend).scheme == "redis+cluster":
+            from redis.crc import key_slot
+
+            return len({key_slot(k.encode()) for k in keys})
+    return 1
+
+
 def _what(where: object, n: int, what: str | None) -> str:
     return what or f"{n} reader(s) blocked at {type(where).__name__}"
 

@@ -26,7 +26,13 @@ from tests.api.support import (
     result_of,
 )
 from tests.conftest import Commands, Server
-from tests.support.waiting import blocked_clients, parked, parked_async, until_async
+from tests.support.waiting import (
+    blocked_clients,
+    blocked_per_read,
+    parked,
+    parked_async,
+    until_async,
+)
 
 # Upper bound for "woken within milliseconds": generous for a loaded CI box, far below any timeout.
 WAKE_LIMIT = 1.0
@@ -138,7 +144,7 @@ async def test_dollar_across_several_streams(
     """With several keys, the reply names the key that got data (and only it)."""
     await call(ahttp, "XADD", "a", "1-1", "f", "v")
     waiter = bg.spawn(timed(ahttp, "XREAD", "BLOCK", "5000", "STREAMS", "a", "b", "$", "$"))
-    await still_waiting(server, waiter)
+    await still_waiting(server, waiter, blocked_per_read(server, ["a", "b"]))
     await call(ahttp, "XADD", "b", "7-7", "g", "w")
     r, _ = await asyncio.wait_for(waiter, 6)
     assert result_of(r) == [["b", [["7-7", ["g", "w"]]]]]

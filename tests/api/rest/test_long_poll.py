@@ -19,7 +19,7 @@ from app.engine.store import Store
 from tests.api.inproc import serve
 from tests.api.rest.conftest import Local, add
 from tests.conftest import Server
-from tests.support.waiting import parked_async
+from tests.support.waiting import blocked_per_read, parked_async
 
 WAKE_LIMIT = 1.0  # seconds: "at once" on a loaded CI box, far below the timeouts used
 
@@ -110,7 +110,11 @@ async def test_several_streams(live: Live) -> None:
         r, _ = await asyncio.gather(
             poll,
             _when_parked(
-                live, client, "/v1/streams/b/entries", json={"id": "2-0", "fields": {"y": "2"}}
+                live,
+                client,
+                "/v1/streams/b/entries",
+                blocked_per_read(live.server, ["a", "b"]),  # a cluster splits it by slot
+                json={"id": "2-0", "fields": {"y": "2"}},
             ),
         )
     assert r.json() == {
