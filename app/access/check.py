@@ -52,6 +52,8 @@ class NoPerm(CommandError):
 
 
 _VERBS = {Access.READ: Verb.READ, Access.CONSUME: Verb.CONSUME, Access.WRITE: Verb.WRITE}
+# XACKDEL acknowledges (a consumer's act) and deletes (a writer's): it needs both verbs.
+_BOTH = (Verb.CONSUME, Verb.WRITE)
 
 
 def check_command(principal: Principal, cmd: Command, argv: list[str]) -> None:
@@ -74,13 +76,13 @@ def check_keys(principal: Principal, cmd: Command, keys: list[str] | None) -> No
         if not grant.has(Verb.READ):
             raise NoPerm.command(cmd.name)
         return  # the reply is narrowed to what may be read (``readable``)
-    verb = _VERBS[access]
-    if not grant.has(verb):
+    verbs = _BOTH if access is Access.CONSUME_WRITE else (_VERBS[access],)
+    if not all(grant.has(verb) for verb in verbs):
         raise NoPerm.command(cmd.name)
     if keys is None:
         raise NoPerm.command(cmd.name)
     for key in keys:
-        if not grant.allows(verb, key):
+        if not all(grant.allows(verb, key) for verb in verbs):
             raise NoPerm.key()
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from app.api.binary import encode_json
 from app.api.rest.schemas.entries import FieldsForm
 from app.engine.ids import format_id
-from app.engine.replies import MissingEntry
+from app.engine.replies import ClaimedEntry, MissingEntry
 from app.engine.stream import Entry, Fields
 
 __all__ = [
@@ -68,10 +68,16 @@ def rest_entries(entries: Iterable[Entry], form: FieldsForm) -> list[dict[str, A
     ]
 
 
-def rest_maybe_entry(e: Entry | MissingEntry, form: FieldsForm) -> dict[str, Any]:
-    """``schemas.entries.MaybeEntry`` as plain values."""
+def rest_maybe_entry(e: Entry | MissingEntry | ClaimedEntry, form: FieldsForm) -> dict[str, Any]:
+    """``schemas.entries.MaybeEntry`` as plain values; a claimed entry (a read with CLAIM)
+    adds how long it was idle and how often it was delivered before."""
     if isinstance(e, MissingEntry):
         return {"id": format_id(e.id), "fields": None}
+    if isinstance(e, ClaimedEntry):
+        body = rest_entry(Entry(e.id, e.fields), form)
+        body["idle_ms"] = e.idle_ms
+        body["delivery_count"] = e.delivery_count
+        return body
     return rest_entry(e, form)
 
 

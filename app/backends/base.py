@@ -33,10 +33,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     AutoClaim,
     CommandReply,
@@ -143,6 +145,12 @@ class Backend(Protocol):
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]: ...
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int: ...
+    async def delete_with_policy(
+        self, key: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        """XDELEX (Redis 8.2): one status code per ID (-1, 1, 2)."""
+        ...
+
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         """XREAD / XREADGROUP; with ``block_ms`` waits (``gone`` stops it, raising
         ``ClientGone``); [] at timeout."""
@@ -178,6 +186,16 @@ class Backend(Protocol):
 
     # --- pending entries --------------------------------------------------------------
     async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int: ...
+    async def ack_delete(
+        self, key: str, group: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        """XACKDEL (Redis 8.2): one status code per ID (-1, 1, 2)."""
+        ...
+
+    async def nack(self, args: NackArgs) -> int:
+        """XNACK (Redis 8.8): how many entries were released."""
+        ...
+
     async def pending_summary(self, key: str, group: str) -> PendingSummary: ...
     async def pending(self, args: PendingArgs) -> list[PendingRow]: ...
     async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]: ...

@@ -37,7 +37,9 @@ from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
 from app.engine.commands.bulk import run_at, xadd_batch
+from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.nack import NackArgs, xnack
 from app.engine.commands.reads import ReadRequest, resolve_read, xread
 from app.engine.commands.streams import (
     RangeArgs,
@@ -53,6 +55,7 @@ from app.engine.commands.table import Command, lookup
 from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     AutoClaim,
     ConsumerInfo,
@@ -327,6 +330,15 @@ class EmbeddedBackend:
         finally:
             await self._visible((key,))
 
+    async def delete_with_policy(
+        self, key: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        self._writable()
+        try:
+            return self.store.run(xdelex, key, list(ids), policy)
+        finally:
+            await self._visible((key,))
+
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         """XREAD / XREADGROUP. A group read writes (deliveries, the PEL): refused while
         storage cannot take it. A blocked read served by another client's write waits for
@@ -414,6 +426,22 @@ class EmbeddedBackend:
             return self.store.run(ops.xack, key, group, list(ids))
         finally:
             await self._visible((key,))
+
+    async def ack_delete(
+        self, key: str, group: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        self._writable()
+        try:
+            return self.store.run(xackdel, key, group, list(ids), policy)
+        finally:
+            await self._visible((key,))
+
+    async def nack(self, args: NackArgs) -> int:
+        self._writable()
+        try:
+            return self.store.run(xnack, args)
+        finally:
+            await self._visible((args.key,))
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
         try:

@@ -28,11 +28,16 @@ Retry = Callable[[str], Served | None]
 
 @dataclass(eq=False, slots=True)
 class Block:
-    """A read that found nothing and asked to wait: for these keys, up to ``timeout_ms``."""
+    """A read that found nothing and asked to wait: for these keys, up to ``timeout_ms``.
+
+    ``wake_at_ms`` (engine time) is when the read should look again although no write
+    signalled its keys: an XREADGROUP ... CLAIM read waits for a pending entry to turn idle
+    enough as well as for new entries (``waiting.wait`` pokes it then)."""
 
     keys: list[str]
     timeout_ms: int  # 0 waits forever
     retry: Retry
+    wake_at_ms: int | None = None
 
 
 @dataclass(eq=False, slots=True)

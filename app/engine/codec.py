@@ -24,6 +24,14 @@ earlier version hold exactly these lists, so the form must not change:
     ["ack", key, group, [id, ...]]                 Acked
     ["delivered", key, group, consumer, delivered_at_ms, [id, ...]]  Delivered (one XREADGROUP)
 
+Record format 2 adds what Redis 8.2 and 8.8's commands do; a format 1 record is a format 2
+record, so a database moves to format 2 without rewriting a row (migration 0004), and an
+xstreams that reads only format 1 refuses it instead of failing on an unknown kind:
+
+    ["trim", key, strategy, maxlen, minid, approx, limit, policy]  Trimmed, DELREF or ACKED
+    ["unref", key, [id, ...]]                      RefsDropped (DELREF)
+    ["nack", key, group, [id, ...], [count, ...]]  Released (XNACK)
+
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
 stops recovery where it is instead of building a state that differs from the one recorded.
@@ -69,6 +77,8 @@ from app.engine.effects import (
     LastIdSet,
     PendingSet,
     Record,
+    RefsDropped,
+    Released,
     ReplayError,
     StreamCreated,
     StreamRestored,
@@ -77,6 +87,7 @@ from app.engine.effects import (
 )
 from app.engine.ids import StreamID
 from app.engine.int64 import INT64_MIN, UINT64_MAX, is_i64, is_u64
+from app.engine.refs import RefPolicy
 from app.engine.stream import Fields, TrimSpec, TrimStrategy
 
 E = TypeVar("E", bound=Effect)
@@ -276,7 +287,38 @@ def _trim(w: list[Any]) -> TrimSpec:
         raise ReplayError(f"unknown trim strategy {w[2]!r}") from e
     if not isinstance(w[5], bool):
         raise ReplayError(f"expected true or false, got {w[5]!r}")
-    return TrimSpec(strategy, i64(w[3]), sid_from_text(w[4]), w[5], i64(w[6]))
+    policy = RefPolicy.KEEPREF
+    if len(w) > 7:
+        try:
+            policy = RefPolicy(w[7])
+        except ValueError as e:
+            raise ReplayError(f"unknown reference policy {w[7]!r}") from e
+    return TrimSpec(strategy, i64(w[3]), sid_from_text(w[4]), w[5], i64(w[6]), policy)
+
+
+def _trim_wire(e: Trimmed) -> list[Any]:
+    """A trim's stored form: format 1's seven items, and the policy after them when it is
+    not KEEPREF (format 2), so a KEEPREF trim is stored as every earlier version stored it."""
+    t = e.trim
+    w: list[Any] = [
+        "trim",
+        e.key,
+        t.strategy.value,
+        put_i64(t.maxlen, "MAXLEN"),
+        sid_text(t.minid),
+        t.approx,
+        put_i64(t.limit, "LIMIT"),
+    ]
+    if t.policy is not RefPolicy.KEEPREF:
+        w.append(t.policy.value)
+    return w
+
+
+def _released(w: list[Any]) -> Released:
+    ids = _sids(w[3])
+    if not isinstance(w[4], list) or len(w[4]) != len(ids):
+        raise ReplayError(f"a release needs one delivery count per ID: {w!r}")
+    return Released(key=_str(w[1]), group=_str(w[2]), ids=ids, counts=tuple(u64(c) for c in w[4]))
 
 
 def _entries_added(w: list[Any]) -> EntriesAdded:
@@ -296,7 +338,7 @@ class Kind(Generic[E]):
 
     tag: str
     cls: type[E]
-    size: int
+    sizes: tuple[int, ...]
     encode: Callable[[E], list[Any]]
     decode: Callable[[list[Any]], E]
 
@@ -304,11 +346,11 @@ class Kind(Generic[E]):
 def _kind(
     tag: str,
     cls: type[E],
-    size: int,
+    size: int | tuple[int, ...],
     encode: Callable[[E], list[Any]],
     decode: Callable[[list[Any]], E],
 ) -> Kind[E]:
-    return Kind(tag, cls, size, encode, decode)
+    return Kind(tag, cls, (size,) if isinstance(size, int) else size, encode, decode)
 
 
 KINDS: tuple[Kind[Any], ...] = (
@@ -359,21 +401,7 @@ KINDS: tuple[Kind[Any], ...] = (
         lambda e: ["xdel", e.key, sid_texts(e.ids)],
         lambda w: EntriesDeleted(key=_str(w[1]), ids=_sids(w[2])),
     ),
-    _kind(
-        "trim",
-        Trimmed,
-        7,
-        lambda e: [
-            "trim",
-            e.key,
-            e.trim.strategy.value,
-            put_i64(e.trim.maxlen, "MAXLEN"),
-            sid_text(e.trim.minid),
-            e.trim.approx,
-            put_i64(e.trim.limit, "LIMIT"),
-        ],
-        lambda w: Trimmed(key=_str(w[1]), trim=_trim(w)),
-    ),
+    _kind("trim", Trimmed, (7, 8), _trim_wire, lambda w: Trimmed(key=_str(w[1]), trim=_trim(w))),
     _kind(
         "setid",
         LastIdSet,
@@ -506,6 +534,27 @@ KINDS: tuple[Kind[Any], ...] = (
         lambda e: ["ack", e.key, e.group, sid_texts(e.ids)],
         lambda w: Acked(key=_str(w[1]), group=_str(w[2]), ids=_sids(w[3])),
     ),
+    # Record format 2 (Redis 8.2 and 8.8 stream commands):
+    _kind(
+        "unref",
+        RefsDropped,
+        3,
+        lambda e: ["unref", e.key, sid_texts(e.ids)],
+        lambda w: RefsDropped(key=_str(w[1]), ids=_sids(w[2])),
+    ),
+    _kind(
+        "nack",
+        Released,
+        5,
+        lambda e: [
+            "nack",
+            e.key,
+            e.group,
+            sid_texts(e.ids),
+            [put_u64(c, "a delivery count") for c in e.counts],
+        ],
+        _released,
+    ),
 )
 
 _BY_TAG: dict[str, Kind[Any]] = {k.tag: k for k in KINDS}
@@ -526,8 +575,9 @@ def effect_from_wire(w: Any) -> Effect:
     kind = _BY_TAG.get(w[0]) if isinstance(w[0], str) else None
     if kind is None:
         raise ReplayError(f"unknown effect {w[0]!r}")
-    if len(w) != kind.size:
-        raise ReplayError(f"effect {w!r} has {len(w)} items, {kind.tag!r} has {kind.size}")
+    if len(w) not in kind.sizes:
+        sizes = " or ".join(map(str, kind.sizes))
+        raise ReplayError(f"effect {w!r} has {len(w)} items, {kind.tag!r} has {sizes}")
     effect: Effect = kind.decode(w)
     return effect
 

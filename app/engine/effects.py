@@ -197,6 +197,27 @@ class Acked:
     ids: tuple[StreamID, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefsDropped:
+    """Every group's references to these IDs were dropped (DELREF of XDELEX / XACKDEL):
+    each group holding one pending forgets it, its owner too (``refs.drop_refs``)."""
+
+    key: str
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Released:
+    """Pending entries were released back to the group (XNACK): each now has no owner,
+    delivery time 0 and the delivery count given, and joins the end of the released FIFO in
+    this order; one that was not pending was created so (FORCE)."""
+
+    key: str
+    group: str
+    ids: tuple[StreamID, ...]
+    counts: tuple[int, ...]
+
+
 Effect = (
     StreamCreated
     | KeyDeleted
@@ -217,6 +238,8 @@ Effect = (
     | PendingSet
     | Delivered
     | Acked
+    | RefsDropped
+    | Released
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened
 

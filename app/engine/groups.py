@@ -3,10 +3,15 @@
 The group PEL (``pel.Pel``) holds every pending entry with its owner's name; a consumer's
 PEL is the set of its pending IDs, a view of the group PEL, as in Redis where both rax trees
 point at one ``streamNACK``. Moving ownership moves an ID between consumer sets only.
+
+An entry released with XNACK (Redis 8.8) stays in the group PEL with no owner (``None``, shown
+as ``""``: a consumer may really be named ``""``) and delivery time 0, and joins ``released``,
+the FIFO that claims serve first. Giving it an owner or dropping it takes it out again.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -40,6 +45,8 @@ class ConsumerGroup:
     entries_read: int | None
     pel: Pel = field(default_factory=Pel)
     consumers: dict[str, Consumer] = field(default_factory=dict)
+    # Packed IDs released by XNACK and not claimed since, oldest release first (an ordered set).
+    released: dict[int, None] = field(default_factory=dict)
 
     def consumer(self, name: str, now_ms: int, *, refresh: bool = True) -> Consumer:
         """Look a consumer up, creating it if needed; a lookup refreshes its seen-time."""
@@ -81,12 +88,33 @@ class ConsumerGroup:
                 previous.pel.discard(key)
         if consumer is not None:
             consumer.pel.add(key)
+            if self.released:
+                self.released.pop(key, None)
         return pending
+
+    def release(self, sid: StreamID, delivery_count: int) -> None:
+        """XNACK: the entry stays pending with no owner, delivery time 0 (claimable at any
+        min-idle-time) and ``delivery_count``, at the end of the released FIFO; created
+        when it was not pending (FORCE)."""
+        key = key_of(sid)
+        old = self.pel.put(key, PendingEntry(None, 0, delivery_count))
+        if old is not None and old.consumer is not None:
+            previous = self.consumers.get(old.consumer)
+            if previous is not None:
+                previous.pel.discard(key)
+        self.released.pop(key, None)
+        self.released[key] = None
+
+    def released_ids(self) -> list[StreamID]:
+        """The released entries in the order claims serve them (oldest release first)."""
+        return [sid_of(k) for k in self.released]
 
     def _forget(self, key: int) -> bool:
         pending = self.pel.pop(key)
         if pending is None:
             return False
+        if self.released:
+            self.released.pop(key, None)
         if pending.consumer is not None:
             owner = self.consumers.get(pending.consumer)
             if owner is not None:
@@ -129,6 +157,36 @@ class ConsumerGroup:
         return map(sid_of, filter(mine.__contains__, self.pel.keys(start, end)))
 
     # -- delivery ----------------------------------------------------------------------------
+
+    def claimable(self, min_idle_ms: int, now_ms: int, count: int) -> list[int]:
+        """What an XREADGROUP ... CLAIM read takes, in its order (Redis 8.4): released
+        entries first, oldest release first, then entries idle at least ``min_idle_ms``,
+        longest idle first (ties by ID); at most ``count`` (0: all). It walks the whole PEL
+        when a released entry does not fill ``count``: O(PEL), as a claim scan is."""
+        keys = list(self.released)
+        if count and len(keys) >= count:
+            return keys[:count]
+        cutoff = now_ms - min_idle_ms
+        idle = [
+            (p.delivered_at_ms, k)
+            for k, p in self.pel.items_by_key()
+            if p.consumer is not None and p.delivered_at_ms <= cutoff
+        ]
+        left = count - len(keys) if count else len(idle)
+        if left < len(idle):
+            idle = heapq.nsmallest(left, idle)
+        else:
+            idle.sort()
+        keys.extend(k for _, k in idle)
+        return keys
+
+    def next_claimable_ms(self, min_idle_ms: int) -> int | None:
+        """When the next owned entry becomes idle enough to claim (None: no owned entry)."""
+        oldest = min(
+            (p.delivered_at_ms for _, p in self.pel.items_by_key() if p.consumer is not None),
+            default=None,
+        )
+        return None if oldest is None else oldest + min_idle_ms
 
     def read_new(
         self, stream: Stream, consumer: Consumer, count: int, noack: bool, now_ms: int

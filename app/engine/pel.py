@@ -59,6 +59,10 @@ class Pel:
     def get(self, sid: StreamID) -> PendingEntry | None:
         return self._entries.get(key_of(sid))
 
+    def items_by_key(self) -> Iterable[tuple[int, PendingEntry]]:
+        """Every (packed ID, entry), in no particular order."""
+        return self._entries.items()
+
     def entry(self, key: int) -> PendingEntry:
         return self._entries[key]
 

@@ -34,6 +34,8 @@ from app.engine.effects import (
     LastIdSet,
     PendingSet,
     Record,
+    RefsDropped,
+    Released,
     ReplayError,
     StreamCreated,
     StreamRestored,
@@ -44,6 +46,7 @@ from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
 from app.engine.rdbio import PayloadVersionError
+from app.engine.refs import drop_refs, trim_stream
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Fields, Stream, id_follows
 
@@ -226,7 +229,13 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                 if sid > s.max_deleted_id:
                     s.max_deleted_id = sid
         case Trimmed(key=key, trim=trim):
-            _stream(ks, key).trim(trim)
+            trim_stream(_stream(ks, key), trim)
+        case RefsDropped(key=key, ids=ids):
+            drop_refs(_stream(ks, key), ids)
+        case Released(key=key, group=group, ids=ids, counts=counts):
+            g = _group(ks, key, group)
+            for sid, count in zip(ids, counts, strict=True):
+                g.release(sid, count)
         case LastIdSet():
             s = _stream(ks, effect.key)
             s.last_id = effect.last_id

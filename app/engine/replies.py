@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from app.engine.ids import StreamID
-from app.engine.stream import Entry
+from app.engine.stream import Entry, Fields
 
 
 class Status(str):
@@ -32,11 +32,22 @@ class MissingEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimedEntry:
+    """An idle pending entry an XREADGROUP ... CLAIM read took (Redis 8.4): the entry, then
+    how long it was idle before (-1: released by XNACK) and its delivery count."""
+
+    id: StreamID
+    fields: Fields
+    idle_ms: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamRead:
     """One stream's part of an XREAD / XREADGROUP reply."""
 
     key: str
-    entries: list[Entry | MissingEntry]
+    entries: list[Entry | MissingEntry | ClaimedEntry]
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +158,9 @@ class GroupFull:
     pel_count: int
     pending: list[PendingDelivery]
     consumers: list[ConsumerFull]
+    # Released (XNACK) entries in the PEL: shown as "nacked-count" (Redis 8.8) only when
+    # there are some, so a group Redis 7.0 could hold answers as 7.0 does.
+    nacked_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +206,7 @@ CommandReply: TypeAlias = (
     | StreamID
     | Entry
     | MissingEntry
+    | ClaimedEntry
     | StreamRead
     | PendingSummary
     | PendingRow

@@ -30,9 +30,11 @@ from app.engine.effects import ReplayError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
+from app.engine.pel import key_of
 from app.engine.stream import Node, Stream
 
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3
+# 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +171,11 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         }
         for sv in view.streams
     ]
+    released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
     doc = {
-        "format": SNAPSHOT_FORMAT,
+        # 2 while no group holds released entries, so an xstreams that reads format 2 still
+        # loads it (a database without XNACK state can move back a version).
+        "format": SNAPSHOT_FORMAT if released else 2,
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
@@ -250,9 +255,9 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
         doc = decode_json(data)
     except ValueError as e:
         raise ReplayError(f"snapshot is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (1, SNAPSHOT_FORMAT):
+    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, SNAPSHOT_FORMAT):
         raise ReplayError("unknown snapshot format")
-    decode_node = _decode_node if doc["format"] == SNAPSHOT_FORMAT else _decode_node_v1
+    decode_node = _decode_node if doc["format"] != 1 else _decode_node_v1
     try:
         # First: streams created below take the limits CONFIG SET gave.
         for name, value in doc.get("config_set", {}).items():
@@ -277,7 +282,8 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
 
 
 def group_views(s: Stream) -> list[Any]:
-    """A stream's groups as plain values (name, last ID, entries read, consumers, PEL)."""
+    """A stream's groups as plain values (name, last ID, entries read, consumers, PEL, and
+    the released IDs in FIFO order when there are some)."""
     groups = []
     for g in s.groups.values():
         pel = [
@@ -285,7 +291,10 @@ def group_views(s: Stream) -> list[Any]:
             for sid, p in g.pel.items()
         ]
         consumers = [[c.name, c.seen_time_ms] for c in g.consumers.values()]
-        groups.append([g.name, sid_text(g.last_id), g.entries_read, consumers, pel])
+        group: list[Any] = [g.name, sid_text(g.last_id), g.entries_read, consumers, pel]
+        if g.released:
+            group.append([sid_text(sid) for sid in g.released_ids()])
+        groups.append(group)
     return groups
 
 
@@ -293,7 +302,7 @@ def _checked_groups(groups: list[Any]) -> list[Any]:
     """``group_views``'s values, each integer checked against the domain ``load_groups``
     reads it with (in the encoding thread, not on the loop): a snapshot that could not be
     loaded back is never written."""
-    for _, _, entries_read, consumers, pel in groups:
+    for _, _, entries_read, consumers, pel, *_ in groups:
         if entries_read is not None:
             put_i64(entries_read, "entries_read")
         for _, seen in consumers:
@@ -307,8 +316,8 @@ def _checked_groups(groups: list[Any]) -> list[Any]:
 
 
 def load_groups(s: Stream, groups: list[Any]) -> None:
-    for name, last_id, entries_read, consumers, pel in groups:
-        if not isinstance(name, str):
+    for name, last_id, entries_read, consumers, pel, *more in groups:
+        if not isinstance(name, str) or len(more) > 1:
             raise ReplayError(f"malformed snapshot: group name {name!r}")
         read = None if entries_read is None else i64(entries_read)
         g = s.groups[name] = ConsumerGroup(name, sid_from_text(last_id), read)
@@ -328,3 +337,9 @@ def load_groups(s: Stream, groups: list[Any]) -> None:
                 last = pending
             entries[key] = last
         g.pel.load(entries)
+        for text in more[0] if more else ():
+            key = key_of(sid_from_text(text))
+            unowned = entries.get(key)
+            if unowned is None or unowned.consumer is not None:
+                raise ReplayError(f"malformed snapshot: released {text!r} is not an unowned entry")
+            g.released[key] = None

@@ -108,6 +108,14 @@ class Store:
         with self._step():
             return operation(self.keyspace, *args, **kwargs)
 
+    def poke(self, keys: Sequence[str]) -> None:
+        """Offer ``keys`` to their blocked readers as if a write had signalled them, in one
+        atomic step (what a read delivers is journaled): a CLAIM read whose pending entries
+        turned idle enough is served by time, not by a write."""
+        with self._step():
+            for key in keys:
+                self.keyspace.blocked.signal(key)
+
     def append_run(self, run: list[XAddArgs]) -> list[Outcome]:
         """Consecutive plain XADDs to one key (``bulk.run_at``) as one atomic step and one
         journal effect, each answered as if run alone and counted as its own call in INFO."""

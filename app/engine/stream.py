@@ -10,7 +10,7 @@ redis-server. The node is also the unit snapshots store.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -19,6 +19,7 @@ from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import fields_bytes
 from app.engine.node import Entry, Fields, Node
+from app.engine.refs import RefPolicy
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
@@ -51,6 +52,7 @@ class TrimSpec:
     minid: StreamID = MIN_ID
     approx: bool = False
     limit: int = 0
+    policy: RefPolicy = RefPolicy.KEEPREF  # what trimming does to group references (8.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,16 +159,30 @@ class Stream:
         self.length -= 1
         return True
 
-    def trim(self, spec: TrimSpec) -> TrimOutcome:
+    def trim(
+        self,
+        spec: TrimSpec,
+        *,
+        keep: Callable[[StreamID], bool] | None = None,
+        removed: list[StreamID] | None = None,
+    ) -> TrimOutcome:
         """Remove entries by MAXLEN or MINID exactly as ``streamTrim`` does.
 
         Whole nodes go first; in the first node that cannot go, exact trimming flags entries
         deleted. That node stays even when none of its entries is left live, as in Redis:
-        later appends land in it, and a later trim drops it whole."""
+        later appends land in it, and a later trim drops it whole.
+
+        ``keep`` (the ACKED policy) names entries that must stay: a node holding one is not
+        dropped whole, and its other entries are flagged one by one, on to the next nodes
+        until the threshold is met. Under DELREF and ACKED, ``~`` does not stop trimming
+        inside a node (redis-server 8.6 trims them exactly; LIMIT still counts nodes).
+        ``removed`` collects the IDs of the live entries removed (DELREF drops their
+        references after)."""
         deleted = 0
-        drop = 0
+        gone: list[int] = []  # indexes of the nodes dropped whole
         maxlen = spec.maxlen
-        for node in self.nodes:
+        nodes = self.nodes
+        for k, node in enumerate(nodes):
             if spec.strategy is TrimStrategy.MAXLEN and self.length <= maxlen:
                 break
             entries = node.live
@@ -176,28 +192,46 @@ class Stream:
                 remove_node = self.length - entries >= maxlen
             else:
                 remove_node = node.id_at(len(node) - 1) < spec.minid
+            live = None
+            if remove_node and (keep is not None or removed is not None):
+                live = [sid for i, sid in enumerate(node.ids()) if not node.is_deleted(i)]
+                if keep is not None and any(map(keep, live)):
+                    remove_node = False
             if remove_node:
-                drop += 1
+                if removed is not None and live is not None:
+                    removed.extend(live)
+                gone.append(k)
                 self.length -= entries
                 deleted += entries
                 continue
-            if spec.approx:
-                break
+            if spec.approx and spec.policy is RefPolicy.KEEPREF:
+                break  # DELREF and ACKED trim inside a node even with ~ (redis-server 8.6)
+            reached = False
             for i, sid in enumerate(node.ids()):
                 if spec.strategy is TrimStrategy.MAXLEN:
-                    if self.length <= maxlen:
-                        break
-                elif sid >= spec.minid:
+                    reached = self.length <= maxlen
+                else:
+                    reached = sid >= spec.minid
+                if reached:
                     break
-                if not node.is_deleted(i):
-                    node.mark_deleted(i)
-                    self.length -= 1
-                    deleted += 1
-            break
-        if drop:
-            del self.nodes[:drop]
-            del self.firsts[:drop]
-        return TrimOutcome(deleted, drop)
+                if node.is_deleted(i) or (keep is not None and keep(sid)):
+                    continue
+                node.mark_deleted(i)
+                self.length -= 1
+                deleted += 1
+                if removed is not None:
+                    removed.append(sid)
+            if keep is None or reached:
+                break
+        if gone:
+            if len(gone) == gone[-1] + 1:  # a prefix, as always without ``keep``
+                del nodes[: len(gone)]
+                del self.firsts[: len(gone)]
+            else:
+                dropped = set(gone)
+                nodes[:] = [n for k, n in enumerate(nodes) if k not in dropped]
+                self.firsts[:] = [f for k, f in enumerate(self.firsts) if k not in dropped]
+        return TrimOutcome(deleted, len(gone))
 
     # -- reading -------------------------------------------------------------------------
 

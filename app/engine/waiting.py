@@ -51,6 +51,27 @@ async def wait(
     timer = (
         loop.call_later(block.timeout_ms / 1000, finish, _TIMED_OUT) if block.timeout_ms else None
     )
+    wake: asyncio.TimerHandle | None = None
+
+    def look_again() -> None:
+        """A CLAIM read's pending entries may be idle enough now: offer its keys again, and
+        wait for the next such moment if that served nothing."""
+        nonlocal wake
+        wake = None
+        if fut.done() or waiter.done:
+            return
+        store.poke(block.keys)
+        if not fut.done() and not waiter.done:
+            schedule_wake()
+
+    def schedule_wake() -> None:
+        nonlocal wake
+        if block.wake_at_ms is None:
+            return
+        delay_ms = max(block.wake_at_ms - store.clock.now_ms(), 0)
+        wake = loop.call_later(delay_ms / 1000 + 0.001, look_again)
+
+    schedule_wake()
     watcher: asyncio.Task[None] | None = None
     if disconnected is not None:
         gone = disconnected
@@ -66,6 +87,8 @@ async def wait(
         blocked.remove(waiter)
         if timer is not None:
             timer.cancel()
+        if wake is not None:
+            wake.cancel()
         if watcher is not None:
             watcher.cancel()
     if result is _TIMED_OUT:

@@ -45,6 +45,9 @@ LINES: list[tuple[list[str], str]] = [
     (["XPENDING", "orders", "g"], "consume"),
     (["XCLAIM", "orders", "g", "c", "0", "1-1"], "consume"),
     (["XAUTOCLAIM", "orders", "g", "c", "0", "0"], "consume"),
+    (["XNACK", "orders", "g", "FAIL", "IDS", "1", "1-1"], "consume"),
+    (["XACKDEL", "orders", "g", "IDS", "1", "1-1"], "consume+write"),
+    (["XDELEX", "orders", "IDS", "1", "1-1"], "write"),
     (["XADD", "orders", "*", "f", "v"], "write"),
     (["XDEL", "orders", "1-1"], "write"),
     (["XTRIM", "orders", "MAXLEN", "0"], "write"),
@@ -90,6 +93,8 @@ def test_each_verb_reaches_exactly_its_commands(argv: list[str], needs: str) -> 
     cmd = lookup(argv)
     assert cmd.access is Access(needs)
     check_command(who(ADMIN), cmd, argv)  # admin runs everything
+    if needs == "consume+write":  # XACKDEL both acknowledges and deletes
+        check_command(who(Grant.of(consume=["orders*"], write=["orders*"])), cmd, argv)
     for verb, grant in GRANTS.items():
         if needs in ("none",) or needs == verb or (needs == "list" and verb == "read"):
             check_command(who(grant), cmd, argv)
@@ -107,6 +112,11 @@ def test_each_verb_reaches_exactly_its_commands(argv: list[str], needs: str) -> 
         (WORKER, ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "orders", "other", ">", ">"]),
         (PRODUCER, ["XADD", "order", "*", "f", "v"]),  # "orders*" needs the s
         (PRODUCER, ["DEL", "orders-1", "x"]),
+        # XACKDEL needs both verbs on the key: consume here, write only elsewhere.
+        (
+            Grant.of(consume=["orders*"], write=["other*"]),
+            ["XACKDEL", "orders", "g", "IDS", "1", "1-1"],
+        ),
     ],
 )
 def test_a_verb_held_elsewhere_refuses_the_key(grant: Grant, argv: list[str]) -> None:

@@ -33,12 +33,15 @@ from app.engine.effects import (
     KeyRenamed,
     LastIdSet,
     PendingSet,
+    RefsDropped,
+    Released,
     ReplayError,
     StreamCreated,
     StreamRestored,
     Trimmed,
 )
 from app.engine.ids import StreamID
+from app.engine.refs import RefPolicy
 from app.engine.stream import TrimSpec, TrimStrategy
 
 STORED: list[tuple[list[Any], Effect]] = [
@@ -124,6 +127,26 @@ STORED: list[tuple[list[Any], Effect]] = [
             delivered_at_ms=17,
             ids=(StreamID(3, 0), StreamID(3, 1)),
         ),
+    ),
+    # Record format 2: the Redis 8.2 / 8.8 commands.
+    (
+        ["trim", "s", "MAXLEN", 5, "0-0", False, 0, "ACKED"],
+        Trimmed(
+            key="s",
+            trim=TrimSpec(TrimStrategy.MAXLEN, 5, StreamID(0, 0), False, 0, RefPolicy.ACKED),
+        ),
+    ),
+    (
+        ["trim", "s", "MINID", 0, "7-0", True, 100, "DELREF"],
+        Trimmed(
+            key="s",
+            trim=TrimSpec(TrimStrategy.MINID, 0, StreamID(7, 0), True, 100, RefPolicy.DELREF),
+        ),
+    ),
+    (["unref", "s", ["1-0", "2-3"]], RefsDropped(key="s", ids=(StreamID(1, 0), StreamID(2, 3)))),
+    (
+        ["nack", "s", "g", ["3-0", "4-1"], [0, 9223372036854775807]],
+        Released(key="s", group="g", ids=(StreamID(3, 0), StreamID(4, 1)), counts=(0, 2**63 - 1)),
     ),
 ]
 

@@ -16,6 +16,7 @@ from app.engine.ids import StreamID
 from app.engine.listpack import utf8
 from app.engine.replies import (
     AutoClaim,
+    ClaimedEntry,
     CommandReply,
     ConsumerFull,
     ConsumerInfo,
@@ -99,6 +100,8 @@ class Shaper:
             return self._list(r)
         if isinstance(r, MissingEntry):
             return [self.id(r.id), None]
+        if isinstance(r, ClaimedEntry):
+            return [*self.entry(Entry(r.id, r.fields)), r.idle_ms, r.delivery_count]
         if isinstance(r, StreamRead):
             return [self.s(r.key), self._list(r.entries)]
         if isinstance(r, PendingSummary):
@@ -145,6 +148,7 @@ class Shaper:
                     ("pel-count", r.pel_count),
                     ("pending", [self._delivery(p, with_consumer=True) for p in r.pending]),
                     ("consumers", [self(c) for c in r.consumers]),
+                    *([("nacked-count", r.nacked_count)] if r.nacked_count else []),
                 ]
             )
         if isinstance(r, ConsumerFull):

@@ -44,11 +44,13 @@ from app.backends.redis.streams import Streams
 from app.backends.redis.urls import BlockPools, cluster_address, connect
 from app.backends.shards import ShardHealth
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     AutoClaim,
     CommandReply,
@@ -174,6 +176,11 @@ class RedisBackend:
     async def delete_entries(self, key: str, ids: Sequence[StreamID]) -> int:
         return await self._streams.delete_entries(key, ids)
 
+    async def delete_with_policy(
+        self, key: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        return await self._streams.delete_with_policy(key, ids, policy)
+
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         return await self._streams.read(request, gone)
 
@@ -210,6 +217,14 @@ class RedisBackend:
 
     async def ack(self, key: str, group: str, ids: Sequence[StreamID]) -> int:
         return await self._groups.ack(key, group, ids)
+
+    async def ack_delete(
+        self, key: str, group: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        return await self._groups.ack_delete(key, group, ids, policy)
+
+    async def nack(self, args: NackArgs) -> int:
+        return await self._groups.nack(args)
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
         return await self._groups.pending_summary(key, group)

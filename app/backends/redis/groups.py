@@ -29,9 +29,11 @@ from app.engine.commands.groups import (
     PendingArgs,
     no_such_group,
 )
+from app.engine.commands.nack import NackArgs
 from app.engine.errors import NoSuchKey
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     AutoClaim,
     ConsumerInfo,
@@ -141,6 +143,30 @@ class Groups:
         return int(
             await self._router.write(key, "XACK", encode(key), encode(group), *map(id_arg, ids))
         )
+
+    async def ack_delete(
+        self, key: str, group: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        raw = await self._router.write(
+            key,
+            "XACKDEL",
+            encode(key),
+            encode(group),
+            policy.value,
+            "IDS",
+            len(ids),
+            *map(id_arg, ids),
+        )
+        return [int(code) for code in raw]
+
+    async def nack(self, args: NackArgs) -> int:
+        argv: list[Arg] = [encode(args.key), encode(args.group), args.mode.value, "IDS"]
+        argv += [len(args.ids), *map(id_arg, args.ids)]
+        if args.retry_count is not None:
+            argv += ["RETRYCOUNT", args.retry_count]
+        if args.force:
+            argv.append("FORCE")
+        return int(await self._router.write(args.key, "XNACK", *argv))
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
         count, first, last, consumers = await self._router.call(

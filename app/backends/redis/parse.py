@@ -24,6 +24,7 @@ from app.backends.errors import (
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.replies import (
+    ClaimedEntry,
     CommandReply,
     MissingEntry,
     Status,
@@ -169,7 +170,7 @@ def opt_int(raw: Raw) -> int | None:
 def parse_read(raw: Raw) -> list[StreamRead]:
     out = []
     for key, entries in raw or []:
-        items: list[Entry | MissingEntry] = [
+        items: list[Entry | MissingEntry | ClaimedEntry] = [
             MissingEntry(parse_id(e[0])) if e[1] is None else parse_entry(e) for e in entries
         ]
         out.append(StreamRead(decode(key), items))

@@ -56,6 +56,7 @@ from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     ConsumerFull,
     GroupFull,
@@ -216,6 +217,14 @@ class Streams:
         if not ids:
             return 0
         return int(await self._router.write(key, "XDEL", encode(key), *map(id_arg, ids)))
+
+    async def delete_with_policy(
+        self, key: str, ids: Sequence[StreamID], policy: RefPolicy
+    ) -> list[int]:
+        raw = await self._router.write(
+            key, "XDELEX", encode(key), policy.value, "IDS", len(ids), *map(id_arg, ids)
+        )
+        return [int(code) for code in raw]
 
     async def read(self, args: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
         if args.block_ms is not None:

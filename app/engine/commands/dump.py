@@ -22,7 +22,7 @@ from __future__ import annotations
 from app.engine.commands.args import eq, int_arg
 from app.engine.commands.table import Flag, command, key_at
 from app.engine.effects import StreamRestored
-from app.engine.errors import CommandError, SyntaxError_
+from app.engine.errors import CommandError, SyntaxError_, WrongArgument
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import utf8
 from app.engine.rdb import BadPayload, NotAStream, dump_stream, load_stream
@@ -46,6 +46,13 @@ def _dump(ks: Keyspace, argv: list[str]) -> str | None:
     s = ks.get(argv[1])
     if s is None:
         return None
+    if any(g.released for g in s.groups.values()):
+        # Redis 7.0's stream type has no unowned pending entry; writing one would make a
+        # payload RESTORE refuses, and giving it an owner would change what it is.
+        raise WrongArgument.err(
+            "DUMP cannot encode entries released by XNACK in a Redis 7.0 payload: claim"
+            " or acknowledge them first"
+        )
     try:
         payload = dump_stream(s, ks.limits.restore_bytes)
     except TooLarge:

@@ -304,11 +304,13 @@ def xpending_range(ks: Keyspace, a: PendingArgs) -> list[PendingRow]:
         return out
     for sid in ids:
         pending = group.pel.entry(key_of(sid))
-        idle = elapsed_ms(now, pending.delivered_at_ms)
-        if a.min_idle_ms and idle < a.min_idle_ms:
-            continue
-        assert pending.consumer is not None
-        out.append(PendingRow(sid, pending.consumer, max(idle, 0), i64(pending.delivery_count)))
+        if pending.consumer is None:  # released (XNACK): no owner, idle -1, claimable now
+            out.append(PendingRow(sid, "", -1, i64(pending.delivery_count)))
+        else:
+            idle = elapsed_ms(now, pending.delivered_at_ms)
+            if a.min_idle_ms and idle < a.min_idle_ms:
+                continue
+            out.append(PendingRow(sid, pending.consumer, max(idle, 0), i64(pending.delivery_count)))
         if len(out) >= count:
             break
     return out
@@ -506,16 +508,27 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
     now = ks.clock.now_ms()
     attempts = a.count * ATTEMPTS_FACTOR
     count = a.count
+    # Entries released by XNACK come first, oldest release first, then the scan from the
+    # cursor; neither takes an entry twice.
+    released = list(islice(group.released, count))
     # The keys this call can visit: at most `attempts`, plus one to report the cursor.
     keys = list(islice(group.pel.keys(a.start), min(attempts, len(group.pel)) + 1))
     pos = 0
     claimed: list[Entry | StreamID] = []
     deleted: list[StreamID] = []
     consumer = None
-    while attempts > 0 and count > 0 and pos < len(keys):
-        attempts -= 1
-        sid = sid_of(keys[pos])
-        pos += 1
+    taken: set[int] = set()
+    while attempts > 0 and count > 0 and (released or pos < len(keys)):
+        if released:
+            pkey = released.pop(0)
+            taken.add(pkey)
+        else:
+            attempts -= 1
+            pkey = keys[pos]
+            pos += 1
+            if pkey in taken:
+                continue
+        sid = sid_of(pkey)
         fields = stream.get(sid)
         if fields is None:
             group.drop_pending(sid)
@@ -523,8 +536,12 @@ def xautoclaim(ks: Keyspace, a: AutoClaimArgs) -> AutoClaim:
             deleted.append(sid)
             count -= 1
             continue
-        pending = group.pel.entry(keys[pos - 1])
-        if a.min_idle_ms and elapsed_ms(now, pending.delivered_at_ms) < a.min_idle_ms:
+        pending = group.pel.entry(pkey)
+        if (
+            pending.consumer is not None
+            and a.min_idle_ms
+            and elapsed_ms(now, pending.delivered_at_ms) < a.min_idle_ms
+        ):
             continue
         if consumer is None:
             consumer = group.consumer(a.consumer, now)

@@ -88,8 +88,9 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
 def _deliveries(items: Iterable[tuple[StreamID, PendingEntry]]) -> list[PendingDelivery]:
     out = []
     for sid, p in items:
-        assert p.consumer is not None
-        out.append(PendingDelivery(sid, p.consumer, p.delivered_at_ms, i64(p.delivery_count)))
+        # A released entry (XNACK) has no owner: Redis shows "" and delivery time 0.
+        owner = "" if p.consumer is None else p.consumer
+        out.append(PendingDelivery(sid, owner, p.delivered_at_ms, i64(p.delivery_count)))
     return out
 
 
@@ -127,6 +128,7 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
                 pel_count=len(g.pel),
                 pending=_deliveries(g.pel.items(count)),
                 consumers=consumers,
+                nacked_count=len(g.released),
             )
         )
     return StreamFullInfo(

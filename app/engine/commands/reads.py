@@ -12,9 +12,10 @@ from app.engine.effects import Delivered, consumer_seen, group_updated, pending_
 from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
+from app.engine.int64 import elapsed_ms, i64, u64
 from app.engine.keyspace import Keyspace
-from app.engine.pel import key_of
-from app.engine.replies import MissingEntry, StreamRead
+from app.engine.pel import key_of, sid_of
+from app.engine.replies import ClaimedEntry, MissingEntry, StreamRead
 from app.engine.stream import Entry
 
 XREAD_BLOCKED_DEFAULT_COUNT = 1000
@@ -30,6 +31,7 @@ class ReadArgs:
     group: str | None = None
     consumer: str | None = None
     noack: bool = False
+    claim_ms: int | None = None  # CLAIM min-idle-time (Redis 8.4); None: no claim
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,7 @@ class ReadRequest:
     group: str | None = None
     consumer: str | None = None
     noack: bool = False
+    claim_ms: int | None = None  # CLAIM min-idle-time (Redis 8.4); None: no claim
 
     def __post_init__(self) -> None:
         if len(self.keys) != len(self.ids):
@@ -53,6 +56,16 @@ class ReadRequest:
     @property
     def command(self) -> str:
         return "XREAD" if self.group is None else "XREADGROUP"
+
+
+CLAIM_INVALID = "min-idle-time is not an integer or out of range"
+
+
+def claim_arg(min_idle_ms: int) -> int:
+    """CLAIM's min-idle-time: milliseconds, 0 or more (redis-server 8.6's texts)."""
+    if min_idle_ms < 0:
+        raise WrongArgument.err("min-idle-time must be a positive integer")
+    return min_idle_ms
 
 
 def _unbalanced() -> CommandError:
@@ -74,6 +87,7 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
     nstreams = 0
     group = consumer = None
     noack = False
+    claim: int | None = None
     i = 1
     n = len(argv)
     while i < n:
@@ -105,6 +119,13 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
                     "The NOACK option is only supported by XREADGROUP. You called XREAD instead."
                 )
             noack = True
+        elif o == "claim" and moreargs:
+            if not xreadgroup:
+                raise WrongArgument.err(
+                    "The CLAIM option is only supported by XREADGROUP. You called XREAD instead."
+                )
+            i += 1
+            claim = claim_arg(int_arg(argv[i], CLAIM_INVALID))
         else:
             raise SyntaxError_()
         i += 1
@@ -114,7 +135,7 @@ def parse_read_request(ks: Keyspace, argv: list[str]) -> ReadRequest:
         raise WrongArgument.err("Missing GROUP option for XREADGROUP")
     keys = argv[streams_arg : streams_arg + nstreams]
     texts = argv[streams_arg + nstreams :]
-    return ReadRequest(keys, texts, count, block, group, consumer, noack)
+    return ReadRequest(keys, texts, count, block, group, consumer, noack, claim)
 
 
 def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
@@ -149,7 +170,10 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
             ids.append(NEW)
         else:
             ids.append(parse_strict_id(text))
-    return ReadArgs(r.keys, ids, r.count, r.block_ms, r.group, r.consumer, r.noack)
+    claim = r.claim_ms
+    if claim is not None:
+        claim_arg(claim)
+    return ReadArgs(r.keys, ids, r.count, r.block_ms, r.group, r.consumer, r.noack, claim)
 
 
 def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRead] | Block | None:
@@ -187,9 +211,19 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                     )
                 )
                 continue
-            if not stream.length or stream.last_valid_id() <= group.last_id:
+            claimed: list[Entry | MissingEntry | ClaimedEntry] = []
+            if a.claim_ms is not None:
+                claimed.extend(claim_idle(ks, key, group, a.consumer, a.claim_ms, a.count))
+            left = a.count - len(claimed) if a.count else 0
+            if (a.count and not left) or (
+                not stream.length or stream.last_valid_id() <= group.last_id
+            ):
+                if claimed:
+                    out.append(StreamRead(key, claimed))
                 continue
-            out.append(StreamRead(key, deliver_new(ks, key, group, a.consumer, a.count, a.noack)))
+            fresh = deliver_new(ks, key, group, a.consumer, left, a.noack)
+            claimed.extend(fresh if a.claim_ms is None else as_claimed(fresh))
+            out.append(StreamRead(key, claimed))
         else:
             if not stream.length or stream.last_valid_id() <= gt:
                 continue
@@ -199,8 +233,60 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
     if out:
         return out
     if a.block_ms is not None and may_block:
-        return Block(list(a.keys), a.block_ms, _retry(ks, a))
+        return _blocked(ks, a, a.block_ms)
     return None
+
+
+def claim_idle(
+    ks: Keyspace, key: str, group: ConsumerGroup, consumer_name: str, min_idle_ms: int, count: int
+) -> list[ClaimedEntry]:
+    """CLAIM's part of a read: take the group's claimable entries (``claimable``) for the
+    consumer, each answered with its idle time and delivery count from before the claim
+    (which counts one more delivery). An entry gone from the stream is passed over and
+    stays pending, as redis-server 8.6 leaves it."""
+    stream = ks.streams[key]
+    now = ks.clock.now_ms()
+    out: list[ClaimedEntry] = []
+    consumer = None
+    for pkey in group.claimable(min_idle_ms, now, 0):
+        if count and len(out) >= count:
+            break
+        sid = sid_of(pkey)
+        pending = group.pel.entry(pkey)
+        fields = stream.get(sid)
+        if fields is None:
+            continue
+        if consumer is None:
+            ks.limits.check_new_consumer(group.name, group.consumers, consumer_name)
+            consumer = group.consumer(consumer_name, now)
+            ks.record(consumer_seen(key, group, consumer))
+        idle = -1 if pending.consumer is None else max(elapsed_ms(now, pending.delivered_at_ms), 0)
+        before = pending.delivery_count
+        pending = group.set_pending(sid, consumer, now, u64(before + 1))
+        ks.record(pending_set(key, group, sid, pending))
+        out.append(ClaimedEntry(sid, fields, idle, i64(before)))
+    return out
+
+
+def as_claimed(entries: list[Entry]) -> list[ClaimedEntry]:
+    """New entries in a CLAIM read's form: idle 0, never delivered before."""
+    return [ClaimedEntry(e.id, e.fields, 0, 0) for e in entries]
+
+
+def _claim_wake(ks: Keyspace, a: ReadArgs) -> int | None:
+    """When a blocked CLAIM read should look again although nothing was written: the
+    earliest time an owned pending entry of one of its groups turns idle enough."""
+    if a.claim_ms is None or a.group is None:
+        return None
+    times = []
+    for key in a.keys:
+        stream = ks.get(key)
+        group = stream.groups.get(a.group) if stream is not None else None
+        if group is not None:
+            at = group.next_claimable_ms(a.claim_ms)
+            if at is not None:
+                times.append(at)
+    return min(times, default=None)
 
 
 def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
@@ -233,7 +319,7 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
 
 def deliver_new(
     ks: Keyspace, key: str, group: ConsumerGroup, consumer_name: str, count: int, noack: bool
-) -> list[Entry | MissingEntry]:
+) -> list[Entry]:
     """XREADGROUP ``>`` for one stream: deliver, record as pending, journal the effects."""
     stream = ks.streams[key]
     now = ks.clock.now_ms()
@@ -254,8 +340,25 @@ def deliver_new(
     return list(entries)
 
 
+def _blocked(ks: Keyspace, a: ReadArgs, timeout_ms: int) -> Block:
+    """The wait of a read that found nothing: served by ``retry`` when one of its keys is
+    signalled (``serveClientsBlockedOnKey``), and with CLAIM also woken by time."""
+    block = Block(list(a.keys), timeout_ms, _retry(ks, a), _claim_wake(ks, a))
+    if a.claim_ms is not None:
+        serve = block.retry
+
+        def retry(key: str) -> list[StreamRead] | None:
+            served = serve(key)
+            if served is None:
+                block.wake_at_ms = _claim_wake(ks, a)  # the next entry to turn idle enough
+            return served
+
+        block.retry = retry
+    return block
+
+
 def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
-    """What a blocked read does when one of its keys is signalled (``serveClientsBlockedOnKey``)."""
+    """What a blocked read does when one of its keys is signalled."""
     count = a.count or XREAD_BLOCKED_DEFAULT_COUNT
     positions = dict(zip(a.keys, a.ids, strict=True))
 
@@ -275,10 +378,15 @@ def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
         group: ConsumerGroup | None = stream.groups.get(a.group)
         if group is None:
             raise NoGroup("NOGROUP the consumer group this client was blocked on no longer exists")
-        if stream.last_id <= group.last_id:
-            return None
         assert a.consumer is not None
-        return [StreamRead(key, deliver_new(ks, key, group, a.consumer, count, a.noack))]
+        claimed: list[Entry | MissingEntry | ClaimedEntry] = []
+        if a.claim_ms is not None:
+            claimed.extend(claim_idle(ks, key, group, a.consumer, a.claim_ms, count))
+        left = count - len(claimed)
+        if left and stream.last_id > group.last_id:
+            fresh = deliver_new(ks, key, group, a.consumer, left, a.noack)
+            claimed.extend(fresh if a.claim_ms is None else as_claimed(fresh))
+        return [StreamRead(key, claimed)] if claimed else None
 
     return retry
 

@@ -32,6 +32,7 @@ from app.engine.ids import (
 )
 from app.engine.keyspace import Keyspace
 from app.engine.listpack import fields_bytes
+from app.engine.refs import RefPolicy, trim_stream
 from app.engine.replies import OK, Status
 from app.engine.stream import (
     STREAM_LISTPACK_MAX_SIZE,
@@ -58,6 +59,7 @@ class XAddArgs(NamedTuple):
 
 
 DEFAULT_LIMIT = -1
+_POLICIES = frozenset(p.lower() for p in RefPolicy)  # KEEPREF | DELREF | ACKED (Redis 8.2)
 """``TrimSpec.limit`` of a ``~`` clause without LIMIT, built where no keyspace is at hand
 (``trim_spec``: REST and SSE through a backend): the limit Redis gives such a clause
 (``approx_limit``: 100 × stream-node-max-entries, as configured when the trim runs) is
@@ -105,6 +107,7 @@ def _trim_clause(
     approx: bool,
     limit: int | None,
     xadd: bool,
+    policy: RefPolicy = RefPolicy.KEEPREF,
 ) -> TrimSpec | None:
     """The checks made once every option is read, in Redis's order; ``limit`` None when no
     LIMIT was given. A ``~`` clause without LIMIT gets ``DEFAULT_LIMIT``."""
@@ -121,7 +124,7 @@ def _trim_clause(
             )
     else:
         limit = DEFAULT_LIMIT if approx else 0
-    return None if strategy is None else TrimSpec(strategy, maxlen, minid, approx, limit)
+    return None if strategy is None else TrimSpec(strategy, maxlen, minid, approx, limit, policy)
 
 
 def trim_spec(
@@ -130,6 +133,7 @@ def trim_spec(
     minid: str | None = None,
     approximate: bool = False,
     limit: int | None = None,
+    policy: RefPolicy = RefPolicy.KEEPREF,
 ) -> TrimSpec:
     """An XTRIM clause from typed values (``MAXLEN|MINID [~] threshold [LIMIT count]``), with
     the errors ``parse_trim_options`` gives the same clause as tokens, in the same order.
@@ -147,7 +151,7 @@ def trim_spec(
         strategy = TrimStrategy.MINID
     if limit is not None:
         _limit_arg(limit)
-    spec = _trim_clause(strategy, max_entries, min_id, approximate, limit, xadd=False)
+    spec = _trim_clause(strategy, max_entries, min_id, approximate, limit, False, policy)
     assert spec is not None  # _trim_clause refuses XTRIM without a strategy
     return spec
 
@@ -176,6 +180,7 @@ def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOpti
     sid: StreamID | None = None
     seq_given = True
     nomkstream = False
+    policy: RefPolicy | None = None
     i = 2
     n = len(argv)
     while i < n:
@@ -204,6 +209,8 @@ def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOpti
         elif low == "limit" and moreargs:
             limit = _limit_arg(int_arg(argv[i + 1]))
             i += 1
+        elif low in _POLICIES and policy is None:  # given twice: XADD reads an ID
+            policy = RefPolicy(low.upper())
         elif xadd and low == "nomkstream":
             nomkstream = True
         elif xadd:
@@ -212,7 +219,7 @@ def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOpti
         else:
             raise SyntaxError_()
         i += 1
-    spec = _trim_clause(strategy, maxlen, minid, approx, limit, xadd)
+    spec = _trim_clause(strategy, maxlen, minid, approx, limit, xadd, policy or RefPolicy.KEEPREF)
     trim = None if spec is None else with_default_limit(ks, spec)
     return AddTrimOptions(i, trim, sid, seq_given, nomkstream)
 
@@ -303,7 +310,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.trim is not None:
         trim = with_default_limit(ks, a.trim)
-        if stream.trim(trim).changed:
+        if trim_stream(stream, trim).changed:
             ks.record(Trimmed(key=a.key, trim=trim))
     ks.blocked.signal(a.key)
     return sid
@@ -319,7 +326,7 @@ def xtrim(ks: Keyspace, key: str, spec: TrimSpec) -> int:
     if stream is None:
         return 0
     spec = with_default_limit(ks, spec)
-    outcome = stream.trim(spec)
+    outcome = trim_stream(stream, spec)
     if outcome.changed:
         ks.record(Trimmed(key=key, trim=spec))
     return outcome.deleted

@@ -76,8 +76,9 @@ class Access(StrEnum):
 
     NONE = "none"  # PING, ECHO, HELP: any authenticated caller
     READ = "read"  # ranges, XREAD, XLEN, XINFO, EXISTS, TYPE
-    CONSUME = "consume"  # a worker's commands: XREADGROUP, XACK, XCLAIM, XAUTOCLAIM, XPENDING
-    WRITE = "write"  # XADD, XDEL, XTRIM, XSETID, DEL, XGROUP's group and consumer admin
+    CONSUME = "consume"  # a worker's: XREADGROUP, XACK, XNACK, XCLAIM, XAUTOCLAIM, XPENDING
+    WRITE = "write"  # XADD, XDEL, XDELEX, XTRIM, XSETID, DEL, XGROUP's group and consumer admin
+    CONSUME_WRITE = "consume+write"  # XACKDEL: a worker's ack that also deletes the entry
     ADMIN = "admin"  # the whole keyspace: KEYS, DBSIZE, FLUSHDB, FLUSHALL
     LIST = "list"  # SCAN: anyone who may read something; it lists only what they may read
 

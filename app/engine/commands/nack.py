@@ -1,0 +1,124 @@
+"""XNACK (Redis 8.8): release pending entries back to the group without acknowledging them.
+
+A released entry keeps its place in the group PEL with no owner and delivery time 0, so any
+claim takes it at once, and claims take released entries first, oldest release first
+(``ConsumerGroup.release``). The mode says what happens to the delivery counter: SILENT takes
+back the delivery (count - 1, never below 0), FAIL keeps it, FATAL sets it to LLONG_MAX;
+RETRYCOUNT sets it outright. FORCE creates released entries for IDs the stream holds and the
+group does not hold pending (count 0, or RETRYCOUNT, or LLONG_MAX under FATAL).
+
+Choices where the page is silent (README, "Redis 8 stream commands"): a missing key or group
+is NOGROUP, as for XCLAIM; options after the mode come in any order; the mode is required.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.engine.commands.args import int_arg
+from app.engine.commands.deletes import mismatch_error, numids_error
+from app.engine.commands.groups import find_group
+from app.engine.commands.table import Access, Flag, command, key_at
+from app.engine.effects import Released
+from app.engine.errors import SyntaxError_, WrongArgument
+from app.engine.ids import INT64_MAX, StreamID, parse_strict_id
+from app.engine.keyspace import Keyspace
+
+
+class NackMode(StrEnum):
+    SILENT = "SILENT"
+    FAIL = "FAIL"
+    FATAL = "FATAL"
+
+
+@dataclass(frozen=True, slots=True)
+class NackArgs:
+    key: str
+    group: str
+    mode: NackMode
+    ids: list[StreamID]
+    retry_count: int | None = None
+    force: bool = False
+
+
+def retry_count_arg(count: int) -> int:
+    if count < 0:
+        raise WrongArgument.err("Invalid RETRYCOUNT option argument for XNACK")
+    return count
+
+
+def parse_xnack(argv: list[str]) -> NackArgs:
+    mode_text = argv[3].upper()
+    if mode_text not in NackMode.__members__:
+        raise SyntaxError_()
+    texts: list[str] | None = None
+    retry: int | None = None
+    force = False
+    i, n = 4, len(argv)
+    while i < n:
+        option = argv[i].lower()
+        if option == "ids" and i + 1 < n and texts is None:
+            numids = int_arg(argv[i + 1], "Number of IDs must be a positive integer")
+            if numids <= 0:
+                raise numids_error()
+            if numids > n - i - 2:
+                raise mismatch_error()
+            texts = argv[i + 2 : i + 2 + numids]
+            i += 2 + numids
+            continue
+        if option == "retrycount" and i + 1 < n:
+            retry = retry_count_arg(
+                int_arg(argv[i + 1], "Invalid RETRYCOUNT option argument for XNACK")
+            )
+            i += 2
+            continue
+        if option == "force":
+            force = True
+            i += 1
+            continue
+        raise SyntaxError_()
+    if texts is None:
+        raise SyntaxError_()
+    ids = [parse_strict_id(t) for t in texts]
+    return NackArgs(argv[1], argv[2], NackMode(mode_text), ids, retry, force)
+
+
+def next_count(mode: NackMode, count: int | None, retry: int | None) -> int:
+    """The delivery count a release leaves (``count`` None: FORCE creates the entry)."""
+    if retry is not None:
+        return retry
+    if mode is NackMode.FATAL:
+        return INT64_MAX
+    if count is None:
+        return 0
+    if mode is NackMode.SILENT:
+        return max(count - 1, 0)
+    return count
+
+
+def xnack(ks: Keyspace, a: NackArgs) -> int:
+    """Release what the group holds pending among ``a.ids`` (and, with FORCE, what the
+    stream holds); how many were released. Wakes readers blocked with CLAIM."""
+    stream, group = find_group(ks, a.key, a.group)
+    ids: list[StreamID] = []
+    counts: list[int] = []
+    for sid in a.ids:
+        pending = group.pending(sid)
+        if pending is None and not (a.force and stream.exists(sid)):
+            continue
+        count = next_count(
+            a.mode, None if pending is None else pending.delivery_count, a.retry_count
+        )
+        group.release(sid, count)
+        ids.append(sid)
+        counts.append(count)
+    if ids:
+        ks.record(Released(key=a.key, group=a.group, ids=tuple(ids), counts=tuple(counts)))
+        ks.blocked.signal(a.key)
+    return len(ids)
+
+
+@command("xnack", -7, Flag.WRITE, keys=key_at(1), access=Access.CONSUME)
+def _xnack(ks: Keyspace, argv: list[str]) -> int:
+    return xnack(ks, parse_xnack(argv))
