@@ -4,10 +4,16 @@ replica (writes answer READONLY), a server loading its dataset (LOADING), a mast
 without replicas. Each runs on a free loopback port in a temporary folder and is stopped on
 exit; ``server_or_skip`` skips (fails under ``XSTREAMS_REQUIRE_SERVICES=1``) without the
 binaries.
+
+``redis8_or_skip`` starts a redis-server 8.x the same way, from the folder ``.ci/redis8``
+fills (``XSTREAMS_REDIS8_DIR``, default ``~/.cache/xstreams/redis8``): the reference for the
+commands Redis added after 7.0 (XDELEX, XACKDEL, reference policies, XREADGROUP CLAIM), and
+the server the Redis backend passes them through to.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -42,12 +48,28 @@ def need_binaries() -> None:
         pytest.skip(msg)
 
 
-class RedisProcess:
-    """One redis-server on ``port``, with its files in ``folder``."""
+REDIS8_DIR = Path(
+    os.environ.get("XSTREAMS_REDIS8_DIR") or Path.home() / ".cache/xstreams/redis8"
+)
+REDIS8_SERVER = REDIS8_DIR / "bin" / "redis-server-8"
 
-    def __init__(self, folder: Path, port: int) -> None:
+
+def need_redis8() -> None:
+    if not os.access(REDIS8_SERVER, os.X_OK):
+        msg = f"no redis-server 8 at {REDIS8_SERVER} (install it with .ci/redis8)"
+        if REQUIRE_SERVICES:
+            pytest.fail(msg + " and XSTREAMS_REQUIRE_SERVICES=1")
+        pytest.skip(msg)
+
+
+class RedisProcess:
+    """One redis-server on ``port``, with its files in ``folder`` (``binary``: another
+    build, such as ``REDIS8_SERVER``)."""
+
+    def __init__(self, folder: Path, port: int, binary: str = "redis-server") -> None:
         self.folder = folder
         self.port = port
+        self.binary = binary
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,7 +80,7 @@ class RedisProcess:
         """Start it with ``args`` added to the defaults; with ``answers``, wait until it
         answers PING (PONG, or the error of its state: MASTERDOWN, LOADING)."""
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", str(self.folder), *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -88,6 +110,20 @@ def server_or_skip(*args: str) -> Iterator[RedisProcess]:
     need_binaries()
     with tempfile.TemporaryDirectory(prefix="xs-redis-") as tmp:
         server = RedisProcess(Path(tmp), cluster_port([]))
+        try:
+            server.start(*args)
+            yield server
+        finally:
+            server.stop()
+
+
+@contextmanager
+def redis8_or_skip(*args: str) -> Iterator[RedisProcess]:
+    """A started redis-server 8.x with ``args``; stopped on exit."""
+    need_binaries()  # redis-cli answers the PING that tells it is up
+    need_redis8()
+    with tempfile.TemporaryDirectory(prefix="xs-redis8-") as tmp:
+        server = RedisProcess(Path(tmp), cluster_port([]), str(REDIS8_SERVER))
         try:
             server.start(*args)
             yield server
