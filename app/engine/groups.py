@@ -11,14 +11,13 @@ the FIFO that claims serve first. Giving it an owner or dropping it takes it out
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import utf8
-from app.engine.pel import Pel, PendingEntry, key_of, sid_of
+from app.engine.pel import MASK128, Pel, PendingEntry, key_of, sid_of
 from app.engine.stream import Entry, Fields, Stream
 
 __all__ = ["Consumer", "ConsumerGroup", "PendingEntry", "by_name"]
@@ -158,35 +157,35 @@ class ConsumerGroup:
 
     # -- delivery ----------------------------------------------------------------------------
 
-    def claimable(self, min_idle_ms: int, now_ms: int, count: int) -> list[int]:
+    def claimable(
+        self, min_idle_ms: int, now_ms: int, count: int, usable: Callable[[int], bool]
+    ) -> list[int]:
         """What an XREADGROUP ... CLAIM read takes, in its order (Redis 8.4): released
         entries first, oldest release first, then entries idle at least ``min_idle_ms``,
-        longest idle first (ties by ID); at most ``count`` (0: all). It walks the whole PEL
-        when a released entry does not fill ``count``: O(PEL), as a claim scan is."""
-        keys = list(self.released)
-        if count and len(keys) >= count:
-            return keys[:count]
+        longest idle first (ties by ID); only those ``usable`` says yes to (an entry gone
+        from the stream is passed over), at most ``count`` (0: all). The walk follows the
+        PEL's time index, so it costs the entries it returns, not the PEL's size."""
+        out: list[int] = []
+        for key in self.released:
+            if count and len(out) >= count:
+                return out
+            if usable(key):
+                out.append(key)
         cutoff = now_ms - min_idle_ms
-        idle = [
-            (p.delivered_at_ms, k)
-            for k, p in self.pel.items_by_key()
-            if p.consumer is not None and p.delivered_at_ms <= cutoff
-        ]
-        left = count - len(keys) if count else len(idle)
-        if left < len(idle):
-            idle = heapq.nsmallest(left, idle)
-        else:
-            idle.sort()
-        keys.extend(k for _, k in idle)
-        return keys
+        entries = self.pel
+        for _, key in self.pel.by_time().irange(maximum=(cutoff, MASK128)):
+            if count and len(out) >= count:
+                break
+            if entries.entry(key).consumer is not None and usable(key):
+                out.append(key)
+        return out
 
     def next_claimable_ms(self, min_idle_ms: int) -> int | None:
-        """When the next owned entry becomes idle enough to claim (None: no owned entry)."""
-        oldest = min(
-            (p.delivered_at_ms for _, p in self.pel.items_by_key() if p.consumer is not None),
-            default=None,
-        )
-        return None if oldest is None else oldest + min_idle_ms
+        """When the next owned entry turns idle enough to claim (None: no owned entry)."""
+        for at, key in self.pel.by_time():
+            if self.pel.entry(key).consumer is not None:
+                return int(at) + min_idle_ms
+        return None
 
     def read_new(
         self, stream: Stream, consumer: Consumer, count: int, noack: bool, now_ms: int

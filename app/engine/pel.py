@@ -19,6 +19,7 @@ from sortedcontainers import SortedList
 from app.engine.ids import StreamID
 
 MASK64 = (1 << 64) - 1
+MASK128 = (1 << 128) - 1  # above every packed ID: the top of a range of (time, ID) pairs
 
 
 class PendingEntry(NamedTuple):
@@ -39,13 +40,24 @@ def sid_of(key: int) -> StreamID:
 
 
 class Pel:
-    """Pending entries by packed ID: a dict for lookups, a sorted list for ranges."""
+    """Pending entries by packed ID: a dict for lookups, a sorted list for ranges, and, once
+    a group is read with CLAIM, a sorted list by delivery time (``by_time``)."""
 
-    __slots__ = ("_entries", "_keys")
+    __slots__ = ("_by_time", "_entries", "_keys")
 
     def __init__(self) -> None:
         self._entries: dict[int, PendingEntry] = {}
         self._keys: SortedList = SortedList()
+        # (delivery time, packed ID) of every entry; built by the first claim on read and
+        # kept from then on, so a group never read with CLAIM pays nothing per delivery.
+        self._by_time: SortedList | None = None
+
+    def by_time(self) -> SortedList:
+        """Entries ordered by delivery time, then ID: the order XREADGROUP CLAIM takes idle
+        entries in (longest idle first), without walking the whole PEL on every read."""
+        if self._by_time is None:
+            self._by_time = SortedList((p.delivered_at_ms, k) for k, p in self._entries.items())
+        return self._by_time
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -76,24 +88,36 @@ class Pel:
         entries[key] = pending
         if old is None:
             self._keys.add(key)
+        by_time = self._by_time
+        if by_time is not None:
+            if old is not None:
+                by_time.remove((old.delivered_at_ms, key))
+            by_time.add((pending.delivered_at_ms, key))
         return old
 
     def put_new(self, keys: Iterable[int], pending: PendingEntry) -> None:
         """Add entries known to be absent, all with one shared ``pending`` value."""
         entries, add = self._entries, self._keys.add
+        keys = list(keys)
         for key in keys:
             entries[key] = pending
             add(key)
+        if self._by_time is not None:
+            at = pending.delivered_at_ms
+            self._by_time.update((at, key) for key in keys)
 
     def load(self, entries: dict[int, PendingEntry]) -> None:
         """Take a whole PEL at once (loading a snapshot): one sort, not one insert each."""
         self._entries = entries
         self._keys = SortedList(entries)
+        self._by_time = None
 
     def pop(self, key: int) -> PendingEntry | None:
         pending = self._entries.pop(key, None)
         if pending is not None:
             self._keys.remove(key)
+            if self._by_time is not None:
+                self._by_time.remove((pending.delivered_at_ms, key))
         return pending
 
     def first(self) -> StreamID:

@@ -3,6 +3,7 @@ Redis's ``xreadCommand``; a read that finds nothing and may block returns a ``Bl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
@@ -16,7 +17,7 @@ from app.engine.int64 import elapsed_ms, i64, u64
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of, sid_of
 from app.engine.replies import ClaimedEntry, MissingEntry, StreamRead
-from app.engine.stream import Entry
+from app.engine.stream import Entry, Stream
 
 XREAD_BLOCKED_DEFAULT_COUNT = 1000
 NEW = MAX_ID  # XREADGROUP's ">" is carried as the maximum ID, as Redis does
@@ -248,14 +249,11 @@ def claim_idle(
     now = ks.clock.now_ms()
     out: list[ClaimedEntry] = []
     consumer = None
-    for pkey in group.claimable(min_idle_ms, now, 0):
-        if count and len(out) >= count:
-            break
+    for pkey in group.claimable(min_idle_ms, now, count, _exists(stream)):
         sid = sid_of(pkey)
         pending = group.pel.entry(pkey)
         fields = stream.get(sid)
-        if fields is None:
-            continue
+        assert fields is not None
         if consumer is None:
             ks.limits.check_new_consumer(group.name, group.consumers, consumer_name)
             consumer = group.consumer(consumer_name, now)
@@ -310,11 +308,27 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
                         if not left:
                             break
                 continue
+            if a.claim_ms is not None:
+                now = ks.clock.now_ms()
+                claimed = len(group.claimable(a.claim_ms, now, left, _exists(stream)))
+                total += claimed
+                left -= claimed
+                if not left:
+                    continue
             gt = group.last_id
         start = gt.incr()
         if start is not None:
             total += len(stream.range(start, MAX_ID, left))
     return total
+
+
+def _exists(stream: Stream) -> Callable[[int], bool]:
+    """Whether a packed pending ID is still in ``stream`` (a claim passes over the rest)."""
+
+    def exists(pkey: int) -> bool:
+        return stream.exists(sid_of(pkey))
+
+    return exists
 
 
 def deliver_new(
