@@ -7,8 +7,10 @@ back the delivery (count - 1, never below 0), FAIL keeps it, FATAL sets it to LL
 RETRYCOUNT sets it outright. FORCE creates released entries for IDs the stream holds and the
 group does not hold pending (count 0, or RETRYCOUNT, or LLONG_MAX under FATAL).
 
-Choices where the page is silent (README, "Redis 8 stream commands"): a missing key or group
-is NOGROUP, as for XCLAIM; options after the mode come in any order; the mode is required.
+Parsing, error texts and the rules above follow the command page and Redis 8.8's own stream
+tests (tests/unit/type/stream-cgroups.tcl): a missing key or group is NOGROUP; an ID not
+pending is skipped and not counted; a released entry can be released again (it moves to the
+end of the FIFO, and the mode applies again).
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.engine.commands.args import int_arg
-from app.engine.commands.deletes import mismatch_error, numids_error
 from app.engine.commands.groups import find_group
 from app.engine.commands.table import Access, Flag, command, key_at
 from app.engine.effects import Released
-from app.engine.errors import SyntaxError_, WrongArgument
-from app.engine.ids import INT64_MAX, StreamID, parse_strict_id
+from app.engine.errors import WrongArgument
+from app.engine.ids import INT64_MAX, StreamID, parse_int, parse_strict_id
 from app.engine.keyspace import Keyspace
 
 
@@ -44,42 +45,44 @@ class NackArgs:
 
 def retry_count_arg(count: int) -> int:
     if count < 0:
-        raise WrongArgument.err("Invalid RETRYCOUNT option argument for XNACK")
+        raise WrongArgument.err("Invalid RETRYCOUNT value, must be >= 0")
     return count
 
 
+def _unrecognized(option: str) -> WrongArgument:
+    return WrongArgument.err(f"Unrecognized XNACK option '{option}'")
+
+
 def parse_xnack(argv: list[str]) -> NackArgs:
+    """XNACK's arguments with Redis 8.8's texts (its own stream-cgroups tests): the mode
+    right after the group, then the IDS block, RETRYCOUNT and FORCE in any order."""
     mode_text = argv[3].upper()
     if mode_text not in NackMode.__members__:
-        raise SyntaxError_()
+        raise WrongArgument.err("mode must be SILENT, FAIL, or FATAL")
     texts: list[str] | None = None
     retry: int | None = None
     force = False
     i, n = 4, len(argv)
     while i < n:
         option = argv[i].lower()
-        if option == "ids" and i + 1 < n and texts is None:
-            numids = int_arg(argv[i + 1], "Number of IDs must be a positive integer")
-            if numids <= 0:
-                raise numids_error()
+        if option == "ids" and i + 1 < n:
+            numids = parse_int(argv[i + 1])
+            if numids is None or numids <= 0:
+                raise WrongArgument.err("numids must be a positive integer")
             if numids > n - i - 2:
-                raise mismatch_error()
+                raise WrongArgument.err("number of IDs doesn't match numids")
             texts = argv[i + 2 : i + 2 + numids]
             i += 2 + numids
-            continue
-        if option == "retrycount" and i + 1 < n:
-            retry = retry_count_arg(
-                int_arg(argv[i + 1], "Invalid RETRYCOUNT option argument for XNACK")
-            )
+        elif option == "retrycount" and i + 1 < n:
+            retry = retry_count_arg(int_arg(argv[i + 1]))
             i += 2
-            continue
-        if option == "force":
+        elif option == "force":
             force = True
             i += 1
-            continue
-        raise SyntaxError_()
+        else:
+            raise _unrecognized(argv[i])
     if texts is None:
-        raise SyntaxError_()
+        raise WrongArgument.err("syntax error, expected IDS keyword")
     ids = [parse_strict_id(t) for t in texts]
     return NackArgs(argv[1], argv[2], NackMode(mode_text), ids, retry, force)
 
