@@ -22,7 +22,7 @@ from app.engine.commands.args import int_arg
 from app.engine.commands.groups import find_group
 from app.engine.commands.table import Access, Flag, command, key_at
 from app.engine.effects import Released
-from app.engine.errors import WrongArgument
+from app.engine.errors import CommandError, WrongArgument
 from app.engine.ids import INT64_MAX, StreamID, parse_int, parse_strict_id
 from app.engine.keyspace import Keyspace
 
@@ -49,7 +49,7 @@ def retry_count_arg(count: int) -> int:
     return count
 
 
-def _unrecognized(option: str) -> WrongArgument:
+def _unrecognized(option: str) -> CommandError:
     return WrongArgument.err(f"Unrecognized XNACK option '{option}'")
 
 
