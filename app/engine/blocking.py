@@ -38,6 +38,9 @@ class Block:
     timeout_ms: int  # 0 waits forever
     retry: Retry
     wake_at_ms: int | None = None
+    # Set by whoever parks the read: called when ``wake_at_ms`` changed (a retry found an
+    # entry pending that will turn idle enough later), to set its timer again.
+    rearm: Callable[[], None] | None = None
 
 
 @dataclass(eq=False, slots=True)

@@ -180,10 +180,11 @@ class ConsumerGroup:
                 out.append(key)
         return out
 
-    def next_claimable_ms(self, min_idle_ms: int) -> int | None:
-        """When the next owned entry turns idle enough to claim (None: no owned entry)."""
+    def next_claimable_ms(self, min_idle_ms: int, usable: Callable[[int], bool]) -> int | None:
+        """When the next owned entry ``usable`` says yes to turns idle enough to claim
+        (None: there is none)."""
         for at, key in self.pel.by_time():
-            if self.pel.entry(key).consumer is not None:
+            if self.pel.entry(key).consumer is not None and usable(key):
                 return int(at) + min_idle_ms
         return None
 

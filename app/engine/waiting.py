@@ -60,17 +60,24 @@ async def wait(
         wake = None
         if fut.done() or waiter.done:
             return
+        now = store.clock.now_ms()
         store.poke(block.keys)
         if not fut.done() and not waiter.done:
+            if block.wake_at_ms is not None and block.wake_at_ms <= now:
+                block.wake_at_ms = None  # nothing came of it: wait for a write instead
             schedule_wake()
 
     def schedule_wake() -> None:
         nonlocal wake
-        if block.wake_at_ms is None:
+        if wake is not None:
+            wake.cancel()
+            wake = None
+        if block.wake_at_ms is None or fut.done():
             return
         delay_ms = max(block.wake_at_ms - store.clock.now_ms(), 0)
         wake = loop.call_later(delay_ms / 1000 + 0.001, look_again)
 
+    block.rearm = schedule_wake
     schedule_wake()
     watcher: asyncio.Task[None] | None = None
     if disconnected is not None:

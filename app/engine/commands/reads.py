@@ -280,8 +280,8 @@ def _claim_wake(ks: Keyspace, a: ReadArgs) -> int | None:
     for key in a.keys:
         stream = ks.get(key)
         group = stream.groups.get(a.group) if stream is not None else None
-        if group is not None:
-            at = group.next_claimable_ms(a.claim_ms)
+        if stream is not None and group is not None:
+            at = group.next_claimable_ms(a.claim_ms, _exists(stream))
             if at is not None:
                 times.append(at)
     return min(times, default=None)
@@ -364,7 +364,11 @@ def _blocked(ks: Keyspace, a: ReadArgs, timeout_ms: int) -> Block:
         def retry(key: str) -> list[StreamRead] | None:
             served = serve(key)
             if served is None:
-                block.wake_at_ms = _claim_wake(ks, a)  # the next entry to turn idle enough
+                wake_at = _claim_wake(ks, a)  # the next entry to turn idle enough
+                if wake_at != block.wake_at_ms:
+                    block.wake_at_ms = wake_at
+                    if block.rearm is not None:
+                        block.rearm()
             return served
 
         block.retry = retry
