@@ -22,6 +22,7 @@ from app.api.rest.common import (
     router,
     stream_url,
 )
+from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import Entry as EntrySchema
 from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten
 from app.api.rest.schemas.writes import (
@@ -225,6 +226,18 @@ PolicyParam = Annotated[
 ]
 
 
+async def _delete_with_policy(
+    backend: Backend, stream: str, ids: list[StreamID], policy: RefPolicy
+) -> list[int]:
+    """XDELEX; an error it answers (a server without the command) comes after a missing
+    stream's 404, as the path is read first (app/api/rest/explain)."""
+    try:
+        return await backend.delete_with_policy(stream, ids, policy)
+    except CommandError as e:
+        await explained(backend, stream, None, e)
+        raise
+
+
 def still_needed(sid: StreamID) -> Conflict:
     """XDELEX ACKED answered 2 for the one entry a path names: it is there and stays."""
     return Conflict(
@@ -251,7 +264,7 @@ async def delete_entry(
     if policy is None:
         found = await backend.delete_entries(stream, [sid]) > 0
     else:
-        (code,) = await backend.delete_with_policy(stream, [sid], policy)
+        (code,) = await _delete_with_policy(backend, stream, [sid], policy)
         if code == 2:
             raise still_needed(sid)
         found = code == 1
@@ -284,8 +297,8 @@ async def delete_entries(
         deleted = await backend.delete_entries(stream, ids)
         if not deleted:
             await _exists(backend, stream)
-        return Deleted(deleted=deleted)
-    codes = await backend.delete_with_policy(stream, ids, policy)
+        return Encoded({"deleted": deleted})  # XDEL's reply as before: no policy members
+    codes = await _delete_with_policy(backend, stream, ids, policy)
     if all(c == -1 for c in codes):  # a missing key answers -1 for every ID too
         await _exists(backend, stream)
     return Encoded(statuses([format_id(x) for x in ids], codes))

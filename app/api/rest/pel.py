@@ -82,7 +82,9 @@ async def ack_delete_entries(
     ids = await parsed_on_group(
         backend, stream, group, lambda: [parse_strict_id(x) for x in body.ids]
     )
-    codes = await backend.ack_delete(stream, group, ids, body.policy)
+    codes = await on_group(
+        backend, stream, group, backend.ack_delete(stream, group, ids, body.policy)
+    )
     if all(c == -1 for c in codes):  # as XACK: a missing key or group answers -1 for each
         await backend.group(stream, group)  # act first, explain after (app/api/rest/explain)
     reply = statuses([format_id(x) for x in ids], codes)
