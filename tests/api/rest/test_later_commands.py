@@ -73,17 +73,21 @@ def test_deleting_with_a_policy_says_what_became_of_each_id(api: httpx.Client) -
     stream(api, 3)
     read(api, "a", count=2)  # 1-0 and 2-0 pending; 3-0 not delivered yet
     assert api.post(f"{G}/acks", json={"ids": ["2-0"]}).json() == {"acknowledged": 1}
-    r = api.delete(E, params={"id": ["1-0", "2-0", "3-0", "9-0"], "policy": "ACKED"})
+    ids = ["1-0", "1-5", "2-0", "3-0", "9-0"]
+    r = api.delete(E, params={"id": ids, "policy": "ACKED"})
     assert r.status_code == 200, r.text
     assert r.json() == {
         "deleted": 1,
-        "kept": 2,
+        "kept": 3,
         "not_found": 1,
         "results": [
             {"id": "1-0", "status": "kept"},  # pending in g
+            {"id": "1-5", "status": "not_found"},  # not in the stream, needed by no group
             {"id": "2-0", "status": "deleted"},  # delivered and acknowledged
             {"id": "3-0", "status": "kept"},  # g has not delivered it yet
-            {"id": "9-0", "status": "not_found"},
+            # Not in the stream, but after g's last-delivered ID: "kept", as redis-server
+            # 8.6 answers (a group's need is looked at first).
+            {"id": "9-0", "status": "kept"},
         ],
     }
     assert entry_ids(api) == ["1-0", "3-0"]
