@@ -56,6 +56,12 @@ Streams, entries, consumer groups, consumers and pending entries as REST resourc
 `/v1`, with Redis 7.0 stream semantics: each operation names the Redis command it models and
 behaves as redis-server does.
 
+xstreams follows Redis 7.0, plus these later stream commands, each named with the Redis
+version that brought it where an operation uses it: XDELEX, XACKDEL and the reference
+policies KEEPREF / DELREF / ACKED on XADD and XTRIM (Redis 8.2), XREADGROUP's CLAIM option
+(Redis 8.4) and XNACK (Redis 8.8). In front of a Redis server older than that, an operation
+that needs one answers that server's error.
+
 - Entries are `{"id": "ms-seq", "fields": {...}}`; `?fields=pairs` gives `[[field, value]]`
   pairs instead, keeping repeated field names and their order. Writes accept both forms.
 - IDs are strings; times are integers of milliseconds named `*_ms`; `entries_read` and `lag`
@@ -76,14 +82,18 @@ TAGS = [
     },
     {
         "name": "entries",
-        "description": "Append, range, long-poll and delete entries: XADD, XRANGE, XREAD, XDEL.",
+        "description": "Append, range, long-poll and delete entries: XADD, XRANGE, XREAD, XDEL,"
+        " XDELEX.",
     },
     {"name": "groups", "description": "Consumer groups: XINFO GROUPS, XGROUP."},
     {
         "name": "consumers",
         "description": "Consumers and their reads: XINFO CONSUMERS, XGROUP, XREADGROUP.",
     },
-    {"name": "pending entries", "description": "The PEL: XACK, XPENDING, XCLAIM, XAUTOCLAIM."},
+    {
+        "name": "pending entries",
+        "description": "The PEL: XACK, XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM.",
+    },
     {"name": "access", "description": "The caller's own grant: ACL WHOAMI."},
 ]
 

@@ -34,7 +34,7 @@ class Op:
     """One operation: the surface, the request, the verb it needs."""
 
     name: str
-    verb: str  # read / consume / write / admin, or list (SCAN: any reader, narrowed)
+    verb: str  # read / consume / write / consume+write / admin, or list (SCAN: narrowed)
     method: str
     path: str
     json: Any = None
@@ -67,8 +67,11 @@ OPS = [
     cmd("consume", "XPENDING", "orders", "g"),
     cmd("consume", "XCLAIM", "orders", "g", "bob", "0", "1-1"),
     cmd("consume", "XAUTOCLAIM", "orders", "g", "bob", "0", "0"),
+    cmd("consume", "XNACK", "orders", "g", "FAIL", "IDS", "1", "1-1"),
+    cmd("consume+write", "XACKDEL", "orders", "g", "IDS", "1", "1-1"),
     cmd("write", "XADD", "orders", "*", "f", "v"),
     cmd("write", "XDEL", "orders", "2-2"),
+    cmd("write", "XDELEX", "orders", "ACKED", "IDS", "1", "2-2"),
     cmd("write", "XTRIM", "orders", "MAXLEN", "100"),
     cmd("write", "XSETID", "orders", "9-9"),
     cmd("write", "DEL", "orders"),
@@ -92,6 +95,13 @@ OPS = [
     Op("get_entry", "read", "GET", "/v1/streams/orders/entries/1-1"),
     Op("delete_entry", "write", "DELETE", "/v1/streams/orders/entries/2-2"),
     Op("delete_entries", "write", "DELETE", "/v1/streams/orders/entries", params={"id": "2-2"}),
+    Op(
+        "delete_entries",
+        "write",
+        "DELETE",
+        "/v1/streams/orders/entries",
+        params={"id": "2-2", "policy": "DELREF"},
+    ),
     Op("read_streams", "read", "GET", "/v1/read", params={"stream": "orders", "after": "0"}),
     Op("list_groups", "read", "GET", "/v1/streams/orders/groups"),
     Op("create_group", "write", "POST", "/v1/streams/orders/groups", {"name": "g2", "id": "$"}),
@@ -115,6 +125,20 @@ OPS = [
         {"count": 1},
     ),
     Op("ack_entries", "consume", "POST", "/v1/streams/orders/groups/g/acks", {"ids": ["1-1"]}),
+    Op(
+        "ack_delete_entries",
+        "consume+write",
+        "POST",
+        "/v1/streams/orders/groups/g/ackdels",
+        {"ids": ["1-1"], "policy": "DELREF"},
+    ),
+    Op(
+        "nack_entries",
+        "consume",
+        "POST",
+        "/v1/streams/orders/groups/g/nacks",
+        {"ids": ["1-1"], "mode": "FAIL"},
+    ),
     Op("get_pending", "consume", "GET", "/v1/streams/orders/groups/g/pending"),
     Op(
         "claim_entries",
@@ -150,14 +174,21 @@ def key(grant: Grant, **kw: Any) -> tuple[KeyRecord, str]:
     return record, text
 
 
+def verbs_of(verb: str) -> list[str]:
+    """The grant verbs an operation needs: XACKDEL's ``consume+write`` is two."""
+    return verb.split("+")
+
+
 def grant_of(verb: str, glob: str) -> Grant:
     if verb == "admin":
         return Grant(admin=True)
-    return Grant.of(**{verb: [glob]})
+    return Grant.of(**{v: [glob] for v in verbs_of(verb)})
 
 
 def mint(verb: str, glob: str) -> str:
-    claim = {"admin": True} if verb == "admin" else {verb: [glob]}
+    claim: dict[str, Any] = (
+        {"admin": True} if verb == "admin" else {v: [glob] for v in verbs_of(verb)}
+    )
     return jwt.encode(
         {"sub": "app-user", "exp": int(time.time()) + 300, "xstreams": claim},
         SECRET,
@@ -170,7 +201,10 @@ def callers(verb: str) -> dict[str, tuple[str | None, int | None, str | None]]:
     now = time.time_ns() // 1_000_000
     listing = verb == "list"  # SCAN, GET /v1/streams: for readers, narrowed to what they read
     verb = "read" if listing else verb
-    others = [v for v in VERBS if v != verb]
+    # Every verb but one needed (for consume+write: all but write, so consume alone is
+    # not enough).
+    missing = verbs_of(verb)[-1]
+    others = [v for v in VERBS if v != missing]
     without, t_without = key(Grant.of(**{v: ["orders*"] for v in others}))
     # Admin has no glob: "elsewhere" is then every other verb on every stream, not admin.
     every = {v: ["*"] for v in VERBS}
@@ -302,5 +336,5 @@ def test_every_operation_is_in_the_matrix() -> None:
     on_streams = {op for op, name in MODELS.items() if name not in CALLER}
     assert on_streams == set(MODELS) - {"whoami"}
     assert {op.name for op in OPS if op.surface != "commands"} == on_streams
-    assert all(op.verb in (*VERBS, "admin", "list") for op in OPS)
+    assert all(op.verb in (*VERBS, "consume+write", "admin", "list") for op in OPS)
     assert Verb.READ.value in VERBS

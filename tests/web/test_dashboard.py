@@ -214,6 +214,35 @@ def test_every_page_against_the_running_service(dashboard: Dashboard, page: Any)
     assert _pending(d, s, "billing") == {}
 
 
+def test_release_gives_a_pending_entry_back_to_the_group(dashboard: Dashboard, page: Any) -> None:
+    """Release (XNACK FAIL, through the public API): the entry stays pending, shown unowned,
+    its delivery count kept; the next claim of any consumer takes it first."""
+    d = dashboard
+    s = "orders-release"
+    ids = _append(d, s, "first", "second")
+    assert d.admin.post(f"/v1/streams/{s}/groups", json={"name": "billing", "id": "0"}).is_success
+    read = d.admin.post(f"/v1/streams/{s}/groups/billing/consumers/alice/reads", json={})
+    assert [e["id"] for e in read.json()["entries"]] == ids
+    sign_in(page, d.url, d.operator)
+    open_page(page, d.url, route(s, "billing"))
+    page.wait_for_selector(f'tr[data-id="{ids[0]}"]')
+    release = page.locator(f'tr[data-id="{ids[0]}"] button.release')
+    release.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#confirm[open]")
+    page.keyboard.press("Escape")  # cancelled: nothing released
+    page.wait_for_selector("#confirm:not([open])", state="attached")
+    assert _pending(d, s, "billing")[ids[0]] == ("alice", 1)
+    page.click(f'tr[data-id="{ids[0]}"] button.release')
+    confirm(page)
+    page.wait_for_selector("text=Released 1.")
+    assert _pending(d, s, "billing") == {ids[0]: ("", 1), ids[1]: ("alice", 1)}
+    page.locator(f'tr[data-id="{ids[0]}"] td >> nth=2').filter(has_text="released").wait_for()
+    claim = {"claim_idle_ms": 3_600_000}
+    r = d.admin.post(f"/v1/streams/{s}/groups/billing/consumers/bob/reads", json=claim)
+    assert [(e["id"], e["delivery_count"]) for e in r.json()["entries"]] == [(ids[0], 1)]
+
+
 def test_a_read_only_jwt_is_shown_no_control_it_may_not_use(
     dashboard: Dashboard, page: Any
 ) -> None:

@@ -144,13 +144,26 @@ async def read_group(
     request: Request,
     fields: FieldsParam = FieldsForm.object,
 ) -> MaybeEntryList | Encoded:
-    """Read as `consumer` of `group` (XREADGROUP GROUP g c [COUNT] [BLOCK] [NOACK] STREAMS
-    key id). `id` `>` delivers entries never delivered to the group, recording them as pending
-    (unless `noack`); with `block_ms` the request waits on the server, and each new entry goes
-    to exactly one waiting consumer. An ID instead reads this consumer's history: its pending
-    entries after the ID, `fields` null for those deleted since. Empty list at timeout."""
+    """Read as `consumer` of `group` (XREADGROUP GROUP g c [COUNT] [BLOCK] [NOACK] [CLAIM]
+    STREAMS key id). `id` `>` delivers entries never delivered to the group, recording them
+    as pending (unless `noack`); with `block_ms` the request waits on the server, and each new
+    entry goes to exactly one waiting consumer. An ID instead reads this consumer's history:
+    its pending entries after the ID, `fields` null for those deleted since. Empty list at
+    timeout.
+
+    With `claim_idle_ms` (CLAIM min-idle-time, Redis 8.4) a `>` read first claims the
+    group's pending entries idle that long (released ones first), then reads new ones; every
+    entry then has `idle_ms` and `delivery_count`. A blocked claim read is also served when
+    a pending entry turns idle enough."""
     read = ReadRequest(
-        [stream], [body.id], body.count or 0, body.block_ms, group, consumer, body.noack
+        [stream],
+        [body.id],
+        body.count or 0,
+        body.block_ms,
+        group,
+        consumer,
+        body.noack,
+        body.claim_idle_ms,
     )
     reads = await read_or_wait(request, backend, read)
     return Encoded({"entries": [rest_maybe_entry(e, fields) for r in reads for e in r.entries]})

@@ -1,4 +1,5 @@
-"""Entries: append (XADD), range (XRANGE / XREVRANGE), long poll (XREAD BLOCK), get, XDEL."""
+"""Entries: append (XADD), range (XRANGE / XREVRANGE), long poll (XREAD BLOCK), get, delete
+(XDEL, or XDELEX with a reference policy)."""
 
 from __future__ import annotations
 
@@ -21,16 +22,32 @@ from app.api.rest.common import (
     router,
     stream_url,
 )
+from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import Entry as EntrySchema
 from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten
-from app.api.rest.schemas.writes import Append, Appended, Deleted
+from app.api.rest.schemas.writes import (
+    POLICY_DOC,
+    Append,
+    Appended,
+    Deleted,
+    statuses,
+    token,
+)
 from app.api.services import BackendDep
 from app.backends import Backend
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs
-from app.engine.errors import CommandError, NoSuchEntry
-from app.engine.ids import INT64_MAX, format_id, parse_id, parse_range_end, parse_range_start
+from app.engine.errors import CommandError, Conflict, NoSuchEntry
+from app.engine.ids import (
+    INT64_MAX,
+    StreamID,
+    format_id,
+    parse_id,
+    parse_range_end,
+    parse_range_start,
+)
 from app.engine.ids import parse_strict_id as parse_entry_id
+from app.engine.refs import RefPolicy
 from app.engine.stream import Entry, TrimSpec
 
 api = router("/v1/streams/{stream}/entries", "entries")
@@ -88,8 +105,9 @@ async def append_entries(
 ) -> Encoded:
     """Append one entry (`fields`), or several atomically (`entries`: all or none), with XADD's
     options: ID `*`, `ms-*` or explicit; NOMKSTREAM (404 when the stream is missing); MAXLEN or
-    MINID trimming, `~` and LIMIT. An ID not greater than the stream's top is a 409 (for a batch,
-    `index` says which entry). `Location` names the new entry, or the range of a batch."""
+    MINID trimming, `~` and LIMIT, and the trim's reference `policy` (KEEPREF, DELREF, ACKED:
+    Redis 8.2). An ID not greater than the stream's top is a 409 (for a batch, `index` says
+    which entry). `Location` names the new entry, or the range of a batch."""
     # One entry goes through XADD itself, so its errors are XADD's exactly.
     added = await backend.append(_xadd_args(stream, body))
     if any(sid is None for sid in added):
@@ -197,18 +215,60 @@ async def get_entry(
     return Encoded(rest_entry(found[0], fields))
 
 
+PolicyParam = Annotated[
+    RefPolicy | None,
+    token(RefPolicy),
+    Query(
+        description="XDELEX instead of XDEL, with this reference policy. "
+        + POLICY_DOC
+        + " Without it: XDEL (Redis 7.0), which keeps references."
+    ),
+]
+
+
+async def _delete_with_policy(
+    backend: Backend, stream: str, ids: list[StreamID], policy: RefPolicy
+) -> list[int]:
+    """XDELEX; an error it answers (a server without the command) comes after a missing
+    stream's 404, as the path is read first (app/api/rest/explain)."""
+    try:
+        return await backend.delete_with_policy(stream, ids, policy)
+    except CommandError as e:
+        await explained(backend, stream, None, e)
+        raise
+
+
+def still_needed(sid: StreamID) -> Conflict:
+    """XDELEX ACKED answered 2 for the one entry a path names: it is there and stays."""
+    return Conflict(
+        f"ERR entry {format_id(sid)} kept: a consumer group still needs it (policy ACKED)"
+    )
+
+
 @api.delete(
     "/{id}",
     operation_id="delete_entry",
     summary="Delete one entry",
     status_code=204,
     response_class=Response,
-    responses=errors(404, 503),
+    responses=errors(404, 409, 503),
 )
-async def delete_entry(stream: StreamName, id: EntryId, backend: BackendDep) -> Response:
-    """Delete the entry (XDEL key id). Deleting it again answers 404."""
+async def delete_entry(
+    stream: StreamName, id: EntryId, backend: BackendDep, policy: PolicyParam = None
+) -> Response:
+    """Delete the entry (XDEL key id). Deleting it again answers 404.
+
+    With `policy`: XDELEX key policy IDS 1 id (Redis 8.2). `ACKED` keeps an entry a group
+    still needs: 409, nothing changed."""
     sid = await _parsed(backend, stream, lambda: parse_entry_id(id))
-    if not await backend.delete_entries(stream, [sid]):
+    if policy is None:
+        found = await backend.delete_entries(stream, [sid]) > 0
+    else:
+        (code,) = await _delete_with_policy(backend, stream, [sid], policy)
+        if code == 2:
+            raise still_needed(sid)
+        found = code == 1
+    if not found:
         await _exists(backend, stream)
         raise NoSuchEntry()
     return Response(status_code=204)
@@ -225,10 +285,20 @@ async def delete_entries(
     stream: StreamName,
     backend: BackendDep,
     id: Annotated[list[str], Query(min_length=1, description="The IDs to delete (repeat).")],
-) -> Deleted:
-    """Delete every entry named (XDEL key id [id ...]); IDs that are not there are skipped."""
+    policy: PolicyParam = None,
+) -> Deleted | Encoded:
+    """Delete every entry named (XDEL key id [id ...]); IDs that are not there are skipped.
+
+    With `policy`: XDELEX key policy IDS numids id ... (Redis 8.2), which also answers what
+    became of each ID, in order: `deleted` (1), `kept` (2: `ACKED` and a group still needs
+    it) or `not_found` (-1), with the counts of each. A missing stream is a 404 either way."""
     ids = await _parsed(backend, stream, lambda: [parse_entry_id(x) for x in id])
-    deleted = await backend.delete_entries(stream, ids)
-    if not deleted:
+    if policy is None:
+        deleted = await backend.delete_entries(stream, ids)
+        if not deleted:
+            await _exists(backend, stream)
+        return Encoded({"deleted": deleted})  # XDEL's reply as before: no policy members
+    codes = await _delete_with_policy(backend, stream, ids, policy)
+    if all(c == -1 for c in codes):  # a missing key answers -1 for every ID too
         await _exists(backend, stream)
-    return Deleted(deleted=deleted)
+    return Encoded(statuses([format_id(x) for x in ids], codes))

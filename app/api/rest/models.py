@@ -27,7 +27,7 @@ MODELS = {
     "append_entries": "xadd",
     "list_entries": "xrange",  # its long poll is XREAD BLOCK: the same verb, read
     "get_entry": "xrange",
-    "delete_entry": "xdel",
+    "delete_entry": "xdel",  # XDELEX with a `policy`: the same verb, write
     "delete_entries": "xdel",
     "read_streams": "xread",
     "list_groups": "xinfo|groups",
@@ -40,6 +40,8 @@ MODELS = {
     "delete_consumer": "xgroup|delconsumer",
     "read_group": "xreadgroup",
     "ack_entries": "xack",
+    "ack_delete_entries": "xackdel",  # consume and write: it acknowledges and deletes
+    "nack_entries": "xnack",
     "get_pending": "xpending",
     "claim_entries": "xclaim",
     "autoclaim_entries": "xautoclaim",

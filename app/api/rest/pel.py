@@ -1,4 +1,5 @@
-"""Pending entries: acknowledge (XACK), inspect (XPENDING), claim (XCLAIM, XAUTOCLAIM)."""
+"""Pending entries: acknowledge (XACK, XACKDEL), release (XNACK), inspect (XPENDING), claim
+(XCLAIM, XAUTOCLAIM)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,23 @@ from app.api.rest.explain import on_group, parsed_on_group
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.pel import (
     Ack,
+    AckDelete,
+    AckDeleted,
     Acked,
     AutoClaim,
     AutoClaimed,
     Claim,
     Claimed,
     ConsumerPending,
+    Nack,
     Pending,
     PendingEntry,
+    Released,
 )
+from app.api.rest.schemas.writes import statuses
 from app.api.services import BackendDep
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.nack import NackArgs
 from app.engine.ids import (
     INT64_MAX,
     StreamID,
@@ -54,6 +61,66 @@ async def ack_entries(
     if not acknowledged:  # XACK answers 0 for a missing key or group too: the path's 404
         await backend.group(stream, group)  # act first, explain after (app/api/rest/explain)
     return Acked(acknowledged=acknowledged)
+
+
+@api.post(
+    "/ackdels",
+    operation_id="ack_delete_entries",
+    summary="Acknowledge and delete entries",
+    response_model=AckDeleted,
+    responses=errors(404, 413),
+)
+async def ack_delete_entries(
+    stream: StreamName, group: GroupName, body: AckDelete, backend: BackendDep
+) -> AckDeleted | Encoded:
+    """Acknowledge the entries in the group and delete them from the stream in one step
+    (XACKDEL key group policy IDS numids id ..., Redis 8.2), under the reference `policy`
+    (`KEEPREF`, `DELREF`, `ACKED`). Each ID's status, in order: `deleted` (1: acknowledged
+    and deleted, or already gone from the stream), `kept` (2: acknowledged, but `ACKED` and
+    another group still needs it) or `not_found` (-1: not pending in this group, so neither
+    acknowledged nor deleted). Needs both the consume and the write grant on the stream."""
+    ids = await parsed_on_group(
+        backend, stream, group, lambda: [parse_strict_id(x) for x in body.ids]
+    )
+    codes = await on_group(
+        backend, stream, group, backend.ack_delete(stream, group, ids, body.policy)
+    )
+    if all(c == -1 for c in codes):  # as XACK: a missing key or group answers -1 for each
+        await backend.group(stream, group)  # act first, explain after (app/api/rest/explain)
+    reply = statuses([format_id(x) for x in ids], codes)
+    return Encoded({"acknowledged": reply["deleted"] + reply["kept"], **reply})
+
+
+@api.post(
+    "/nacks",
+    operation_id="nack_entries",
+    summary="Release pending entries",
+    response_model=Released,
+    responses=errors(404, 413),
+)
+async def nack_entries(
+    stream: StreamName, group: GroupName, body: Nack, backend: BackendDep
+) -> Released:
+    """Give pending entries back to the group without acknowledging them (XNACK key group
+    SILENT|FAIL|FATAL IDS numids id ... [RETRYCOUNT n] [FORCE], Redis 8.8): they stay
+    pending with no owner (`consumer` "" and `idle_ms` -1 in the pending list), and the next
+    claim of any consumer takes them first (a read with `claim_idle_ms`, XCLAIM, XAUTOCLAIM).
+    `mode` says what their delivery count becomes. IDs not pending are skipped (unless
+    `force`); `released` counts the others."""
+    a = await parsed_on_group(
+        backend,
+        stream,
+        group,
+        lambda: NackArgs(
+            stream,
+            group,
+            body.mode,
+            [parse_strict_id(x) for x in body.ids],
+            body.retry_count,
+            body.force,
+        ),
+    )
+    return Released(released=await on_group(backend, stream, group, backend.nack(a)))
 
 
 @api.get(

@@ -121,8 +121,9 @@ async def delete_stream(stream: StreamName, backend: BackendDep) -> Response:
     responses=errors(404, 413),
 )
 async def trim_stream(stream: StreamName, body: Trim, backend: BackendDep) -> Trimmed:
-    """Remove the oldest entries (XTRIM MAXLEN|MINID [~] threshold [LIMIT count]).
-    Exactly one of `maxlen` and `minid`; `limit` only with `approximate`."""
+    """Remove the oldest entries (XTRIM MAXLEN|MINID [~] threshold [LIMIT count]
+    [KEEPREF|DELREF|ACKED]). Exactly one of `maxlen` and `minid`; `limit` only with
+    `approximate`. A `policy` other than `KEEPREF` is Redis 8.2's (XTRIM ... DELREF|ACKED)."""
     try:
         spec = body.spec()
     except CommandError as e:

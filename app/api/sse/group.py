@@ -15,6 +15,12 @@ looks again every ``ACK_POLL_MS`` until acks (over any surface, or straight to R
 below. Entries delivered and then lost with the connection stay pending: the next connection
 of that consumer gets them first, as history. With ``noack`` they are not recorded as pending
 (at most once).
+
+With ``claim_ms`` (the route's ``claim_idle_ms``) each read of new entries is an
+``XREADGROUP ... CLAIM min-idle-time`` (Redis 8.4): pending entries of the group idle that
+long, those released by XNACK first, are taken over and sent before new ones, each event
+saying its idle time and delivery count. An entry this consumer was sent and did not
+acknowledge within that time comes again, as to any other consumer: a visibility timeout.
 """
 
 from __future__ import annotations
@@ -26,12 +32,12 @@ from functools import partial
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.sse.outbox import Outbox
 from app.api.sse.settled import RETRY_S, settled
-from app.api.sse.wire import EncodedEntry, deleted_event
+from app.api.sse.wire import EncodedEntry, claimed_event, deleted_event
 from app.backends import Backend
 from app.backends.errors import StorageUnavailable
 from app.engine.commands.reads import ReadRequest
 from app.engine.ids import StreamID, format_id
-from app.engine.replies import StreamRead
+from app.engine.replies import ClaimedEntry, StreamRead
 from app.engine.stream import Entry
 
 __all__ = ["ACK_POLL_MS", "GROUP_BATCH", "GROUP_BLOCK_MS", "GroupDelivery", "deliver"]
@@ -52,6 +58,7 @@ class GroupDelivery:
     noack: bool = False
     max_unacked: int = 0  # 0: no limit
     form: FieldsForm = FieldsForm.object
+    claim_ms: int | None = None  # CLAIM min-idle-time on reads of new entries; None: no claim
 
 
 async def held(backend: Backend, d: GroupDelivery) -> int:
@@ -67,6 +74,8 @@ def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead]) -> StreamID
         for entry in read.entries:
             if isinstance(entry, Entry):
                 outbox.push(EncodedEntry(d.key, entry).single(d.form))
+            elif isinstance(entry, ClaimedEntry):
+                outbox.push(claimed_event(entry, d.form))
             else:
                 outbox.push(deleted_event(entry.id))
             last = entry.id
@@ -98,7 +107,9 @@ async def deliver(backend: Backend, d: GroupDelivery, outbox: Outbox) -> None:
                 await asyncio.sleep(ACK_POLL_MS / 1000)
                 continue
             count = min(count, room)
-        new = ReadRequest([d.key], [">"], count, GROUP_BLOCK_MS, d.group, d.consumer, d.noack)
+        new = ReadRequest(
+            [d.key], [">"], count, GROUP_BLOCK_MS, d.group, d.consumer, d.noack, d.claim_ms
+        )
         try:
             reads = await backend.read(new)
         except StorageUnavailable:

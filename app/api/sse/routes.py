@@ -26,7 +26,7 @@ from app.api.sse.subscriber import Subscriber
 from app.api.sse.tail import follow, stream_info
 from app.api.sse.wire import parse_positions
 from app.engine.commands.reads import ReadRequest
-from app.engine.ids import MIN_ID, StreamID, parse_strict_id
+from app.engine.ids import INT64_MAX, MIN_ID, StreamID, parse_strict_id
 
 router = APIRouter(prefix="/v1", tags=["events"], route_class=RestRoute)
 
@@ -165,15 +165,31 @@ async def consumer_events(
         int, Query(ge=0, description="Pause while the consumer holds this many (0: no limit).")
     ] = 0,
     fields: Fields = FieldsForm.object,
+    claim_idle_ms: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=INT64_MAX,
+            description="CLAIM min-idle-time (Redis 8.4): before new entries, take over the "
+            "group's pending entries idle this long (released by XNACK first); their events "
+            "carry `idle_ms` and `delivery_count`.",
+        ),
+    ] = None,
 ) -> Response:
     """The consumer's pending entries first, then new ones (`>`), each recorded as pending for
     it unless `noack`; subscribers of one group share the entries. Acknowledge with the acks
     resource (XACK). The consumer is created by its first read, as XREADGROUP creates it;
-    the group must exist (404 NOGROUP)."""
+    the group must exist (404 NOGROUP).
+
+    With `claim_idle_ms` each read of new entries is XREADGROUP ... CLAIM (Redis 8.4): idle
+    pending entries of the group, and entries released by XNACK, come before new ones, and
+    every entry event after the history says in its data how long the entry was idle
+    (`idle_ms`: -1 released, 0 new) and how often it was delivered before
+    (`delivery_count`). An entry sent and not acknowledged within that time comes again."""
     # XPENDING's summary: NOGROUP (404) for a missing stream or group, and nothing created.
     await services.backend.pending_summary(stream, group)
     after = parse_strict_id(last_event_id or last_id)
-    d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields)
+    d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields, claim_idle_ms)
 
     async def source(outbox: Outbox) -> None:
         await deliver(services.backend, d, outbox)

@@ -7,7 +7,9 @@ so a browser's automatic ``Last-Event-ID`` resumes exactly after the last event 
 
 Events:
 
-    entry     an entry: ``{"id", "fields"}`` (plus ``"stream"`` on a multi-stream connection)
+    entry     an entry: ``{"id", "fields"}`` (plus ``"stream"`` on a multi-stream connection;
+              plus ``"idle_ms"`` and ``"delivery_count"`` on group delivery with
+              ``claim_idle_ms``, as the REST read with CLAIM gives them)
     gap       entries after the resume point may be gone (trimmed or deleted): ``{"after",
               "first_id"}`` (``"first_id"`` null when the stream is empty), sent before going on
     deleted   a pending entry of a consumer's history whose stream entry was deleted
@@ -24,15 +26,17 @@ entry is delivered like any other, never ending the connection.
 from __future__ import annotations
 
 from app.api.binary import encode_json, unquote_name
-from app.api.encoding import sse_entry_data
+from app.api.encoding import rest_maybe_entry, sse_entry_data
 from app.api.rest.schemas.entries import FieldsForm
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID, format_id, parse_strict_id
+from app.engine.replies import ClaimedEntry
 from app.engine.stream import Entry
 
 __all__ = [
     "HEARTBEAT",
     "EncodedEntry",
+    "claimed_event",
     "deleted_event",
     "error_event",
     "gap_event",
@@ -79,6 +83,16 @@ class EncodedEntry:
             data = sse_entry_data(e, form, self.stream)
             out = self._multi[form] = b"event: entry\ndata: %s\n\n" % data
         return out
+
+
+def claimed_event(e: ClaimedEntry, form: FieldsForm) -> bytes:
+    """An entry of a group read with CLAIM: the entry event, its data also saying how long
+    the entry was idle (-1: released by XNACK; 0: new) and how often it was delivered before
+    this delivery (0: new). Sent to one subscriber, so built for it alone."""
+    return b"id: %s\nevent: entry\ndata: %s\n\n" % (
+        format_id(e.id).encode(),
+        encode_json(rest_maybe_entry(e, form)),
+    )
 
 
 def gap_event(after: StreamID, first_id: StreamID | None, stream: str | None = None) -> bytes:

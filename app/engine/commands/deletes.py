@@ -3,7 +3,9 @@ reference policy (``refs``) and one status code per ID.
 
 The codes, as the command pages give them: -1 the ID is not there (not in the stream for
 XDELEX, not pending in the group for XACKDEL), 1 deleted, 2 kept because a group still needs
-it (ACKED). A missing key answers -1 for every ID.
+it (ACKED). A missing key answers -1 for every ID. Under ACKED a group's need is looked at
+before the stream: an ID not in the stream that a group still refers to (pending, or after
+its last-delivered ID) is 2, as redis-server 8.6 answers.
 """
 
 from __future__ import annotations
@@ -75,10 +77,12 @@ def remove_entry(ks: Keyspace, key: str, stream: Stream, sid: StreamID, policy: 
     """Delete one entry under ``policy``: its status code. DELREF drops the references
     even when the entry itself is gone already (dangling ones)."""
     if policy is RefPolicy.ACKED:
-        if not stream.exists(sid):
-            return NOT_FOUND
+        # References first, as redis-server 8.6 looks: an ID no longer (or not yet) in the
+        # stream that a group still holds pending or has not delivered answers 2, not -1.
         if referenced(stream, sid):
             return KEPT
+        if not stream.exists(sid):
+            return NOT_FOUND
     deleted = stream.delete(sid)
     if deleted:
         if sid > stream.max_deleted_id:

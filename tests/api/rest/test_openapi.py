@@ -68,7 +68,36 @@ def test_every_operation_of_the_issue_is_there(doc: dict[str, Any]) -> None:
         "set_last_id", "list_groups", "create_group", "get_group", "set_group_id",
         "delete_group", "list_consumers", "create_consumer", "delete_consumer", "read_group",
         "ack_entries", "get_pending", "claim_entries", "autoclaim_entries",
+        "ack_delete_entries", "nack_entries",
     }  # fmt: skip
+
+
+# What each operation with a post-7.0 command, or a post-7.0 option, must say about it.
+LATER_COMMANDS = {
+    "ack_delete_entries": ["XACKDEL", "Redis 8.2"],
+    "nack_entries": ["XNACK", "Redis 8.8"],
+    "delete_entry": ["XDELEX", "Redis 8.2"],
+    "delete_entries": ["XDELEX", "Redis 8.2"],
+    "trim_stream": ["DELREF", "Redis 8.2"],
+    "append_entries": ["DELREF", "Redis 8.2"],
+    "read_group": ["CLAIM", "Redis 8.4"],
+    "consume_group_events": ["CLAIM", "Redis 8.4"],
+}
+
+
+def test_operations_name_the_redis_version_a_later_command_needs(doc: dict[str, Any]) -> None:
+    """A client in front of Redis 7.0 learns from the contract which operations (or options)
+    need a later server: the description names the command and its version, and the info
+    says what xstreams follows."""
+    by_id = {op["operationId"]: op for item in doc["paths"].values() for op in item.values()}
+    for operation, words in LATER_COMMANDS.items():
+        text = by_id[operation]["description"]
+        assert all(w in text for w in words), (operation, words)
+    assert by_id["nack_entries"]["x-redis-command"] == "XNACK"
+    assert by_id["ack_delete_entries"]["x-redis-command"] == "XACKDEL"
+    info = doc["info"]["description"]
+    assert "Redis 7.0" in info
+    assert all(f"Redis {v}" in info for v in ("8.2", "8.4", "8.8"))
 
 
 def test_operation_ids_make_good_method_names(doc: dict[str, Any]) -> None:
@@ -157,6 +186,7 @@ def test_request_fields_with_a_server_default_are_optional(doc: dict[str, Any]) 
     assert "default" not in append["properties"]["nomkstream"]
     assert "Default: `false`." in append["properties"]["nomkstream"]["description"]
     assert 'Default: `"*"`.' in append["properties"]["id"]["description"]
-    for name in ("Append", "NewEntry", "Trim", "NewGroup", "Read", "Claim", "AutoClaim"):
+    names = ("Append", "NewEntry", "Trim", "NewGroup", "Read", "Claim", "AutoClaim", "AckDelete")
+    for name in (*names, "Nack"):
         for field, prop in schemas[name]["properties"].items():
             assert "default" not in prop, (name, field)

@@ -24,6 +24,13 @@ const blockingRead: Schemas["Read"] = { count: 10, block_ms: 5000 };
 const ack: Schemas["Ack"] = { ids: ["1526569495631-0"] };
 const claim: Schemas["Claim"] = { consumer: "bob", min_idle_ms: 60000, ids: ["1-0"] };
 const autoclaim: Schemas["AutoClaim"] = { consumer: "bob", min_idle_ms: 60000 };
+// The Redis 8.x forms: reference policies, acknowledge-and-delete, release, claim on read.
+const trimAcked: Schemas["Trim"] = { maxlen: 1000, policy: "ACKED" };
+const ackDelete: Schemas["AckDelete"] = { ids: ["1-0"] };
+const ackDeleteRefs: Schemas["AckDelete"] = { ids: ["1-0"], policy: "DELREF" };
+const release: Schemas["Nack"] = { ids: ["1-0"], mode: "FAIL" };
+const releaseFatal: Schemas["Nack"] = { ids: ["1-0"], mode: "FATAL", retry_count: 3, force: true };
+const claimingRead: Schemas["Read"] = { count: 10, claim_idle_ms: 30000 };
 
 const base = "http://127.0.0.1:8000";
 
@@ -66,6 +73,26 @@ async function scenario(): Promise<void> {
   const auto = await call<Schemas["AutoClaimed"]>(
     "POST", "/v1/streams/orders/groups/workers/autoclaims", autoclaim);
   console.log(auto);
+  await call<Schemas["Trimmed"]>("POST", "/v1/streams/orders/trim", trimAcked);
+  const workers = "/v1/streams/orders/groups/workers";
+  const gone = await call<Schemas["AckDeleted"]>("POST", `${workers}/ackdels`, ackDelete);
+  await call<Schemas["AckDeleted"]>("POST", `${workers}/ackdels`, ackDeleteRefs);
+  for (const row of gone.results) {
+    const status: "deleted" | "not_found" | "kept" = row.status;
+    console.log(row.id, status, gone.acknowledged, gone.kept, gone.not_found);
+  }
+  const released = await call<Schemas["Released"]>("POST", `${workers}/nacks`, release);
+  await call<Schemas["Released"]>("POST", `${workers}/nacks`, releaseFatal);
+  console.log(released.released);
+  const claimed = await call<Schemas["MaybeEntryList"]>("POST", consumer, claimingRead);
+  for (const entry of claimed.entries) {
+    const idle: number | null | undefined = entry.idle_ms;
+    const count: number | null | undefined = entry.delivery_count;
+    console.log(entry.id, idle, count);
+  }
+  const deleted = await call<Schemas["Deleted"]>(
+    "DELETE", "/v1/streams/orders/entries?id=1-0&policy=ACKED");
+  console.log(deleted.deleted, deleted.kept, deleted.results?.[0]?.status);
 }
 
 // The event streams' errors are problem documents, not events.

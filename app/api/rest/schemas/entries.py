@@ -60,14 +60,32 @@ class Entry(BaseModel):
 
 
 class MaybeEntry(BaseModel):
-    """An entry of a consumer's history; ``fields`` is null when it was deleted since."""
+    """An entry read as a consumer; ``fields`` is null for one of its history deleted since.
+    A read with ``claim_idle_ms`` (XREADGROUP ... CLAIM) adds ``idle_ms`` and
+    ``delivery_count`` to every entry."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [ENTRY_EXAMPLE, {"id": "1526569495632-0", "fields": None}]}
+        json_schema_extra={
+            "examples": [
+                ENTRY_EXAMPLE,
+                {"id": "1526569495632-0", "fields": None},
+                {**ENTRY_EXAMPLE, "idle_ms": 65000, "delivery_count": 1},
+            ]
+        }
     )
 
     id: str
     fields: FieldsOut | None
+    idle_ms: int | None = Field(
+        None,
+        description="With `claim_idle_ms`: how long the entry was idle before this read took "
+        "it (0 for a new entry; -1 for one released by XNACK). Absent otherwise.",
+    )
+    delivery_count: int | None = Field(
+        None,
+        description="With `claim_idle_ms`: how often it was delivered before this read (0 "
+        "for a new entry). Absent otherwise.",
+    )
 
 
 class EntryList(BaseModel):

@@ -134,6 +134,16 @@ class Read(Body):
         description="BLOCK: wait up to this long for new entries (0: forever).",
     )
     noack: bool = Field(False, description="NOACK: do not add the entries to the PEL.")
+    claim_idle_ms: int | None = Field(
+        None,
+        ge=0,
+        le=INT64_MAX,
+        description="CLAIM min-idle-time (Redis 8.4), with `id` `>`: first take the group's "
+        "pending entries idle at least this long (entries released by XNACK before all, then "
+        "the longest idle), then new ones, `count` covering both. Every entry then carries "
+        "`idle_ms` and `delivery_count` from before this read (a new one 0 and 0). Ignored "
+        "for a history read, as Redis ignores it.",
+    )
 
 
 def group(g: replies.GroupInfo) -> Group:

@@ -1,13 +1,19 @@
-"""Pending entries, acknowledgements and claims: XPENDING, XACK, XCLAIM, XAUTOCLAIM."""
+"""Pending entries, acknowledgements, releases and claims: XPENDING, XACK, XACKDEL, XNACK,
+XCLAIM, XAUTOCLAIM."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.rest.schemas.body import Body
 from app.api.rest.schemas.entries import ENTRY_EXAMPLE, Entry
+from app.api.rest.schemas.writes import POLICY_DOC, RESULTS_EXAMPLE, IdStatus, Policy, token
 from app.engine.commands.groups import ATTEMPTS_FACTOR, LONG_MAX
+from app.engine.commands.nack import NackMode
 from app.engine.ids import INT64_MAX
+from app.engine.refs import RefPolicy
 
 _ID = "1526569495631-0"
 
@@ -26,6 +32,72 @@ class Acked(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"acknowledged": 1}]})
 
     acknowledged: int
+
+
+class AckDelete(Body):
+    """XACKDEL's IDs and reference policy."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"ids": [_ID], "policy": "ACKED"}]})
+
+    ids: list[str] = Field(min_length=1)
+    policy: Policy = Field(RefPolicy.KEEPREF, description=POLICY_DOC)
+
+
+class AckDeleted(BaseModel):
+    """XACKDEL: what became of each ID, in order, and the counts. An ID pending in the group
+    is acknowledged, then `deleted` or `kept` (`ACKED`: another group still needs it); one
+    not pending is `not_found`, neither acknowledged nor deleted."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "acknowledged": 2,
+                    "deleted": 1,
+                    "kept": 1,
+                    "not_found": 1,
+                    "results": RESULTS_EXAMPLE,
+                }
+            ]
+        }
+    )
+
+    acknowledged: int = Field(description="IDs that were pending and are now acknowledged.")
+    deleted: int
+    kept: int
+    not_found: int = Field(description="IDs not pending in the group: nothing done.")
+    results: list[IdStatus]
+
+
+class Nack(Body):
+    """XNACK's arguments."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"ids": [_ID], "mode": "FAIL"}]},
+    )
+
+    ids: list[str] = Field(min_length=1)
+    mode: Annotated[NackMode, token(NackMode)] = Field(
+        description="What the delivery count becomes: `SILENT` takes the delivery back "
+        "(count - 1, never below 0), `FAIL` keeps it, `FATAL` sets it to the largest count "
+        "(9223372036854775807), so a consumer can tell a poison entry. Any case."
+    )
+    retry_count: int | None = Field(
+        None, ge=0, le=INT64_MAX, description="RETRYCOUNT: set the delivery count outright."
+    )
+    force: bool = Field(
+        False,
+        description="FORCE: also release IDs the stream holds that the group does not hold "
+        "pending (created unowned).",
+    )
+
+
+class Released(BaseModel):
+    """How many entries were released: pending, now without an owner, claimable at once."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"released": 1}]})
+
+    released: int
 
 
 class ConsumerPending(BaseModel):

@@ -1,14 +1,46 @@
-"""Request bodies that change a stream: append (XADD), trim (XTRIM), set the last ID (XSETID)."""
+"""Request bodies that change a stream: append (XADD), trim (XTRIM), set the last ID (XSETID);
+and what deleting entries answers (XDEL, XDELEX, XACKDEL)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from enum import StrEnum
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from app.api.rest.schemas.body import Body
 from app.api.rest.schemas.entries import FieldsIn
 from app.engine.commands.streams import trim_spec
 from app.engine.ids import INT64_MAX, INT64_MIN
+from app.engine.refs import RefPolicy
 from app.engine.stream import TrimSpec
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def token(kind: type[E]) -> BeforeValidator:
+    """Redis reads its option tokens in any case (``acked`` is ``ACKED``): so does a body or
+    query here. Anything else is refused naming the tokens (422)."""
+
+    def read(value: Any) -> Any:
+        if isinstance(value, str) and value.upper() in kind.__members__:
+            return kind[value.upper()]
+        if isinstance(value, kind):
+            return value
+        names = ", ".join(kind.__members__)
+        raise ValueError(f"must be one of {names} (any case)")
+
+    return BeforeValidator(read)
+
+
+POLICY_DOC = (
+    "What deleting an entry does to the consumer groups that refer to it (Redis 8.2): "
+    "`KEEPREF` (the default, Redis 7.0's behaviour) keeps its ID in every PEL; `DELREF` "
+    "removes it from every PEL too; `ACKED` deletes only entries no group still needs "
+    "(delivered to every group and pending in none). Any case."
+)
+Policy = Annotated[RefPolicy, token(RefPolicy)]
+"""A reference policy in a body or a query: its token in any case, else 422."""
 
 
 class Trim(Body):
@@ -31,11 +63,20 @@ class Trim(Body):
         le=INT64_MAX,
         description="LIMIT: at most this many entries removed (with `approximate` only).",
     )
+    policy: Policy = Field(
+        RefPolicy.KEEPREF,
+        description=POLICY_DOC + " `DELREF` and `ACKED` trim exactly, even with `approximate`; "
+        "`ACKED` keeps the entries a group still needs and trims past them.",
+    )
 
     def spec(self) -> TrimSpec:
         """The clause, checked by the engine's one rule (errors as XTRIM's tokens get)."""
         return trim_spec(
-            maxlen=self.maxlen, minid=self.minid, approximate=self.approximate, limit=self.limit
+            maxlen=self.maxlen,
+            minid=self.minid,
+            approximate=self.approximate,
+            limit=self.limit,
+            policy=self.policy,
         )
 
 
@@ -104,12 +145,65 @@ class Trimmed(BaseModel):
     trimmed: int
 
 
-class Deleted(BaseModel):
-    """How many of the given entries existed and were deleted."""
+class EntryStatus(StrEnum):
+    """What became of one ID (XDELEX's and XACKDEL's codes): ``deleted`` is 1, ``kept`` 2
+    (``ACKED``: a group still needs it), ``not_found`` -1 (not in the stream; for XACKDEL,
+    not pending in the group, so neither acknowledged nor deleted)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"deleted": 2}]})
+    deleted = "deleted"
+    not_found = "not_found"
+    kept = "kept"
+
+
+STATUS_OF_CODE = {1: EntryStatus.deleted, 2: EntryStatus.kept, -1: EntryStatus.not_found}
+
+
+class IdStatus(BaseModel):
+    """One ID and what became of it."""
+
+    id: str
+    status: EntryStatus
+
+
+RESULTS_EXAMPLE: list[Any] = [
+    {"id": "1526569495631-0", "status": "deleted"},
+    {"id": "1526569495632-0", "status": "kept"},
+    {"id": "1526569495633-0", "status": "not_found"},
+]
+
+
+def statuses(ids: list[str], codes: list[int]) -> dict[str, Any]:
+    """The counts and per-ID results of an XDELEX / XACKDEL reply, as plain values."""
+    results = [
+        {"id": i, "status": STATUS_OF_CODE[c].value} for i, c in zip(ids, codes, strict=True)
+    ]
+    return {
+        "deleted": codes.count(1),
+        "kept": codes.count(2),
+        "not_found": codes.count(-1),
+        "results": results,
+    }
+
+
+class Deleted(BaseModel):
+    """How many of the given entries existed and were deleted. With a `policy` (XDELEX),
+    also how many were kept and not found, and what became of each ID, in order."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"deleted": 2},
+                {"deleted": 1, "kept": 1, "not_found": 1, "results": RESULTS_EXAMPLE},
+            ]
+        }
+    )
 
     deleted: int
+    kept: int | None = Field(default=None, description="With `policy`: IDs kept (`ACKED`).")
+    not_found: int | None = Field(default=None, description="With `policy`: IDs not in the stream.")
+    results: list[IdStatus] | None = Field(
+        default=None, description="With `policy`: each ID given, in order, and what became of it."
+    )
 
 
 class LastId(Body):

@@ -1,6 +1,7 @@
 // A group's pending entries (XPENDING, with IDLE and a consumer filter), sorted and filtered
-// on the page, and the repairs for stuck work: claim to another consumer (XCLAIM), acknowledge
-// (XACK) and "autoclaim idle" (XAUTOCLAIM), each confirmed first.
+// on the page, and the repairs for stuck work: claim to another consumer (XCLAIM), release
+// back to the group (XNACK FAIL: unowned, the next claim of any consumer takes it first),
+// acknowledge (XACK) and "autoclaim idle" (XAUTOCLAIM), each confirmed first.
 
 import { api, groupPath, quote, whoami } from "../api.js";
 import {
@@ -52,13 +53,14 @@ export async function render(main, ctx) {
   const targets = h("datalist", { id: "consumers-list" });
   const claimTo = h("input", { type: "text", name: "claim-to", list: "consumers-list", spellcheck: "false", placeholder: "bob" });
   const claimSelected = h("button", { type: "button", disabled: true }, "Claim selected…");
+  const releaseSelected = h("button", { type: "button", class: "secondary", disabled: true }, "Release selected…");
   const ackSelected = h("button", { type: "button", class: "danger", disabled: true }, "Acknowledge selected…");
   const more = h("button", { type: "button", class: "secondary", disabled: true }, "Next page →");
   const first = h("button", { type: "button", class: "secondary", disabled: true }, "← First page");
   const shownCount = h("span", { class: "muted", "aria-live": "polite" });
 
   replace(main, title, status, summary, filters,
-    h("div", { class: "toolbar" }, targets, field("Claim to consumer", claimTo), claimSelected, ackSelected),
+    h("div", { class: "toolbar" }, targets, field("Claim to consumer", claimTo), claimSelected, releaseSelected, ackSelected),
     table("Pending entries", [h("th", { scope: "col" }, selectAll), ...headers,
       h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions"))], tbody),
     h("div", { class: "pager" }, first, shownCount, more),
@@ -148,11 +150,12 @@ export async function render(main, ctx) {
       return h("tr", { dataset: { id: r.id } },
         h("td", {}, box),
         h("td", { class: "id" }, r.id),
-        h("td", {}, shown(r.consumer)),
-        h("td", { class: "num" }, duration(r.idle_ms)),
+        h("td", {}, r.consumer === "" ? h("span", { class: "muted" }, "released") : shown(r.consumer)),
+        h("td", { class: "num" }, r.idle_ms < 0 ? "—" : duration(r.idle_ms)),
         h("td", { class: "num" }, number(r.delivery_count)),
         h("td", { class: "row-actions" },
           h("button", { type: "button", class: "small claim", onclick: () => claim([r.id]) }, "Claim…"),
+          h("button", { type: "button", class: "small secondary release", onclick: () => release([r.id]) }, "Release…"),
           h("button", { type: "button", class: "small danger ack", onclick: () => ack([r.id]) }, "Ack…")));
     }));
     if (!list.length) {
@@ -160,7 +163,8 @@ export async function render(main, ctx) {
         rows.length ? "No pending entry on this page passes the filters." : "Nothing pending.")));
     }
     if (focusedId) {
-      const sel = focusedClass?.includes("ack") ? "button.ack" : focusedClass?.includes("claim") ? "button.claim" : "input";
+      const sel = focusedClass?.includes("ack") ? "button.ack" : focusedClass?.includes("release") ? "button.release"
+        : focusedClass?.includes("claim") ? "button.claim" : "input";
       tbody.querySelector(`tr[data-id="${CSS.escape(focusedId)}"] ${sel}`)?.focus();
     }
     shownCount.textContent = `${list.length} of ${rows.length} on this page`;
@@ -168,7 +172,7 @@ export async function render(main, ctx) {
   }
 
   function updateBulk() {
-    claimSelected.disabled = ackSelected.disabled = selected.size === 0;
+    claimSelected.disabled = releaseSelected.disabled = ackSelected.disabled = selected.size === 0;
     selectAll.checked = selected.size > 0 && selected.size === visible().length;
   }
   selectAll.addEventListener("change", () => {
@@ -176,6 +180,7 @@ export async function render(main, ctx) {
     draw();
   });
   claimSelected.addEventListener("click", () => claim([...selected]));
+  releaseSelected.addEventListener("click", () => release([...selected]));
   ackSelected.addEventListener("click", () => ack([...selected]));
 
   async function claim(ids) {
@@ -193,6 +198,23 @@ export async function render(main, ctx) {
       const r = await api("POST", `${path}/claims`, { body: { consumer: to, min_idle_ms: 0, ids } });
       notice(status, `Claimed ${r.ids.length} for ${shown(to)}` +
         (r.ids.length < ids.length ? ` (${ids.length - r.ids.length} were no longer pending or were deleted).` : "."));
+      selected.clear();
+      load();
+    } catch (e) {
+      notice(status, e.message, "error");
+    }
+  }
+
+  async function release(ids) {
+    const ok = await confirmAction("Release entries?",
+      `${ids.length === 1 ? ids[0] : `${ids.length} entries`} will stay pending with no owner, ` +
+      "to be taken first by the next claim of any consumer (XNACK FAIL: their delivery count is kept).",
+      "Release");
+    if (!ok) return;
+    try {
+      const r = await api("POST", `${path}/nacks`, { body: { ids, mode: "FAIL" } });
+      notice(status, `Released ${r.released}` +
+        (r.released < ids.length ? ` (${ids.length - r.released} were no longer pending).` : "."));
       selected.clear();
       load();
     } catch (e) {
