@@ -333,8 +333,18 @@ def older(features: Features, limits: Limits, cmd: Command, args: list[str]) -> 
             return nack(parse_xnack(args))
         except CommandError as e:
             return _raise(e)
-    if name == "xreadgroup" and not features.read_claim:
-        if not any(a.lower() == "claim" for a in args[1:]):
-            return None
+    if name in ("xread", "xreadgroup") and not features.read_claim and names_claim(args):
         return _claim_command(limits, args)
     return None
+
+
+def names_claim(args: list[str]) -> bool:
+    """Whether XREAD / XREADGROUP names CLAIM among its options: a server older than 8.4
+    would answer a syntax error where the engine's parser says what is wrong."""
+    for a in args[1:]:
+        low = a.lower()
+        if low == "streams":
+            return False
+        if low == "claim":
+            return True
+    return False

@@ -16,7 +16,13 @@ from app.backends.redis.limits import (
     read_head,
     read_request,
 )
-from app.backends.redis.newer import CLAIM_POLL_MS, as_claimed, claim_id_errors, claim_read
+from app.backends.redis.newer import (
+    CLAIM_POLL_MS,
+    as_claimed,
+    claim_id_errors,
+    claim_read,
+    names_claim,
+)
 from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
 from app.engine.clock import ManualClock
@@ -38,7 +44,7 @@ class Reads:
         """XREAD / XREADGROUP as the command endpoint got it, as Redis replies."""
         request = read_request(args)
         if request is None:  # malformed: Redis gives its error
-            if _names_claim(args) and not (await self._router.server_features()).read_claim:
+            if names_claim(args) and not (await self._router.server_features()).read_claim:
                 parse_read_request(Keyspace(ManualClock(int(time.time() * 1000))), args)
             return await self._router.call(None, *command_argv(args))
         return await self.read(request, gone)
@@ -174,15 +180,3 @@ class Reads:
             if isinstance(raw, list) and raw[0] == 1:
                 replies.append(raw[1])  # else a write raced in: that part stays unread
         return merge(keys, replies)
-
-
-def _names_claim(args: list[str]) -> bool:
-    """Whether XREAD / XREADGROUP names CLAIM among its options: a server older than 8.4
-    would answer a syntax error where the engine's parser says what is wrong."""
-    for a in args[1:]:
-        low = a.lower()
-        if low == "streams":
-            return False
-        if low == "claim":
-            return True
-    return False
