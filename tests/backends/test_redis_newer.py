@@ -7,7 +7,8 @@ Lua scripts, app/backends/redis/newer.py), and through ``RedisBackend`` on redis
 they are passed through). Replies must be equal once idle times are masked. XNACK is 8.8's,
 which no server here has: the backend emulates it on both, and whether a server reporting
 8.8 gets it passed through is the version decision (``older``), tested as a pure function.
-The visible differences of the emulation (README, "Redis 8 stream commands") are asserted
+The visible differences of the emulation (README, "Stream commands newer than the Redis
+server") are asserted
 as such, so that they stay the only ones.
 """
 

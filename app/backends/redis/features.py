@@ -4,7 +4,8 @@ The stream commands Redis added after 7.0 are passed through unchanged to a serv
 them; on an older one the backend answers them itself, by a Lua script over 7.0's commands
 where that gives the same result exactly (newer.py), else with ``NotAvailable`` naming the
 version needed. The decision is a pure function of the version (``Features``), so it is
-tested with versions alone.
+tested with versions alone. A server that does not tell its version (INFO refused by an ACL)
+is served as the oldest: every newer command by script or refused.
 
 In a cluster the version is the lowest of the masters' (a command must work on every slot),
 and so is ``stream-node-max-entries`` (the default LIMIT of ``~``), while the largest is the
@@ -71,9 +72,9 @@ class Features:
 
     def refuse(self, what: str, needed: Version) -> NotAvailable:
         """The error for what this server cannot do and no script can do exactly."""
+        this = version_text(self.version) if any(self.version) else "of an unknown version"
         return NotAvailable(
-            f"ERR {what} needs Redis {needed[0]}.{needed[1]} or newer "
-            f"(this server is {version_text(self.version)})"
+            f"ERR {what} needs Redis {needed[0]}.{needed[1]} or newer (this server is {this})"
         )
 
     def delref_exact(self, removed: int, approx: bool, limit: int) -> bool:
@@ -95,7 +96,3 @@ class Features:
         if limit <= 0 or limit > 2**30:
             limit = 10000
         return limit
-
-
-def lowest(versions: list[Version]) -> Version:
-    return min(versions)

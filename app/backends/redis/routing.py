@@ -99,7 +99,10 @@ class Router:
         entries: list[int] = []
         known = True
         for node in nodes:
-            info = decode(await self.call(None, "INFO", "server", node=node))
+            try:  # refused (an ACL without INFO): unknown, served as the oldest
+                info = decode(await self.call(None, "INFO", "server", node=node))
+            except CommandError:
+                info = ""
             versions.append(parse_version(info_field(info, "redis_version") or "0.0.0"))
             try:
                 reply = await self.call(None, "CONFIG", "GET", "stream-node-max-entries", node=node)
