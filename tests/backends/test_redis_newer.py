@@ -466,6 +466,11 @@ async def test_a_blocked_claim_read_is_served_by_time(old: RedisBackend, new: Re
         timed = dataclasses.replace(read, block_ms=200, claim_ms=600_000)
         assert await side.read(timed) == []
         assert time.monotonic() - start >= 0.19
+        # the command endpoint's XREADGROUP ... BLOCK ... CLAIM takes the same path
+        raw = ["XREADGROUP", "GROUP", "g", "z", "BLOCK", "100", "CLAIM", "1", "STREAMS", "b", ">"]
+        got_raw = await side.command(raw)
+        assert [[row[0] for row in rows] for _, rows in got_raw] == [["1-0", "2-0"]]
+        assert all(len(row) == 4 for _, rows in got_raw for row in rows)
 
 
 async def test_a_client_that_leaves_stops_a_blocked_claim_read(old: RedisBackend) -> None:
