@@ -254,7 +254,7 @@ def claim_read(
         encode(r.group),
         encode(r.consumer),
         r.claim_ms,
-        r.count,
+        r.count if r.count < 2**53 else 0,  # a Lua number; no stream holds that many
         "1" if r.noack else "0",
         limits.group_consumers,
         cap or 0,

@@ -533,7 +533,7 @@ for i = 1, nkeys do
   if id == '>' then
     local npel = field(infos[i], 'pending')
     if npel > 0 then
-      local pel = redis.call('XPENDING', key, group, 'IDLE', min_idle, '-', '+', npel)
+      local pel = redis.call('XPENDING', key, group, 'IDLE', ARGV[4], '-', '+', npel)
       table.sort(pel, function(a, b)
         if a[3] ~= b[3] then return a[3] > b[3] end
         return id_before(a[1], b[1])
@@ -587,6 +587,7 @@ for i = 1, nkeys do
     for _, p in ipairs(pel) do
       local ms = min_idle - p[3]
       if ms < 0 then ms = 0 end
+      if ms > 1e12 then ms = 1e12 end
       if wait < 0 or ms < wait then wait = ms end
     end
   end
