@@ -8,6 +8,8 @@ error reply.
           ├── ReplicasUnavailable fewer replicas than --wait-replicas confirmed a write
           ├── RedisUnavailable    Redis could not be reached, or stopped answering
           └── RedisFault          Redis answered, but refuses for now (CLUSTERDOWN, LOADING...)
+     └── NotAvailable             the command is newer than the Redis server behind the backend
+                                  and no script does it exactly: 501 on REST
 
     StorageUnavailable            (app/durability.py) the embedded backend's database does not
                                   take writes now: 503, Retry-After; a plain Exception, so no
@@ -28,6 +30,7 @@ __all__ = [
     "FAULT_CODES",
     "BackendUnavailable",
     "BlockPoolExhausted",
+    "NotAvailable",
     "RedisFault",
     "RedisUnavailable",
     "ReplicasUnavailable",
@@ -96,6 +99,14 @@ class RedisUnavailable(BackendUnavailable):
 class RedisFault(BackendUnavailable):
     """An error reply of one of the ``FAULT_CODES``, with Redis's own text: Redis is there
     but refuses the command for now (a failover, a load, a slot moving)."""
+
+
+class NotAvailable(CommandError):
+    """A command (or an option of one) that Redis added after the version of the server
+    behind the Redis backend, which the backend cannot do exactly with the server's own
+    commands: ``ERR XTRIM with ACKED needs Redis 8.2 or newer (this server is 7.0.15)``.
+    Not the request's mistake, nor a passing state: the same request works on the embedded
+    backend or on a newer Redis (app/backends/redis/features.py)."""
 
 
 def fault_of(text: str) -> RedisFault | None:

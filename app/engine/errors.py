@@ -223,6 +223,12 @@ _WRONG_ARGUMENT_PREFIXES = (
     "ERR unknown subcommand",
     "ERR unknown command",
     "ERR invalid cursor",
+    # Redis 8.2 - 8.8 (XDELEX / XACKDEL, XREADGROUP ... CLAIM, XNACK)
+    "ERR Number of IDs must be a positive integer",
+    "ERR The `numids` parameter must match",
+    "ERR min-idle-time ",
+    "ERR The CLAIM option",
+    "ERR Invalid RETRYCOUNT option argument",
 )
 
 

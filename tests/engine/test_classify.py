@@ -57,6 +57,16 @@ REDIS_TEXTS: list[tuple[str, type[CommandError]]] = [
     ("WRONGTYPE Operation against a key holding the wrong kind of value", WrongType),
     ("ERR Elements are too large to be stored", TooLarge),
     ("ERR syntax error", SyntaxError_),
+    # from redis-server 8.6 (XDELEX, XACKDEL, XREADGROUP ... CLAIM) and the XNACK page
+    ("ERR Number of IDs must be a positive integer", WrongArgument),
+    ("ERR The `numids` parameter must match the number of arguments", WrongArgument),
+    ("ERR min-idle-time must be a positive integer", WrongArgument),
+    ("ERR min-idle-time is not an integer or out of range", WrongArgument),
+    (
+        "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead.",
+        WrongArgument,
+    ),
+    ("ERR Invalid RETRYCOUNT option argument for XNACK", WrongArgument),
     ("ERR syntax error, LIMIT cannot be used without the special ~ option", WrongArgument),
     ("ERR wrong number of arguments for 'xadd' command", WrongArgument),
     ("ERR value is not an integer or out of range", WrongArgument),

@@ -23,7 +23,10 @@ docstring says the choices a caller may rely on:
 - passthrough.py: ``Passthrough`` over the router and the reads: the command endpoint
   (one command, pipeline, multi-exec);
 - streams.py: ``Streams`` over the router and the reads; groups.py: ``Groups`` over the
-  router: the typed operations.
+  router: the typed operations;
+- features.py: the server's version, learnt at start, and which of the stream commands Redis
+  added after 7.0 it has; newer.py: those commands on a server that lacks them (a script
+  where 7.0's commands do the same exactly, else ``NotAvailable``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.backends.redis import caps
+from app.backends.redis import caps, newer
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -147,6 +147,10 @@ class Groups:
     async def ack_delete(
         self, key: str, group: str, ids: Sequence[StreamID], policy: RefPolicy
     ) -> list[int]:
+        if not (await self._router.server_features()).ref_policies:
+            bounded = newer.deletes(key, group, policy, list(map(id_arg, ids)))
+            raw = bounded.finish(await self._router.write(key, *bounded.line))
+            return [int(code) for code in raw]
         raw = await self._router.write(
             key,
             "XACKDEL",
@@ -160,6 +164,9 @@ class Groups:
         return [int(code) for code in raw]
 
     async def nack(self, args: NackArgs) -> int:
+        if not (await self._router.server_features()).xnack:
+            line = newer.nack(args).line
+            return int(await self._router.write(args.key, *line))
         argv: list[Arg] = [encode(args.key), encode(args.group), args.mode.value, "IDS"]
         argv += [len(args.ids), *map(id_arg, args.ids)]
         if args.retry_count is not None:

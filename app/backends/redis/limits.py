@@ -186,6 +186,8 @@ def read_head(r: ReadRequest, count: int) -> list[Arg]:
         head += ["BLOCK", r.block_ms]
     if r.noack:
         head.append("NOACK")
+    if r.claim_ms is not None:
+        head += ["CLAIM", r.claim_ms]
     return head
 
 

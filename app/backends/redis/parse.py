@@ -21,8 +21,10 @@ from redis.exceptions import (
 from app.backends.errors import (
     classify_reply,
 )
+from app.engine.commands.streams import DEFAULT_LIMIT, XAddArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
+from app.engine.refs import RefPolicy
 from app.engine.replies import (
     ClaimedEntry,
     CommandReply,
@@ -32,7 +34,7 @@ from app.engine.replies import (
     StreamInfo,
     StreamRead,
 )
-from app.engine.stream import Entry
+from app.engine.stream import Entry, TrimSpec, TrimStrategy
 
 Raw = Any  # a RESP reply as redis-py's parser gives it without callbacks
 Arg = str | bytes | int
@@ -170,11 +172,20 @@ def opt_int(raw: Raw) -> int | None:
 def parse_read(raw: Raw) -> list[StreamRead]:
     out = []
     for key, entries in raw or []:
-        items: list[Entry | MissingEntry | ClaimedEntry] = [
-            MissingEntry(parse_id(e[0])) if e[1] is None else parse_entry(e) for e in entries
-        ]
+        items: list[Entry | MissingEntry | ClaimedEntry] = [_read_item(e) for e in entries]
         out.append(StreamRead(decode(key), items))
     return out
+
+
+def _read_item(e: Raw) -> Entry | MissingEntry | ClaimedEntry:
+    """One entry of a read: a deleted one (history), a plain one, or, in a read with CLAIM
+    (Redis 8.4), [id, fields, idle, delivery count]."""
+    if e[1] is None:
+        return MissingEntry(parse_id(e[0]))
+    entry = parse_entry(e)
+    if len(e) == 4:
+        return ClaimedEntry(entry.id, entry.fields, int(e[2]), int(e[3]))
+    return entry
 
 
 def parse_claimed(raw: Raw, justid: bool) -> list[Entry | StreamID]:
@@ -187,3 +198,37 @@ def command_argv(args: list[str]) -> list[Arg]:
     """A command line for redis-py: the command's name as text (its cluster routing looks
     names up as text; only names the table knows get here), arguments as bytes."""
     return [args[0], *(encode(a) for a in args[1:])]
+
+
+def trim_args(spec: TrimSpec, *, policy: bool = True) -> list[Arg]:
+    """A trim clause as XADD / XTRIM take it; ``policy``: with its reference policy (a
+    server older than 8.2 takes none)."""
+    args: list[Arg] = [spec.strategy.value, "~" if spec.approx else "="]
+    args.append(spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else id_arg(spec.minid))
+    if spec.approx and spec.limit != DEFAULT_LIMIT:  # none given: Redis's own default
+        args += ["LIMIT", spec.limit]
+    if policy and spec.policy is not RefPolicy.KEEPREF:
+        args.append(spec.policy.value)
+    return args
+
+
+def xadd_args(
+    a: XAddArgs, sid: StreamID | None = None, *, nomkstream: bool = True, trim: bool = True
+) -> list[Arg]:
+    """XADD's arguments after the key; ``sid`` replaces the ID (an ID already decided);
+    ``trim`` False: without its trim clause."""
+    args: list[Arg] = []
+    if a.nomkstream and nomkstream:
+        args.append("NOMKSTREAM")
+    if a.trim is not None and trim:
+        args += trim_args(a.trim)
+    if sid is not None:
+        args.append(id_arg(sid))
+    elif a.id is None:
+        args.append("*")
+    elif a.seq_given:
+        args.append(id_arg(a.id))
+    else:
+        args.append(f"{a.id.ms}-*")
+    args += [encode(f) for f in a.fields]
+    return args

@@ -9,6 +9,8 @@ is Redis's. Replies come back in the command endpoint's shape (parse.py).
   /multi-exec must name keys of one slot only, else the whole transaction is refused with
   Redis's CROSSSLOT text.
 - FLUSHALL runs as FLUSHDB: the backend's keyspace is its database, not the whole server.
+- A stream command newer than the server (XDELEX, XACKDEL, a trim policy, XREADGROUP ...
+  CLAIM, XNACK) is sent as newer.py says: a script, or refused before it is sent.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from app.backends.errors import (
     BlockPoolExhausted,
     RedisUnavailable,
 )
-from app.backends.redis.limits import (
-    within_limits,
-)
+from app.backends.redis.features import Features
+from app.backends.redis.limits import Bounded, within_limits
+from app.backends.redis.newer import older
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -67,7 +69,7 @@ class Passthrough:
         if name == "flushall":
             args = ["FLUSHDB", *args[1:]]
             name = "flushdb"
-        bounded = within_limits(self._limits, cmd, args)
+        bounded = self._bound(await self._router.server_features(), cmd, args)
         if bounded is not None:  # one key (or keys of one slot): routed by the first
             key = (cmd.keys(args) or [args[1]])[0]
             each = self._router.write if cmd.writes or bounded.writes else self._router.call
@@ -89,6 +91,11 @@ class Passthrough:
         if cmd.writes:
             return await self._router.write(keys[0], *raw)
         return await self._router.call(keys[0], *raw)
+
+    def _bound(self, features: Features, cmd: Command, args: list[str]) -> Bounded | None:
+        """How ``args`` is sent: a command newer than the server by newer.py, else within
+        the limits (limits.py); None: as it is."""
+        return older(features, self._limits, cmd, args) or within_limits(self._limits, cmd, args)
 
     async def _everywhere(self, name: str, args: list[str], raw: list[Arg]) -> Raw:
         """A whole-keyspace command in a cluster (see this module's docstring)."""
@@ -115,6 +122,7 @@ class Passthrough:
         (``RedisFault``: CLUSTERDOWN, LOADING...): the service's trouble, not one command's.
         Redis being unreachable, or no connection for a blocking read, fails it at once."""
         parsed = [list(c) for c in commands]
+        features = await self._router.server_features()
         if self._router.cluster or any(_may_block(a) for a in parsed):
             out: list[CommandReply | CommandError] = []
             for argv in parsed:
@@ -138,7 +146,7 @@ class Passthrough:
                 continue
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            bounded = within_limits(self._limits, cmd, args)
+            bounded = self._bound(features, cmd, args)
             if bounded is not None:
                 finish[i] = bounded.finish
             writes = writes or cmd.writes or (bounded is not None and bounded.writes)
@@ -176,10 +184,11 @@ class Passthrough:
         lines: list[list[Arg]] = [["MULTI"]]
         finish: list[Callable[[Raw], Raw] | None] = []
         writes = False
+        features = await self._router.server_features()
         for cmd, args in zip(cmds, parsed, strict=True):
             if cmd.name == "flushall":
                 args = ["FLUSHDB", *args[1:]]
-            bounded = within_limits(self._limits, cmd, args)
+            bounded = self._bound(features, cmd, args)
             finish.append(None if bounded is None else bounded.finish)
             writes = writes or cmd.writes or (bounded is not None and bounded.writes)
             lines.append(command_argv(args) if bounded is None else bounded.line)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 
 from app.backends.base import Gone
 from app.backends.redis import caps
@@ -14,9 +16,18 @@ from app.backends.redis.limits import (
     read_head,
     read_request,
 )
+from app.backends.redis.newer import (
+    CLAIM_POLL_MS,
+    as_claimed,
+    claim_id_errors,
+    claim_read,
+    names_claim,
+)
 from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
-from app.engine.commands.reads import ReadRequest
+from app.engine.clock import ManualClock
+from app.engine.commands.reads import ReadRequest, parse_read_request
+from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
 
 
@@ -33,6 +44,8 @@ class Reads:
         """XREAD / XREADGROUP as the command endpoint got it, as Redis replies."""
         request = read_request(args)
         if request is None:  # malformed: Redis gives its error
+            if names_claim(args) and not (await self._router.server_features()).read_claim:
+                parse_read_request(Keyspace(ManualClock(int(time.time() * 1000))), args)
             return await self._router.call(None, *command_argv(args))
         return await self.read(request, gone)
 
@@ -40,6 +53,9 @@ class Reads:
         """XREAD / XREADGROUP within the limits (limits.py says how), as Redis replies."""
         limits, router = self._limits, self._router
         limits.check_read_keys(r.command, len(r.keys))
+        claim = r.claim_ms is not None and r.group is not None
+        if claim and not (await router.server_features()).read_claim:
+            return await self._claim_read(r, gone)
         keys = list(r.keys)
         ids: list[Arg] = [encode(text) for text in r.ids]  # `$`, `>` or an ID: Redis resolves
         group = r.group is not None
@@ -63,6 +79,59 @@ class Reads:
         if cap is not None:
             raw = capped_read(limits, r.command, cap)(raw)
         return raw
+
+    async def _claim_read(self, r: ReadRequest, gone: Gone | None) -> Raw:
+        """XREADGROUP ... CLAIM on a server older than 8.4 (newer.py): the script; with
+        BLOCK and nothing to answer, a plain blocking XREADGROUP for new entries, for no
+        longer than until the next pending entry turns idle enough, then again."""
+        router = self._router
+        errors = claim_id_errors(r)
+        keys = list(r.keys)
+        slots: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            slots.setdefault(router.slot(key), []).append(i)
+        parts = [
+            ([keys[i] for i in idx], [r.ids[i] for i in idx], [errors[i] for i in idx])
+            for idx in slots.values()
+        ]
+        if len(parts) > 1:  # each key's errors first, in order, as one slot's script would
+            for key, text, error in zip(keys, r.ids, errors, strict=True):
+                check = claim_read(self._limits, r, [key], [text], [error], "check")
+                check.finish(await router.call(key, *check.line))
+        loop = asyncio.get_running_loop()
+        deadline = None
+        if r.block_ms:
+            deadline = loop.time() + r.block_ms / 1000
+        while True:
+            replies = []
+            wait = -1
+            for part_keys, part_ids, part_errors in parts:
+                read = claim_read(self._limits, r, part_keys, part_ids, part_errors, waiting=True)
+                got = read.finish(await router.write(part_keys[0], *read.line))
+                if isinstance(got, list) and got and got[0] is None:
+                    if got[1] >= 0:
+                        wait = got[1] if wait < 0 else min(wait, got[1])
+                else:
+                    replies.append(got)
+            reply = merge(keys, replies)
+            if reply is not None or r.block_ms is None:
+                return reply
+            nap = CLAIM_POLL_MS if wait < 0 else min(wait, CLAIM_POLL_MS)
+            if deadline is not None:
+                left = (deadline - loop.time()) * 1000
+                if left <= 0:
+                    return None
+                nap = min(nap, int(left))
+            nap = max(nap, 1)  # BLOCK 0 would wait for ever
+            count = r.count
+            if self._limits.reply_entries:  # a wake-up served within the limit (limits.py)
+                share = max(1, self._limits.reply_entries // len(keys))
+                count = min(count, share) if count else share
+            head = read_head(dataclasses.replace(r, claim_ms=None, block_ms=nap), count)
+            ids: list[Arg] = [b">"] * len(keys)
+            fresh = await self._blocking.xread(head, keys, ids, True, True, gone)
+            if fresh is not None:
+                return as_claimed(fresh)
 
     async def _room_for(self, r: ReadRequest) -> None:
         """An XREADGROUP that ``GROUP_READ`` does not run: its consumer checked against

@@ -41,6 +41,7 @@ from app.backends.errors import (
     RedisUnavailable,
     ReplicasUnavailable,
 )
+from app.backends.redis.features import Features, Version, info_field, parse_version
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -54,6 +55,7 @@ from app.backends.redis.scripts import (
 from app.backends.shards import ShardHealth, assess, unreachable
 from app.engine.commands.keys import SCAN_COUNT, invalid_cursor
 from app.engine.commands.table import COMMANDS
+from app.engine.errors import CommandError
 
 T = TypeVar("T")
 SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
@@ -77,13 +79,45 @@ class Router:
         self.name = "redis-cluster" if self.cluster else "redis"
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
+        self.features: Features | None = None  # learnt by ``start``
         _raw_replies(client)
 
     async def start(self) -> None:
-        """Connect (a cluster learns its slots) and check Redis answers."""
+        """Connect (a cluster learns its slots), check Redis answers, and learn what it can
+        do (``features``)."""
         if self.cluster:
             await self.cluster_client.initialize()
         await self.call(None, "PING")
+        await self.learn_features()
+
+    async def learn_features(self) -> Features:
+        """The server's version (INFO server; in a cluster the lowest of the masters') and
+        its ``stream-node-max-entries`` (None where CONFIG GET is refused, as managed Redis
+        may), kept for the commands that depend on them (features.py)."""
+        nodes: list[ClusterNode | None] = list(self.masters()) if self.cluster else [None]
+        versions: list[Version] = []
+        entries: list[int] = []
+        known = True
+        for node in nodes:
+            try:  # refused (an ACL without INFO): unknown, served as the oldest
+                info = decode(await self.call(None, "INFO", "server", node=node))
+            except CommandError:
+                info = ""
+            versions.append(parse_version(info_field(info, "redis_version") or "0.0.0"))
+            try:
+                reply = await self.call(None, "CONFIG", "GET", "stream-node-max-entries", node=node)
+                entries.append(int(reply[1]))
+            except (CommandError, IndexError, ValueError):
+                known = False
+        node_entries = (min(entries), max(entries)) if known and entries else None
+        self.features = Features(min(versions), node_entries)
+        return self.features
+
+    async def server_features(self) -> Features:
+        """``features``, learnt now if ``start`` was not called."""
+        if self.features is None:
+            return await self.learn_features()
+        return self.features
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -296,3 +296,383 @@ return {1, reply}
 def eval_keys(script: str, keys: list[str], args: Sequence[Arg]) -> list[Arg]:
     """``eval_line`` for keys given as text."""
     return eval_line(script, [encode(k) for k in keys], args)
+
+
+# --- the commands Redis added after 7.0, on an older server (newer.py) ---------------------
+# Each is one script on the key's slot, so it is as atomic as the command it stands for. A
+# refusal the caller knows the error of is a code: {2} (an option error found by the
+# engine's parser, answered after the key's type as the command does), {3} (an invalid
+# ID, answered after a missing key's reply), {0} (past the reply limit), {5} (a consumer
+# too many), {4} (a ``~`` trim whose LIMIT could cut it: not exact here).
+NEWER_HELPERS = (
+    LUA_HELPERS
+    + f"local WRONGTYPE = '{WRONGTYPE}'"
+    + """
+local function stream_type(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'stream' then return nil end
+  return t
+end
+local function num_before(a, b)
+  if #a ~= #b then return #a < #b end
+  return before(a, b)
+end
+local function id_before(a, b)
+  local da, db = string.find(a, '-', 1, true), string.find(b, '-', 1, true)
+  local ma, mb = string.sub(a, 1, da - 1), string.sub(b, 1, db - 1)
+  if ma ~= mb then return num_before(ma, mb) end
+  return num_before(string.sub(a, da + 1), string.sub(b, db + 1))
+end
+local function find_group(groups, name)
+  for _, g in ipairs(groups) do
+    if field(g, 'name') == name then return g end
+  end
+  return nil
+end
+local function exists(key, id)
+  return #redis.call('XRANGE', key, id, id) > 0
+end
+local function referenced(key, groups, id)
+  for _, g in ipairs(groups) do
+    if id_before(field(g, 'last-delivered-id'), id) then return true end
+    if #redis.call('XPENDING', key, field(g, 'name'), id, id, 1) > 0 then return true end
+  end
+  return false
+end
+local function remove(key, groups, id, policy)
+  if policy == 'ACKED' then
+    -- redis-server 8.6 asks the groups first: an ID after a group's last-delivered-id is
+    -- kept (2) even when the stream does not hold it
+    if referenced(key, groups, id) then return 2 end
+    if not exists(key, id) then return -1 end
+  end
+  local n = redis.call('XDEL', key, id)
+  if policy == 'DELREF' then
+    for _, g in ipairs(groups) do redis.call('XACK', key, field(g, 'name'), id) end
+  end
+  if n == 1 then return 1 end
+  return -1
+end
+local function ack_all(key, groups, ids)
+  for _, g in ipairs(groups) do
+    for i = 1, #ids, 1000 do
+      redis.call('XACK', key, field(g, 'name'), unpack(ids, i, math.min(i + 999, #ids)))
+    end
+  end
+end
+-- A DELREF trim: {strategy, threshold, LIMIT of a `~` clause (0: exact), the most entries
+-- a node holds}. It removes the oldest live entries (Redis 8.2 trims exactly under DELREF):
+-- an exact XTRIM removes them, then XACK drops them from every group. ``delref_fits``:
+-- whether a `~` LIMIT cannot cut it short (it stops before a whole node that would pass
+-- it), ``adding`` entries to be appended first.
+local function delref_victims(key, trim)
+  if trim[1] == 'MAXLEN' then
+    local n = redis.call('XLEN', key) - tonumber(trim[2])
+    if n <= 0 then return {} end
+    return redis.call('XRANGE', key, '-', '+', 'COUNT', n)
+  end
+  if trim[2] == '0-0' then return {} end
+  return redis.call('XRANGE', key, '-', '(' .. trim[2])
+end
+local function delref_fits(key, trim, adding)
+  if trim[3] <= 0 or redis.call('EXISTS', key) == 0 then return true end
+  local upper
+  if trim[1] == 'MAXLEN' then
+    upper = redis.call('XLEN', key) + adding - tonumber(trim[2])
+  else
+    upper = #delref_victims(key, trim) + adding
+  end
+  return upper + trim[4] <= trim[3]
+end
+local function delref_trim(key, trim)
+  local ids = {}
+  for _, e in ipairs(delref_victims(key, trim)) do ids[#ids + 1] = e[1] end
+  if #ids == 0 then return 0 end
+  local n = redis.call('XTRIM', key, trim[1], '=', trim[2])
+  ack_all(key, redis.call('XINFO', 'GROUPS', key), ids)
+  return n
+end
+local function count_text(c)
+  if c >= 9.2e18 then return '9223372036854775807' end
+  return string.format('%d', c)
+end
+"""
+)
+
+# XDELEX (KEYS[1]) under policy ARGV[1]; ARGV[2] / ARGV[3]: '1' when the parser found an
+# option error / an invalid ID; ARGV[4..]: the IDs. XACKDEL: the same with the group first.
+XDELEX = (
+    NEWER_HELPERS
+    + """
+local key, policy = KEYS[1], ARGV[1]
+local t = stream_type(key)
+if not t then return redis.error_reply(WRONGTYPE) end
+if ARGV[2] == '1' then return {2} end
+local out = {}
+if t == 'none' then
+  for i = 4, #ARGV do out[#out + 1] = -1 end
+  return {1, out}
+end
+if ARGV[3] == '1' then return {3} end
+local groups = redis.call('XINFO', 'GROUPS', key)
+for i = 4, #ARGV do out[#out + 1] = remove(key, groups, ARGV[i], policy) end
+return {1, out}
+"""
+)
+
+XACKDEL = (
+    NEWER_HELPERS
+    + """
+local key, group, policy = KEYS[1], ARGV[1], ARGV[2]
+local t = stream_type(key)
+if not t then return redis.error_reply(WRONGTYPE) end
+if ARGV[3] == '1' then return {2} end
+local out = {}
+local groups = {}
+if t == 'stream' then
+  if ARGV[4] == '1' then return {3} end
+  groups = redis.call('XINFO', 'GROUPS', key)
+end
+local found = find_group(groups, group)
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  if not found or redis.call('XACK', key, group, id) == 0 then
+    out[#out + 1] = -1
+  else
+    local code = remove(key, groups, id, policy)
+    if code == -1 then code = 1 end
+    out[#out + 1] = code
+  end
+end
+return {1, out}
+"""
+)
+
+# XTRIM / XADD with DELREF (KEYS[1]): ARGV[1] 'xtrim' or 'xadd', ARGV[2..5] the trim
+# (``DELREF_TRIM``); XADD's words after the key (its trim clause left out) from ARGV[6].
+TRIM_DELREF = (
+    NEWER_HELPERS
+    + """
+local key, mode = KEYS[1], ARGV[1]
+local trim = {ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])}
+local t = stream_type(key)
+if not t then return redis.error_reply(WRONGTYPE) end
+if mode == 'xtrim' and t == 'none' then return {1, 0} end
+if not delref_fits(key, trim, mode == 'xadd' and 1 or 0) then return {4} end
+if mode == 'xtrim' then return {1, delref_trim(key, trim)} end
+local reply = redis.pcall('XADD', key, unpack(ARGV, 6))
+if type(reply) == 'table' and reply.err then return reply end
+if not reply then return {1, false} end
+delref_trim(key, trim)
+return {1, reply}
+"""
+)
+
+# XREADGROUP GROUP ARGV[2] ARGV[3] [COUNT ARGV[5]] [NOACK] CLAIM ARGV[4] STREAMS KEYS ids,
+# as Redis 8.4 serves it, over KEYS of one slot. ARGV[1]: 'check' (only the errors: each
+# key's group, then the parser's ID error when ARGV[9 + i] is '1') or 'read'; ARGV[6]: NOACK
+# ('1'); ARGV[7]: max_group_consumers (0: none); ARGV[8]: max_reply_entries (0: none); then
+# the IDs, then the error flags. Per key: its idle pending entries (min-idle-time ARGV[4])
+# longest idle first (ties by ID), those gone from the stream left pending, claimed with
+# XCLAIM (idle and count from before), then new entries (idle 0, count 0), COUNT covering
+# both. With nothing to answer, {1, false, ms}: when the next pending entry turns idle
+# enough (-1: none is pending), for a blocked read's wait.
+CLAIM_READ = (
+    NEWER_HELPERS
+    + """
+local mode, group, consumer = ARGV[1], ARGV[2], ARGV[3]
+local min_idle, count, noack = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
+local ccap, rcap = tonumber(ARGV[7]), tonumber(ARGV[8])
+local nkeys = #KEYS
+local infos = {}
+for i = 1, nkeys do
+  local key = KEYS[i]
+  local t = stream_type(key)
+  if not t then return redis.error_reply(WRONGTYPE) end
+  local g = nil
+  if t == 'stream' then g = find_group(redis.call('XINFO', 'GROUPS', key), group) end
+  if not g then
+    return redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
+      group .. "' in XREADGROUP with GROUP option")
+  end
+  if ARGV[8 + nkeys + i] == '1' then return {3, i} end
+  infos[i] = g
+end
+if mode == 'check' then return {1} end
+if rcap > 0 then
+  local total = 0
+  for i = 1, nkeys do
+    local left = rcap - total
+    if left <= 0 then break end
+    if count > 0 and count < left then left = count end
+    local key, id = KEYS[i], ARGV[8 + i]
+    local rows
+    if id == '>' then
+      rows = redis.call('XRANGE', key, '(' .. field(infos[i], 'last-delivered-id'), '+',
+        'COUNT', left)
+    else
+      local ok
+      ok, rows = pcall(redis.call, 'XPENDING', key, group, '(' .. id, '+', left, consumer)
+      if not ok then rows = {} end
+    end
+    total = total + #rows
+  end
+  if total >= rcap then return {0} end
+end
+for i = 1, nkeys do
+  if full(KEYS[i], group, consumer, ccap) then return {5} end
+end
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local bound = count
+if bound == 0 then bound = rcap end
+local out = {}
+for i = 1, nkeys do
+  local key, id = KEYS[i], ARGV[8 + i]
+  local rows = {}
+  if id == '>' then
+    local npel = field(infos[i], 'pending')
+    if npel > 0 then
+      local pel = redis.call('XPENDING', key, group, 'IDLE', ARGV[4], '-', '+', npel)
+      table.sort(pel, function(a, b)
+        if a[3] ~= b[3] then return a[3] > b[3] end
+        return id_before(a[1], b[1])
+      end)
+      for _, p in ipairs(pel) do
+        if bound > 0 and #rows >= bound then break end
+        if exists(key, p[1]) then
+          local idle = p[3]
+          if p[2] == '' and now_ms - idle < 86400000 then idle = -1 end
+          local e = redis.call('XCLAIM', key, group, consumer, 0, p[1])[1]
+          rows[#rows + 1] = {e[1], e[2], idle, count_text(p[4])}
+        end
+      end
+    end
+    local left = 0
+    if count > 0 then left = count - #rows end
+    if count == 0 or left > 0 then
+      local argv = {'XREADGROUP', 'GROUP', group, consumer}
+      if left > 0 then
+        argv[#argv + 1] = 'COUNT'
+        argv[#argv + 1] = left
+      end
+      if noack then argv[#argv + 1] = 'NOACK' end
+      argv[#argv + 1] = 'STREAMS'
+      argv[#argv + 1] = key
+      argv[#argv + 1] = '>'
+      local fresh = redis.call(unpack(argv))
+      if fresh then
+        for _, e in ipairs(fresh[1][2]) do rows[#rows + 1] = {e[1], e[2], 0, '0'} end
+      end
+    end
+    if #rows > 0 then out[#out + 1] = {key, rows} end
+  else
+    local argv = {'XREADGROUP', 'GROUP', group, consumer}
+    if count > 0 then
+      argv[#argv + 1] = 'COUNT'
+      argv[#argv + 1] = count
+    end
+    argv[#argv + 1] = 'STREAMS'
+    argv[#argv + 1] = key
+    argv[#argv + 1] = id
+    local history = redis.call(unpack(argv))
+    if history then out[#out + 1] = history[1] end
+  end
+end
+if #out > 0 then return {1, out} end
+local wait = -1
+for i = 1, nkeys do
+  if ARGV[8 + i] == '>' and field(infos[i], 'pending') > 0 then
+    local pel = redis.call('XPENDING', KEYS[i], group, '-', '+', field(infos[i], 'pending'))
+    for _, p in ipairs(pel) do
+      local ms = min_idle - p[3]
+      if ms < 0 then ms = 0 end
+      if ms > 1e12 then ms = 1e12 end
+      if wait < 0 or ms < wait then wait = ms end
+    end
+  end
+end
+return {1, false, wait}
+"""
+)
+
+# XNACK KEYS[1] ARGV[1] (the group) ARGV[2] (SILENT | FAIL | FATAL) IDS ARGV[5..]
+# [RETRYCOUNT ARGV[3] ('': none)] [FORCE (ARGV[4] '1')], as Redis 8.8 answers it: each
+# pending ID (or, with FORCE, each ID in the stream) is claimed by the consumer '' with
+# delivery time 0, so every claim sees it as the longest idle; its delivery count is set by
+# the mode. An ID gone from the stream is left as it is (XCLAIM would drop it).
+XNACK_CLAIM = (
+    NEWER_HELPERS
+    + """
+local key, group, mode, retry, force = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+local t = stream_type(key)
+if not t then return redis.error_reply(WRONGTYPE) end
+if t == 'none' or not find_group(redis.call('XINFO', 'GROUPS', key), group) then
+  return redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
+    group .. "'")
+end
+local n = 0
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  local row = redis.call('XPENDING', key, group, id, id, 1)[1]
+  if (row or force) and exists(key, id) then
+    local rc = nil
+    if retry ~= '' then
+      rc = retry
+    elseif mode == 'FATAL' then
+      rc = '9223372036854775807'
+    elseif not row then
+      rc = '0'
+    elseif mode == 'SILENT' then
+      local c = row[4]
+      if c >= 9.2e18 then rc = '9223372036854775806'
+      elseif c > 0 then rc = count_text(c - 1)
+      else rc = '0' end
+    end
+    local argv = {'XCLAIM', key, group, '', 0, id, 'TIME', 0}
+    if rc then
+      argv[#argv + 1] = 'RETRYCOUNT'
+      argv[#argv + 1] = rc
+    end
+    if not row then argv[#argv + 1] = 'FORCE' end
+    argv[#argv + 1] = 'JUSTID'
+    redis.call(unpack(argv))
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+
+# APPEND (above) whose entries all carry one DELREF trim (ARGV[3..6], as ``delref_trim``
+# takes it; the entries from ARGV[7]), on a server older than 8.2: trimming once after the
+# last entry removes what trimming after each would (the oldest live entries past the
+# threshold). -4 when a `~` LIMIT could cut the trim short (not exact here).
+APPEND_DELREF = (
+    NEWER_HELPERS
+    + """
+local key = KEYS[1]
+local t = redis.call('TYPE', key)['ok']
+if ARGV[1] == '' then
+  if t ~= 'none' then return 0 end
+else
+  if t ~= 'stream' then return 0 end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' and info[i + 1] ~= ARGV[1] then return 0 end
+  end
+end
+local trim = {ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])}
+if not delref_fits(key, trim, tonumber(ARGV[2])) then return -4 end
+local out = {}
+local i = 7
+for j = 1, tonumber(ARGV[2]) do
+  local n = tonumber(ARGV[i])
+  out[j] = redis.call('XADD', key, unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+delref_trim(key, trim)
+return out
+"""
+)

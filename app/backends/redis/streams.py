@@ -19,9 +19,12 @@ from app.backends.base import Gone
 from app.backends.errors import (
     RedisUnavailable,
 )
-from app.backends.redis import caps
+from app.backends.redis import caps, newer
+from app.backends.redis.features import REF_POLICIES, Features
+from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import (
     Arg,
+    Raw,
     as_map,
     decode,
     encode,
@@ -34,11 +37,14 @@ from app.backends.redis.parse import (
     parse_stream_header,
     parse_stream_info,
     redis_error,
+    trim_args,
+    xadd_args,
 )
 from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.backends.redis.scripts import (
     APPEND,
+    APPEND_DELREF,
     DELETE_STREAM,
     PROBE,
 )
@@ -47,7 +53,6 @@ from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import (
-    DEFAULT_LIMIT,
     RangeArgs,
     XAddArgs,
     XSetIdArgs,
@@ -167,7 +172,15 @@ class Streams:
         return bool(await self._router.script(DELETE_STREAM, key, write=True))
 
     async def trim(self, key: str, spec: TrimSpec) -> int:
-        return int(await self._router.write(key, "XTRIM", encode(key), *_trim_args(spec)))
+        if spec.policy is not RefPolicy.KEEPREF:
+            features = await self._router.server_features()
+            if not features.ref_policies:
+                return int(await self._send(key, newer.trim(features, key, spec)))
+        return int(await self._router.write(key, "XTRIM", encode(key), *trim_args(spec)))
+
+    async def _send(self, key: str, bounded: Bounded) -> Raw:
+        """A command sent as newer.py made it, for a server that lacks it."""
+        return bounded.finish(await self._router.write(key, *bounded.line))
 
     async def set_id(self, args: XSetIdArgs) -> None:
         argv: list[Arg] = ["XSETID", encode(args.key), id_arg(args.last_id)]
@@ -180,13 +193,25 @@ class Streams:
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         if not batch:
             return []
+        policies = {a.trim.policy for a in batch if a.trim is not None} - {RefPolicy.KEEPREF}
+        features = await self._router.server_features() if policies else None
+        old = features is not None and not features.ref_policies
         if len(batch) == 1:
             a = batch[0]  # one entry: XADD's own reply and error, as the embedded engine
-            raw = await self._router.write(a.key, "XADD", encode(a.key), *_xadd_args(a))
+            if old and a.trim is not None:
+                assert features is not None
+                return [
+                    parse_opt_id(await self._send(a.key, newer.trim(features, a.key, a.trim, a)))
+                ]
+            raw = await self._router.write(a.key, "XADD", encode(a.key), *xadd_args(a))
             return [parse_opt_id(raw)]
         key = batch[0].key
         if any(a.key != key for a in batch):
             raise ValueError("a batch appends to one stream")
+        delref: list[Arg] = []
+        if old:
+            assert features is not None
+            delref = _batch_delref(features, batch)
         for _ in range(APPEND_RETRIES):
             last_raw, sec, usec = await self._router.script(PROBE, key)
             last_text = decode(last_raw)
@@ -195,13 +220,17 @@ class Streams:
             ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
             if all(i is None for i in ids):
                 return ids  # NOMKSTREAM on a missing stream: nothing happens
-            argv: list[Arg] = [last_raw, len(batch)]
+            argv: list[Arg] = [last_raw, len(batch), *delref]
             for a, sid in zip(batch, ids, strict=True):
-                one = _xadd_args(a, sid, nomkstream=False)
+                one = xadd_args(a, sid, nomkstream=False, trim=not delref)
                 argv += [len(one), *one]
-            raw = await self._router.script(APPEND, key, *argv, write=True)
+            script = APPEND_DELREF if delref else APPEND
+            raw = await self._router.script(script, key, *argv, write=True)
             if isinstance(raw, list):
                 return [parse_id(x) for x in raw]
+            if raw == -4:
+                assert features is not None
+                raise features.refuse("XADD with DELREF and ~ past its LIMIT", REF_POLICIES)
         raise CommandError.err("the stream kept changing; the batch was not appended")
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
@@ -221,6 +250,9 @@ class Streams:
     async def delete_with_policy(
         self, key: str, ids: Sequence[StreamID], policy: RefPolicy
     ) -> list[int]:
+        if not (await self._router.server_features()).ref_policies:
+            raw = await self._send(key, newer.deletes(key, None, policy, list(map(id_arg, ids))))
+            return [int(code) for code in raw]
         raw = await self._router.write(
             key, "XDELEX", encode(key), policy.value, "IDS", len(ids), *map(id_arg, ids)
         )
@@ -234,31 +266,25 @@ class Streams:
         return parse_read(await self._reads.read(args, gone))
 
 
-def _trim_args(spec: TrimSpec) -> list[Arg]:
-    args: list[Arg] = [spec.strategy.value, "~" if spec.approx else "="]
-    args.append(spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else id_arg(spec.minid))
-    if spec.approx and spec.limit != DEFAULT_LIMIT:  # none given: Redis's own default
-        args += ["LIMIT", spec.limit]
-    return args
-
-
-def _xadd_args(a: XAddArgs, sid: StreamID | None = None, *, nomkstream: bool = True) -> list[Arg]:
-    """XADD's arguments after the key; ``sid`` replaces the ID (an ID already decided)."""
-    args: list[Arg] = []
-    if a.nomkstream and nomkstream:
-        args.append("NOMKSTREAM")
-    if a.trim is not None:
-        args += _trim_args(a.trim)
-    if sid is not None:
-        args.append(id_arg(sid))
-    elif a.id is None:
-        args.append("*")
-    elif a.seq_given:
-        args.append(id_arg(a.id))
-    else:
-        args.append(f"{a.id.ms}-*")
-    args += [encode(f) for f in a.fields]
-    return args
+def _batch_delref(features: Features, batch: Sequence[XAddArgs]) -> list[Arg]:
+    """The one DELREF trim of a batch, as ``APPEND_DELREF`` takes it, on a server older than
+    8.2 (empty: no policy to emulate; KEEPREF is the plain trim). Refused when the entries
+    ask for ACKED, or for different trims (each would run after its own entry)."""
+    specs = {a.trim for a in batch}
+    spec = next(iter(specs))
+    if spec is None or spec.policy is RefPolicy.KEEPREF:
+        if any(s is not None and s.policy is not RefPolicy.KEEPREF for s in specs):
+            raise features.refuse("a batch of XADD with different trims", REF_POLICIES)
+        return []
+    if len(specs) > 1:
+        raise features.refuse("a batch of XADD with different trims", REF_POLICIES)
+    bounded = newer.trim(features, batch[0].key, spec)
+    if spec.policy is RefPolicy.ACKED or bounded.line == ["PING"]:
+        bounded.finish(None)  # raises its refusal
+    node = features.node_entries[1] if features.node_entries is not None else 0
+    limit = features.default_limit if spec.limit < 0 else spec.limit
+    threshold: Arg = spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else id_arg(spec.minid)
+    return [spec.strategy.value, threshold, limit if spec.approx else 0, node]
 
 
 def _decide_ids(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> list[StreamID | None]:
