@@ -14,23 +14,10 @@ import httpx
 import pytest
 
 from tests.api.sse.support import add, command, entry_ids, open_events
-from tests.support.targets import Target
 
 
 def path(consumer: str) -> str:
     return f"/v1/streams/s/groups/g/consumers/{consumer}/events"
-
-
-@pytest.fixture
-def pending_on_redis(target: Target, request: pytest.FixtureRequest) -> None:
-    """Expected to fail on the Redis targets until the Redis backend serves CLAIM and XNACK
-    (strict: a pass there says to drop this)."""
-    if target.redis:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True, reason="the Redis backend does not serve CLAIM and XNACK yet"
-            )
-        )
 
 
 async def given_to_a(client: httpx.AsyncClient, n: int) -> list[str]:
@@ -46,7 +33,6 @@ async def owners(client: httpx.AsyncClient) -> dict[str, str]:
     return {row[0]: row[1] for row in rows}
 
 
-@pytest.mark.usefixtures("pending_on_redis")
 async def test_idle_pending_entries_come_first_with_their_counts(
     client: httpx.AsyncClient,
 ) -> None:
@@ -70,7 +56,6 @@ async def test_idle_pending_entries_come_first_with_their_counts(
     assert await owners(client) == {old[0]: "b", old[1]: "b", new: "b"}
 
 
-@pytest.mark.usefixtures("pending_on_redis")
 async def test_an_entry_turning_idle_is_served_without_a_new_write(
     client: httpx.AsyncClient,
 ) -> None:
@@ -83,7 +68,6 @@ async def test_an_entry_turning_idle_is_served_without_a_new_write(
         assert time.monotonic() - started < 3.5  # well before the 5 s blocking read ends
 
 
-@pytest.mark.usefixtures("pending_on_redis")
 async def test_entries_released_by_xnack_come_first(client: httpx.AsyncClient) -> None:
     old = await given_to_a(client, 3)
     released = await client.post(
