@@ -13,10 +13,10 @@ Status for an engine error, by its class alone (``status_of``, the one table): N
 entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409;
 ``BackendUnavailable`` (Redis unreachable or refusing for a passing state of its own:
 CLUSTERDOWN, LOADING, READONLY..., too few replicas, no connection for a blocking read) is
-503 with ``Retry-After``; ``NotAvailable`` (a command newer than the Redis server behind the
-backend, which the backend cannot do exactly there) is 501 Not Implemented; every other Redis
-error is a client mistake, 400. The engine raises
-each kind with its class, and the Redis backend's replies get the same classes
+503 with ``Retry-After``; every other Redis error is a client mistake, 400, ``NotAvailable``
+included (an option newer than the Redis server behind the backend, which the backend cannot
+do exactly there: that server answers an error reply too, and the detail names the version).
+The engine raises each kind with its class, and the Redis backend's replies get the same classes
 (``app.engine.errors.classify``, ``app.backends.errors.fault_of``), so both backends answer
 alike. The command endpoint keeps the Upstash protocol's 400 for every other error reply
 (``command_status``). A malformed JSON body is 422, a malformed query or path 400, a body
@@ -40,7 +40,7 @@ from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
 from app.api.services import services_of
-from app.backends.errors import BackendUnavailable, NotAvailable, StorageUnavailable
+from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
 from app.engine.errors import NotFound as NotFound  # re-exported: SSE raises it
@@ -62,7 +62,6 @@ _STATUS: tuple[tuple[type[CommandError], int], ...] = (
     (NotFound, 404),
     (Conflict, 409),
     (BackendUnavailable, 503),
-    (NotAvailable, 501),
 )
 # What the command endpoint answers other than Upstash's 400 for an error reply.
 _COMMAND_STATUSES = frozenset({403, 503})

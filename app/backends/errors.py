@@ -9,7 +9,7 @@ error reply.
           ├── RedisUnavailable    Redis could not be reached, or stopped answering
           └── RedisFault          Redis answered, but refuses for now (CLUSTERDOWN, LOADING...)
      └── NotAvailable             the command is newer than the Redis server behind the backend
-                                  and no script does it exactly: 501 on REST
+                                  and no script does it exactly: 400, its text naming the version
 
     StorageUnavailable            (app/durability.py) the embedded backend's database does not
                                   take writes now: 503, Retry-After; a plain Exception, so no

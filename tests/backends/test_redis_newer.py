@@ -524,7 +524,7 @@ def test_each_command_follows_the_version_that_added_it() -> None:
     with pytest.raises(NotAvailable) as e:
         acked.finish(b"PONG")
     assert e.value.text == "ERR XTRIM with ACKED needs Redis 8.2 or newer (this server is 7.0.15)"
-    assert status_of(e.value) == 501
+    assert status_of(e.value) == 400
 
 
 def test_the_version_a_server_reports() -> None:

@@ -28,8 +28,8 @@ with the engine's parsers (the engine's errors, in its order) and runs one Lua s
   time since the epoch, not -1; released entries are claimed by ID, not in the order they
   were released; a pending ID whose entry was deleted is left with its owner (not counted).
 
-What cannot be done exactly is refused with ``NotAvailable`` (501 on REST), naming the
-version needed.
+What cannot be done exactly is refused with ``NotAvailable`` (400, as the error reply of that
+server), naming the version needed.
 """
 
 from __future__ import annotations
