@@ -12,20 +12,12 @@ three policies, and this module holds their two rules once for all of them:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from app.engine.ids import StreamID
 from app.engine.pel import key_of
+from app.engine.stream import RefPolicy, Stream, TrimOutcome, TrimSpec
 
-if TYPE_CHECKING:  # the stream module takes RefPolicy from here for its trim clause
-    from app.engine.stream import Stream, TrimOutcome, TrimSpec
-
-
-class RefPolicy(StrEnum):
-    KEEPREF = "KEEPREF"
-    DELREF = "DELREF"
-    ACKED = "ACKED"
+__all__ = ["RefPolicy", "drop_refs", "ref_policy", "referenced", "trim_stream"]
 
 
 def ref_policy(text: str) -> RefPolicy | None:

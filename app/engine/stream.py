@@ -19,7 +19,6 @@ from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import fields_bytes
 from app.engine.node import Entry, Fields, Node
-from app.engine.refs import RefPolicy
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
@@ -36,6 +35,15 @@ __all__ = [
 ]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
+
+
+class RefPolicy(StrEnum):
+    """What removing an entry does to the groups' references to it (Redis 8.2): the rules
+    are in ``refs``; the policy lives here because a trim clause carries one."""
+
+    KEEPREF = "KEEPREF"
+    DELREF = "DELREF"
+    ACKED = "ACKED"
 
 
 class TrimStrategy(StrEnum):
