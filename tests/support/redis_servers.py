@@ -48,9 +48,7 @@ def need_binaries() -> None:
         pytest.skip(msg)
 
 
-REDIS8_DIR = Path(
-    os.environ.get("XSTREAMS_REDIS8_DIR") or Path.home() / ".cache/xstreams/redis8"
-)
+REDIS8_DIR = Path(os.environ.get("XSTREAMS_REDIS8_DIR") or Path.home() / ".cache/xstreams/redis8")
 REDIS8_SERVER = REDIS8_DIR / "bin" / "redis-server-8"
 
 
