@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
@@ -161,8 +162,10 @@ class ConsumerGroup:
     def claimable(self, min_idle_ms: int, now_ms: int, count: int) -> list[int]:
         """What an XREADGROUP ... CLAIM read takes, in its order (Redis 8.4): released
         entries first, oldest release first, then entries idle at least ``min_idle_ms``,
-        longest idle first (ties by ID); at most ``count`` (0: all). It walks the whole PEL
-        when a released entry does not fill ``count``: O(PEL), as a claim scan is."""
+        longest idle first; among entries of one delivery time, the one given that time
+        first (``Pel.items_by_key``'s order, as redis-server 8.6 serves them, not by ID).
+        At most ``count`` (0: all). It walks the whole PEL when a released entry does not
+        fill ``count``: O(PEL), as a claim scan is."""
         keys = list(self.released)
         if count and len(keys) >= count:
             return keys[:count]
@@ -173,10 +176,11 @@ class ConsumerGroup:
             if p.consumer is not None and p.delivered_at_ms <= cutoff
         ]
         left = count - len(keys) if count else len(idle)
+        by_time = itemgetter(0)  # stable: ties keep items_by_key's order
         if left < len(idle):
-            idle = heapq.nsmallest(left, idle)
+            idle = heapq.nsmallest(left, idle, key=by_time)
         else:
-            idle.sort()
+            idle.sort(key=by_time)
         keys.extend(k for _, k in idle)
         return keys
 

@@ -60,7 +60,8 @@ class Pel:
         return self._entries.get(key_of(sid))
 
     def items_by_key(self) -> Iterable[tuple[int, PendingEntry]]:
-        """Every (packed ID, entry), in no particular order."""
+        """Every (packed ID, entry), in the order their values were last set: among entries
+        of one delivery time, the one given it first comes first (CLAIM's order for ties)."""
         return self._entries.items()
 
     def entry(self, key: int) -> PendingEntry:
@@ -70,9 +71,11 @@ class Pel:
         return self._entries.get(key)
 
     def put(self, key: int, pending: PendingEntry) -> PendingEntry | None:
-        """Set the entry at ``key``; returns what was there."""
+        """Set the entry at ``key``; returns what was there. An entry set again moves to
+        the end of ``items_by_key``: redis-server 8.6 serves CLAIM's ties of delivery time
+        in the order the times were given, not by ID."""
         entries = self._entries
-        old = entries.get(key)
+        old = entries.pop(key, None)
         entries[key] = pending
         if old is None:
             self._keys.add(key)
@@ -86,7 +89,8 @@ class Pel:
             add(key)
 
     def load(self, entries: dict[int, PendingEntry]) -> None:
-        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each."""
+        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each.
+        ``entries``' order becomes ``items_by_key``'s."""
         self._entries = entries
         self._keys = SortedList(entries)
 
