@@ -147,6 +147,13 @@ def test_several_streams(pair8: Pair8) -> None:
     # A history read of one stream beside a new read of another: CLAIM only on ``>``.
     p("XREADGROUP", "GROUP", "g", "alice", "CLAIM", "0", "STREAMS", "s", "t", ">", "0")
     same_state(p, ("s", "t", "u"))
+    # After a history read, the ``>`` streams are read without CLAIM: nothing is claimed,
+    # new entries come in 2 items (redis-server 8.6).
+    p("XADD", "s", "30-0", "f", "v")
+    p("XREADGROUP", "GROUP", "g", "bob", "CLAIM", "0", "STREAMS", "t", "s", "u", "0", ">", ">")
+    same_state(p, ("s", "t", "u"))
+    p("XREADGROUP", "GROUP", "g", "bob", "CLAIM", "0", "STREAMS", "u", "t", "s", ">", "0", ">")
+    same_state(p, ("s", "t", "u"))
 
 
 def test_history_reads_ignore_claim(pair8: Pair8) -> None:
