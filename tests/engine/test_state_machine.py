@@ -474,17 +474,18 @@ class EngineMachine(RuleBasedStateMachine):
     def xackdel(self, data: st.DataObject, key: str, group: str, policy: str | None) -> None:
         ids = self.ids_block(data, key, group)
         live = self.live_ids(key)
-        # What another group needs, or this one has not been delivered yet: ACKED keeps it.
         s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        given = [sid for sid in _ids(ids) if g is not None and sid in g.pel]
+        # What another group needs, or this one has not been delivered yet: ACKED keeps it.
         needed: set[StreamID] = set()
         if s is not None:
             for sid in live:
-                for g in s.groups.values():
-                    if sid > g.last_id or (g.name != group and sid in g.pel):
+                for other in s.groups.values():
+                    if sid > other.last_id or (other.name != group and sid in other.pel):
                         needed.add(sid)
         opt = [policy] if policy else []
         reply = self.run("XACKDEL", key, group, *opt, "IDS", len(ids), *ids)
-        given = _ids(ids) if s is not None and group in s.groups else []
         self.check_policy(key, policy or "KEEPREF", live, needed, given, reply)
 
     @rule(
