@@ -11,13 +11,14 @@ the FIFO that claims serve first. Giving it an owner or dropping it takes it out
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import utf8
-from app.engine.pel import MASK128, Pel, PendingEntry, key_of, sid_of
+from app.engine.pel import Pel, PendingEntry, key_of, sid_of
 from app.engine.stream import Entry, Fields, Stream
 
 __all__ = ["Consumer", "ConsumerGroup", "PendingEntry", "by_name"]
@@ -162,9 +163,10 @@ class ConsumerGroup:
     ) -> list[int]:
         """What an XREADGROUP ... CLAIM read takes, in its order (Redis 8.4): released
         entries first, oldest release first, then entries idle at least ``min_idle_ms``,
-        longest idle first (ties by ID); only those ``usable`` says yes to (an entry gone
-        from the stream is passed over), at most ``count`` (0: all). The walk follows the
-        PEL's time index, so it costs the entries it returns, not the PEL's size."""
+        longest idle first, and among entries of one delivery time the one given it first
+        (as redis-server 8.6 serves them, not by ID); only those ``usable`` says yes to (an
+        entry gone from the stream is passed over), at most ``count`` (0: all). The walk
+        follows the PEL's time index, so it costs the entries it returns, not the PEL's size."""
         out: list[int] = []
         for key in self.released:
             if count and len(out) >= count:
@@ -173,7 +175,7 @@ class ConsumerGroup:
                 out.append(key)
         cutoff = now_ms - min_idle_ms
         entries = self.pel
-        for _, key in self.pel.by_time().irange(maximum=(cutoff, MASK128)):
+        for _, _, key in self.pel.by_time().irange(maximum=(cutoff, math.inf)):
             if count and len(out) >= count:
                 break
             if entries.entry(key).consumer is not None and usable(key):
@@ -183,7 +185,7 @@ class ConsumerGroup:
     def next_claimable_ms(self, min_idle_ms: int, usable: Callable[[int], bool]) -> int | None:
         """When the next owned entry ``usable`` says yes to turns idle enough to claim
         (None: there is none)."""
-        for at, key in self.pel.by_time():
+        for at, _, key in self.pel.by_time():
             if self.pel.entry(key).consumer is not None and usable(key):
                 return int(at) + min_idle_ms
         return None

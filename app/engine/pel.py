@@ -19,7 +19,6 @@ from sortedcontainers import SortedList
 from app.engine.ids import StreamID
 
 MASK64 = (1 << 64) - 1
-MASK128 = (1 << 128) - 1  # above every packed ID: the top of a range of (time, ID) pairs
 
 
 class PendingEntry(NamedTuple):
@@ -43,21 +42,40 @@ class Pel:
     """Pending entries by packed ID: a dict for lookups, a sorted list for ranges, and, once
     a group is read with CLAIM, a sorted list by delivery time (``by_time``)."""
 
-    __slots__ = ("_by_time", "_entries", "_keys")
+    __slots__ = ("_by_time", "_entries", "_keys", "_next", "_order")
 
     def __init__(self) -> None:
         self._entries: dict[int, PendingEntry] = {}
         self._keys: SortedList = SortedList()
-        # (delivery time, packed ID) of every entry; built by the first claim on read and
-        # kept from then on, so a group never read with CLAIM pays nothing per delivery.
+        # (delivery time, order, packed ID) of every entry, the order being when its value
+        # was set (``items_by_key``'s); built by the first claim on read and kept from then
+        # on, so a group never read with CLAIM pays nothing per delivery.
         self._by_time: SortedList | None = None
+        self._order: dict[int, int] = {}
+        self._next = 0
 
     def by_time(self) -> SortedList:
-        """Entries ordered by delivery time, then ID: the order XREADGROUP CLAIM takes idle
-        entries in (longest idle first), without walking the whole PEL on every read."""
+        """Entries by delivery time, ties in the order the times were set: the order
+        XREADGROUP CLAIM takes idle entries in (longest idle first), without walking the
+        whole PEL on every read."""
         if self._by_time is None:
-            self._by_time = SortedList((p.delivered_at_ms, k) for k, p in self._entries.items())
+            self._order = {k: i for i, k in enumerate(self._entries)}
+            self._next = len(self._order)
+            self._by_time = SortedList(
+                (p.delivered_at_ms, self._order[k], k) for k, p in self._entries.items()
+            )
         return self._by_time
+
+    def _index(self, key: int, old: PendingEntry | None, new: PendingEntry | None) -> None:
+        """Keep ``by_time`` in step with one entry's change (it exists)."""
+        by_time = self._by_time
+        assert by_time is not None
+        if old is not None:
+            by_time.remove((old.delivered_at_ms, self._order.pop(key), key))
+        if new is not None:
+            order = self._order[key] = self._next
+            self._next += 1
+            by_time.add((new.delivered_at_ms, order, key))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -72,7 +90,8 @@ class Pel:
         return self._entries.get(key_of(sid))
 
     def items_by_key(self) -> Iterable[tuple[int, PendingEntry]]:
-        """Every (packed ID, entry), in no particular order."""
+        """Every (packed ID, entry), in the order their values were last set: among entries
+        of one delivery time, the one given it first comes first (CLAIM's order for ties)."""
         return self._entries.items()
 
     def entry(self, key: int) -> PendingEntry:
@@ -82,17 +101,16 @@ class Pel:
         return self._entries.get(key)
 
     def put(self, key: int, pending: PendingEntry) -> PendingEntry | None:
-        """Set the entry at ``key``; returns what was there."""
+        """Set the entry at ``key``; returns what was there. An entry set again moves to
+        the end of ``items_by_key``: redis-server 8.6 serves CLAIM's ties of delivery time
+        in the order the times were given, not by ID."""
         entries = self._entries
-        old = entries.get(key)
+        old = entries.pop(key, None)
         entries[key] = pending
         if old is None:
             self._keys.add(key)
-        by_time = self._by_time
-        if by_time is not None:
-            if old is not None:
-                by_time.remove((old.delivered_at_ms, key))
-            by_time.add((pending.delivered_at_ms, key))
+        if self._by_time is not None:
+            self._index(key, old, pending)
         return old
 
     def put_new(self, keys: Iterable[int], pending: PendingEntry) -> None:
@@ -103,21 +121,23 @@ class Pel:
             entries[key] = pending
             add(key)
         if self._by_time is not None:
-            at = pending.delivered_at_ms
-            self._by_time.update((at, key) for key in keys)
+            for key in keys:
+                self._index(key, None, pending)
 
     def load(self, entries: dict[int, PendingEntry]) -> None:
-        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each."""
+        """Take a whole PEL at once (loading a snapshot): one sort, not one insert each.
+        ``entries``' order becomes ``items_by_key``'s."""
         self._entries = entries
         self._keys = SortedList(entries)
         self._by_time = None
+        self._order = {}
 
     def pop(self, key: int) -> PendingEntry | None:
         pending = self._entries.pop(key, None)
         if pending is not None:
             self._keys.remove(key)
             if self._by_time is not None:
-                self._by_time.remove((pending.delivered_at_ms, key))
+                self._index(key, pending, None)
         return pending
 
     def first(self) -> StreamID:

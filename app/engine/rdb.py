@@ -202,7 +202,7 @@ def _group(r: Reader, s: Stream, v2: bool) -> ConsumerGroup:
         if key in times:
             raise BadPayload("duplicated group PEL entry")
         times[key] = (delivered_at_ms, delivery_count)
-    pel: dict[int, PendingEntry] = {}
+    owners: dict[int, str] = {}
     for _ in range(r.length()):
         cname = _text(r.string())
         if cname in g.consumers:
@@ -210,13 +210,14 @@ def _group(r: Reader, s: Stream, v2: bool) -> ConsumerGroup:
         c = g.consumers[cname] = Consumer(cname, r.millis())
         for _ in range(r.length()):
             key = key_of(_raw_id(r.raw(16)))
-            if key not in times or key in pel:
+            if key not in times or key in owners:
                 raise BadPayload("consumer PEL entry not in its group's PEL, or owned twice")
-            pel[key] = PendingEntry(cname, *times[key])
+            owners[key] = cname
             c.pel.add(key)
-    if len(pel) != len(times):
+    if len(owners) != len(times):
         raise BadPayload("group PEL entry without a consumer")
-    g.pel.load(pel)
+    # In the group PEL's order (IDs), which CLAIM's ties of delivery time then follow.
+    g.pel.load({key: PendingEntry(owners[key], *t) for key, t in times.items()})
     return g
 
 

@@ -30,7 +30,7 @@ from app.engine.effects import ReplayError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.pel import key_of
+from app.engine.pel import MASK64, key_of
 from app.engine.stream import Node, Stream
 
 SNAPSHOT_FORMAT = 3
@@ -282,13 +282,16 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
 
 
 def group_views(s: Stream) -> list[Any]:
-    """A stream's groups as plain values (name, last ID, entries read, consumers, PEL, and
+    """A stream's groups as plain values (name, last ID, entries read, consumers, PEL in
+    the order of ``Pel.items_by_key``, and
     the released IDs in FIFO order when there are some)."""
     groups = []
     for g in s.groups.values():
+        # In the order delivery times were set (``Pel.items_by_key``), which CLAIM's ties
+        # follow: loading takes the PEL in this order.
         pel = [
-            [sid.ms, sid.seq, p.consumer, p.delivered_at_ms, p.delivery_count]
-            for sid, p in g.pel.items()
+            [k >> 64, k & MASK64, p.consumer, p.delivered_at_ms, p.delivery_count]
+            for k, p in g.pel.items_by_key()
         ]
         consumers = [[c.name, c.seen_time_ms] for c in g.consumers.values()]
         group: list[Any] = [g.name, sid_text(g.last_id), g.entries_read, consumers, pel]

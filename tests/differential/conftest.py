@@ -24,7 +24,9 @@ import pytest
 
 from tests.api.inproc import InprocCommands
 from tests.conftest import Commands
-from tests.differential.exact import ExactPair, RedisCommands
+from tests.differential.exact import ExactPair, RedisCommands, RespClient
+from tests.differential.redis8 import Pair8
+from tests.support.redis_servers import RedisProcess, redis8_or_skip
 
 XS_MODES = ["inproc", "http"]
 
@@ -68,4 +70,24 @@ def pair(real_redis: Any, xs_session: Any) -> Iterator[ExactPair]:
     assert xs_session("FLUSHALL") == "OK"
     p = ExactPair(xs_session, real_redis)
     yield p
+    p.close()
+
+
+@pytest.fixture(scope="session")
+def redis8() -> Iterator[RedisProcess]:
+    """A redis-server 8.x of the session's own (its node limits are set by the tests)."""
+    with redis8_or_skip() as server:
+        yield server
+
+
+@pytest.fixture
+def pair8(redis8: RedisProcess, xs_session: Any) -> Iterator[Pair8]:
+    """Pair8(xs, redis-server 8.x), both flushed, node limits at Redis's defaults before and
+    after (the xstreams side is shared with the rest of the session)."""
+    resp = RespClient("127.0.0.1", redis8.port)
+    assert xs_session("FLUSHALL") == "OK" and resp("FLUSHALL") == "OK"
+    p = Pair8(xs_session, resp)
+    p.config(100, 4096)
+    yield p
+    p.config(100, 4096)
     p.close()

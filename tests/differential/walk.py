@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,14 @@ NO_OP_WHEN_ZERO = frozenset({"XDEL", "XACK", "DEL"})
 
 
 def walk(
-    pair: ExactPair, gen: Generator, steps: int, every_step: bool = True
+    pair: ExactPair,
+    gen: Generator,
+    steps: int,
+    every_step: bool = True,
+    reads: Callable[[ExactPair, str], Any] = read_all,
 ) -> tuple[list[Command], str | None]:
     """Runs ``steps`` commands of ``gen`` on ``pair``; returns the history and what failed
-    (None when every reply was equal). The reads run after each write, or with
+    (None when every reply was equal). The reads (``reads``) run after each write, or with
     ``every_step=False`` (over HTTP, where each read is a request) once at the end."""
     history: list[Command] = []
     try:
@@ -47,11 +51,11 @@ def walk(
                 continue
             for key in touched(cmd):
                 history.append((CHECK, key))
-                read_all(pair, key)
+                reads(pair, key)
         if not every_step:
             for key in gen.keys:
                 history.append((CHECK, key))
-                read_all(pair, key)
+                reads(pair, key)
     except Exception as e:  # an engine exception too: the seed must be printed
         return history, describe(e)
     return history, None

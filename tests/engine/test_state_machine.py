@@ -17,16 +17,25 @@ node's master entry. After every step the machine checks what must always hold:
 - no node holds more than node-max-entries, and a node with more than one entry was under
   node-max-bytes before its last entry went in (Redis's listpack rule, which ``~`` trims by);
 - first / last / max-deleted ID and entries-added are consistent with the live entries;
-- a group's PEL is the union of its consumers' PELs, each pending ID owned by exactly one
-  consumer, which holds the very same record;
+- a group's PEL is the union of its consumers' PELs and its released entries (XNACK), each
+  pending ID owned by exactly one consumer, which holds the very same record, or by none:
+  the released entries are exactly the unowned ones, each once in the released FIFO;
+- XDELEX, XACKDEL and trims under ACKED never delete an entry a group holds pending or has
+  not been delivered yet; under DELREF no PEL keeps an ID they deleted (or were given);
 - XINFO's lag is what Redis 7's rules give (``streamReplyWithCGLag``, rewritten below from
   t_stream.c, over the values XINFO shows);
 - replaying the journal, through its stored form, and loading a snapshot both rebuild the
-  same keyspace (node layout included) and answer XINFO the same way.
+  same keyspace (node layout included, each PEL in the order its delivery times were set,
+  the released FIFO in its order) and answer XINFO the same way; the loaded snapshot
+  encodes back to the very same bytes.
+
+Besides the 7.0 commands, the rules send XDELEX, XACKDEL (each policy), XADD and XTRIM
+trims with a policy, XNACK (each mode, RETRYCOUNT, FORCE) and XREADGROUP ... CLAIM.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -38,7 +47,7 @@ from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record
 from app.engine.effects import Record
 from app.engine.errors import CommandError
-from app.engine.ids import MIN_ID, StreamID
+from app.engine.ids import MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import StreamConfig
 from app.engine.listpack import byte_len
 from app.engine.pel import key_of, sid_of
@@ -62,6 +71,7 @@ consumers = st.sampled_from(CONSUMERS)
 field_names = st.sampled_from(["a", "b", "c"])
 values = st.text(alphabet="xyz\udcff", max_size=6)
 small = st.integers(0, 6)
+policies = st.none() | st.sampled_from(["KEEPREF", "DELREF", "ACKED"])
 
 
 class Sink:
@@ -80,10 +90,26 @@ class EngineMachine(RuleBasedStateMachine):
         self.config = StreamConfig()
         self.store = Store(clock=self.clock, journal=self.sink)
 
-    @initialize(config=st.sampled_from(CONFIGS))
-    def configure(self, config: tuple[int, int]) -> None:
+    @initialize(
+        config=st.sampled_from(CONFIGS), seed=st.booleans(), n=st.integers(2, 9), read=small
+    )
+    def configure(self, config: tuple[int, int], seed: bool, n: int, read: int) -> None:
         self.config = StreamConfig(*config)
         self.store = Store(clock=self.clock, config=self.config, journal=self.sink)
+        if seed:
+            self.seed_groups(n, read + 1)
+
+    def seed_groups(self, n: int, read: int) -> None:
+        """Half the runs start with both streams holding entries and both groups, part of
+        the entries delivered to each: the state the reference policies, XNACK and CLAIM
+        act on, which random steps alone reach seldom in a short run."""
+        for key in KEYS:
+            for i in range(1, n + 1):
+                self.run("XADD", key, f"{i}-0", "a", "x")
+            for k, group in enumerate(GROUPS):
+                self.run("XGROUP", "CREATE", key, group, "0")
+                self.run("XREADGROUP", "GROUP", group, CONSUMERS[k], "COUNT", read + k,
+                         "STREAMS", key, ">")  # fmt: skip
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -388,6 +414,193 @@ class EngineMachine(RuleBasedStateMachine):
     def delete(self, key: str) -> None:
         self.run("DEL", key)
 
+    # -- Redis 8 rules ---------------------------------------------------------------------
+
+    def referenced(self, key: str) -> set[StreamID]:
+        """The live entries some group still needs: pending in it, or not delivered to it."""
+        s = self.stream(key)
+        if s is None:
+            return set()
+        out = set()
+        for sid in self.live_ids(key):
+            for g in s.groups.values():
+                if sid > g.last_id or sid in g.pel:
+                    out.add(sid)
+                    break
+        return out
+
+    def all_pending(self, key: str) -> set[StreamID]:
+        s = self.stream(key)
+        if s is None:
+            return set()
+        return {sid for g in s.groups.values() for sid, _ in g.pel.items()}
+
+    def check_policy(
+        self,
+        key: str,
+        policy: str,
+        live_before: list[StreamID],
+        needed: set[StreamID],
+        given: list[StreamID],
+        reply: Any,
+    ) -> None:
+        """ACKED kept every entry in ``needed``; DELREF left no PEL holding an ID it
+        removed from the stream, nor one of ``given``."""
+        if isinstance(reply, CommandError):
+            return
+        live_after = set(self.live_ids(key))
+        if policy == "ACKED":
+            assert needed <= live_after, ("ACKED deleted a needed entry", needed - live_after)
+        if policy == "DELREF":
+            gone = (set(live_before) - live_after) | set(given)
+            left = gone & self.all_pending(key)
+            assert not left, ("DELREF left references", left)
+
+    def ids_block(self, data: st.DataObject, key: str, group: str | None) -> list[str]:
+        ids = [self.some_id(data, key, group) for _ in range(data.draw(st.integers(1, 4)))]
+        if data.draw(st.integers(0, 9)) == 0:
+            ids.append(ids[0])  # a duplicate
+        return ids
+
+    @rule(data=st.data(), key=keys, policy=policies)
+    def xdelex(self, data: st.DataObject, key: str, policy: str | None) -> None:
+        ids = self.ids_block(data, key, data.draw(st.none() | groups))
+        live, needed = self.live_ids(key), self.referenced(key)
+        opt = [policy] if policy else []
+        reply = self.run("XDELEX", key, *opt, "IDS", len(ids), *ids)
+        self.check_policy(key, policy or "KEEPREF", live, needed, _ids(ids), reply)
+
+    @rule(data=st.data(), key=keys, group=groups, policy=policies)
+    def xackdel(self, data: st.DataObject, key: str, group: str, policy: str | None) -> None:
+        ids = self.ids_block(data, key, group)
+        live = self.live_ids(key)
+        s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        given = [sid for sid in _ids(ids) if g is not None and sid in g.pel]
+        # What another group needs, or this one has not been delivered yet: ACKED keeps it.
+        needed: set[StreamID] = set()
+        if s is not None:
+            for sid in live:
+                for other in s.groups.values():
+                    if sid > other.last_id or (other.name != group and sid in other.pel):
+                        needed.add(sid)
+        opt = [policy] if policy else []
+        reply = self.run("XACKDEL", key, group, *opt, "IDS", len(ids), *ids)
+        self.check_policy(key, policy or "KEEPREF", live, needed, given, reply)
+
+    @rule(
+        data=st.data(),
+        key=keys,
+        strategy=st.sampled_from(["MAXLEN", "MINID"]),
+        approx=st.booleans(),
+        limit=st.none() | small,
+        policy=st.sampled_from(["KEEPREF", "DELREF", "ACKED"]),
+        via_xadd=st.booleans(),
+    )
+    def trim_with_policy(
+        self,
+        data: st.DataObject,
+        key: str,
+        strategy: str,
+        approx: bool,
+        limit: int | None,
+        policy: str,
+        via_xadd: bool,
+    ) -> None:
+        threshold = (
+            data.draw(st.integers(0, 8)) if strategy == "MAXLEN" else self.trim_threshold(data, key)
+        )
+        clause: list[object] = [strategy, "~" if approx else "=", threshold]
+        if limit is not None and approx:
+            clause += ["LIMIT", limit]
+        live, needed = self.live_ids(key), self.referenced(key)
+        if via_xadd:
+            reply = self.run("XADD", key, *clause, policy, "*", "a", "x")
+        else:
+            reply = self.run("XTRIM", key, *clause, policy)
+        self.check_policy(key, policy, live, needed, [], reply)
+
+    @rule(
+        data=st.data(),
+        key=keys,
+        group=groups,
+        mode=st.sampled_from(["SILENT", "FAIL", "FATAL"]),
+        retry=st.none() | small,
+        force=st.booleans(),
+    )
+    def xnack(
+        self,
+        data: st.DataObject,
+        key: str,
+        group: str,
+        mode: str,
+        retry: int | None,
+        force: bool,
+    ) -> None:
+        ids = self.ids_block(data, key, group)
+        argv: list[object] = ["XNACK", key, group, mode, "IDS", len(ids), *ids]
+        if retry is not None:
+            argv += ["RETRYCOUNT", retry]
+        if force:
+            argv.append("FORCE")
+        s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        pending = {sid for sid, _ in g.pel.items()} if g is not None else set()
+        taken = [
+            sid
+            for sid in _ids(ids)
+            if sid in pending or (force and s is not None and s.exists(sid))
+        ]
+        reply = self.run(*argv)
+        if g is None:
+            assert isinstance(reply, CommandError) and reply.text.startswith("NOGROUP")
+            return
+        assert reply == len(taken), (reply, taken)
+        # Each sits at the end of the FIFO, once, in the order of its last mention.
+        done = list(dict.fromkeys(reversed(taken)))[::-1]
+        released = g.released_ids()
+        assert released[len(released) - len(done) :] == done
+        for sid in done:
+            p = g.pel.get(sid)
+            assert p is not None and p.consumer is None and p.delivered_at_ms == 0
+            if retry is not None:
+                assert p.delivery_count == retry
+            elif mode == "FATAL":
+                assert p.delivery_count == 2**63 - 1
+
+    @rule(
+        key=keys,
+        group=groups,
+        consumer=consumers,
+        min_idle=st.sampled_from([0, 100, 5000]),
+        count=st.none() | st.integers(1, 4),
+        noack=st.booleans(),
+    )
+    def xreadgroup_claim(
+        self, key: str, group: str, consumer: str, min_idle: int, count: int | None, noack: bool
+    ) -> None:
+        argv: list[object] = ["XREADGROUP", "GROUP", group, consumer, "CLAIM", min_idle]
+        if count is not None:
+            argv += ["COUNT", count]
+        if noack:
+            argv.append("NOACK")
+        s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        released = g.released_ids() if g is not None else []
+        reply = self.run(*argv, "STREAMS", key, ">")
+        if g is None or isinstance(reply, CommandError) or reply is None:
+            return
+        [read] = reply
+        got = [e.id for e in read.entries]
+        # Released entries come first, in FIFO order (those still in the stream).
+        first = [sid for sid in released if s is not None and s.exists(sid)]
+        if count is not None:
+            first = first[:count]
+        assert got[: len(first)] == first, (got, first)
+        for sid in first:
+            p = g.pel.get(sid)
+            assert p is not None and p.consumer == consumer and not g.released.get(key_of(sid))
+
     # -- invariants ----------------------------------------------------------------------
 
     @invariant()
@@ -458,10 +671,13 @@ class EngineMachine(RuleBasedStateMachine):
                         p = g.pel.lookup(pk)
                         assert p is not None and p.consumer == c.name
                 pel = g.pel.items()
-                assert set(owned) == {key_of(sid) for sid, _ in pel}, (
-                    "group PEL != union of consumer PELs"
+                unowned = {key_of(sid) for sid, p in pel if p.consumer is None}
+                assert set(g.released) == unowned, "released != the unowned pending entries"
+                assert len(g.released) == len(set(g.released))
+                assert set(owned) | unowned == {key_of(sid) for sid, _ in pel}, (
+                    "group PEL != union of consumer PELs and released entries"
                 )
-                assert all(p.consumer is not None for _, p in pel)
+                assert not set(owned) & unowned
                 assert row.pending == len(g.pel) and row.consumers == len(g.consumers)
                 assert row.lag == redis_lag(info, row, self.live_ids(key)), (info, row)
 
@@ -473,11 +689,27 @@ class EngineMachine(RuleBasedStateMachine):
         assert encode_snapshot(replayed.snapshot_view()) == expected
         loaded = Store(clock=ManualClock(0), config=self.config)
         loaded.restore(expected, [])
+        assert encode_snapshot(loaded.snapshot_view()) == expected
+        for key, s in self.store.keyspace.streams.items():
+            for name, g in s.groups.items():
+                for other in (replayed, loaded):
+                    h = other.keyspace.streams[key].groups[name]
+                    assert h.released_ids() == g.released_ids()
+                    assert list(h.pel.items_by_key()) == list(g.pel.items_by_key())
         for key in KEYS:
             for argv in (["XINFO", "STREAM", key, "FULL"], ["XINFO", "GROUPS", key]):
                 want = repr(_reply(self.store, argv))
                 assert repr(_reply(replayed, argv)) == want
                 assert repr(_reply(loaded, argv)) == want
+
+
+def _ids(texts: list[str]) -> list[StreamID]:
+    """The IDs among ``texts`` that parse (an incomplete one as its ``-0`` form)."""
+    out = []
+    for t in texts:
+        with contextlib.suppress(CommandError):
+            out.append(parse_strict_id(t))
+    return out
 
 
 def _reply(store: Store, argv: list[str]) -> Any:

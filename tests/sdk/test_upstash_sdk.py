@@ -31,6 +31,8 @@ from upstash_redis.http import _format_command
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, Commands, ReplyError, Server
 from tests.differential.exact import RespClient
 from tests.differential.support import mask
+from tests.support.redis_servers import RedisProcess, redis8_or_skip
+from tests.support.targets import EMBEDDED
 
 pytestmark = pytest.mark.redis
 
@@ -427,14 +429,76 @@ def test_xinfo_groups_lag_and_entries_read(both: SdkPair) -> None:
     both.err(lambda r: r.xinfo_groups("missing"))
 
 
-def test_redis8_only_commands_are_unknown(both: SdkPair) -> None:
-    """XACKDEL/XDELEX (Redis 8.2) do not exist in Redis 7.0: same unknown-command error.
+def test_redis8_only_commands_are_unknown(both: SdkPair, target: Any) -> None:
+    """XACKDEL/XDELEX (Redis 8.2) do not exist in Redis 7.0: in front of a redis-server
+    7.0 the same unknown-command error. (The embedded engine has them: ``test_xackdel``.)
 
     The SDK sends the ID count as a JSON number; it must echo back as its literal text.
     """
+    if target.name == EMBEDDED:
+        pytest.skip("the embedded engine runs XACKDEL/XDELEX (test_xackdel, test_xdelex)")
     fill(both, "s", 2)
     both.err(lambda r: r.xackdel("s", "g", "1-0"))
     both.err(lambda r: r.xdelex("s", "1-0", "2-0", option="KEEPREF"))
+
+
+@pytest.fixture(scope="module")
+def redis8() -> Iterator[RedisProcess]:
+    with redis8_or_skip() as server:
+        yield server
+
+
+@pytest.fixture
+def both8(server: Server, xs: Commands, target: Any, redis8: RedisProcess) -> Iterator[SdkPair]:
+    """The SDK on xstreams paired with the reference on redis-server 8.x (flushed): the
+    commands Redis added after 7.0, which the embedded engine runs (the Redis targets pass
+    them to a redis-server 7.0, ``test_redis8_only_commands_are_unknown``)."""
+    if target.name != EMBEDDED:
+        pytest.skip("the Redis targets here are redis-server 7.0, without XACKDEL/XDELEX")
+    resp8 = RespClient("127.0.0.1", redis8.port)
+    assert resp8("FLUSHALL") == "OK"
+    sdk = _client(server)
+    yield SdkPair(sdk, ReferenceSdk(resp8))
+    sdk.close()
+    resp8.close()
+
+
+def groups_read(both: SdkPair) -> None:
+    """Entries 1..6; g delivered 1..4 to c, h delivered 1..2 to d."""
+    fill(both, "s", 6)
+    both(lambda r: r.xgroup_create("s", "g", "0"))
+    both(lambda r: r.xgroup_create("s", "h", "0"))
+    both(lambda r: r.xreadgroup("g", "c", {"s": ">"}, count=4))
+    both(lambda r: r.xreadgroup("h", "d", {"s": ">"}, count=2))
+
+
+def test_xackdel(both8: SdkPair) -> None:
+    """``xackdel`` as the SDK sends it (``IDS`` and the count as a JSON number): the
+    replies of redis-server 8.6, for each option and for none."""
+    groups_read(both8)
+    assert both8(lambda r: r.xackdel("s", "g", "1-0", "9-0")) == [1, -1]
+    assert both8(lambda r: r.xackdel("s", "g", "2-0", "3-0", option="ACKED")) == [2, 2]
+    assert both8(lambda r: r.xackdel("s", "h", "2-0", option="acked")) == [1]
+    assert both8(lambda r: r.xackdel("s", "g", "4-0", option="DELREF")) == [1]
+    assert both8(lambda r: r.xackdel("s", "g", "5-0", option="KEEPREF")) == [-1]
+    assert both8(lambda r: r.xackdel("missing", "g", "1-0")) == [-1]
+    both8(lambda r: r.xpending("s", "g", "-", "+", 10))
+    both8(lambda r: r.xpending("s", "h", "-", "+", 10))
+    assert [e[0] for e in both8(lambda r: r.xrange("s"))] == ["3-0", "5-0", "6-0"]
+    both8.err(lambda r: r.xackdel("s", "g", "bad"))
+
+
+def test_xdelex(both8: SdkPair) -> None:
+    groups_read(both8)
+    assert both8(lambda r: r.xdelex("s", "1-0", "9-0")) == [1, -1]
+    assert both8(lambda r: r.xdelex("s", "2-0", "5-0", option="ACKED")) == [2, 2]
+    assert both8(lambda r: r.xdelex("s", "1-0", "2-0", option="DELREF")) == [-1, 1]
+    assert both8(lambda r: r.xdelex("s", "3-0", option="KEEPREF")) == [1]
+    assert both8(lambda r: r.xdelex("missing", "1-0")) == [-1]
+    both8(lambda r: r.xpending("s", "g", "-", "+", 10))
+    both8(lambda r: r.xpending("s", "h", "-", "+", 10))
+    both8(lambda r: r.xrange("s"))
+    both8.err(lambda r: r.xdelex("s", "bad"))
 
 
 # ------------------------------------------------------------- client options

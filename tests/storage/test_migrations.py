@@ -5,12 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
+from app.engine.clock import ManualClock
+from app.engine.store import Store
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import RECORD_FORMAT, metadata
@@ -117,5 +121,143 @@ def test_upgrade_from_0001_computes_checksums_of_existing_rows(db_url: str) -> N
         done = recover(Database(engine), store)
         assert (done.snapshot_covers_seq, done.records, done.last_seq) == (1, 3, 4)
         assert store.execute(["XLEN", "s"]) == 4
+    finally:
+        engine.dispose()
+
+
+def _records(*commands: list[str]) -> list[tuple[int, bytes]]:
+    """The journal records ``commands`` write (clock at ``T0``), encoded as stored."""
+    from app.engine.codec import encode_record
+    from app.engine.effects import Record
+
+    written: list[Record] = []
+
+    class Sink:
+        def append(self, record: Record) -> None:
+            written.append(record)
+
+    store = Store(clock=ManualClock(T0), journal=Sink())
+    for argv in commands:
+        store.execute(argv)
+    return [(i, encode_record(r)) for i, r in enumerate(written, 1)]
+
+
+T0 = 1_700_000_000_000
+# Entries 1..5; g read 1..4 (acked 1), h read 1..2; 5 deleted, 1 trimmed (still pending
+# in h); a stream n without groups. Every record these write is a format 1 record.
+FORMAT_1_COMMANDS = [
+    *(["XADD", "s", f"{i}-0", "f", str(i)] for i in range(1, 6)),
+    ["XGROUP", "CREATE", "s", "g", "0"],
+    ["XGROUP", "CREATE", "s", "h", "0"],
+    ["XREADGROUP", "GROUP", "g", "c", "COUNT", "4", "STREAMS", "s", ">"],
+    ["XREADGROUP", "GROUP", "h", "d", "COUNT", "2", "STREAMS", "s", ">"],
+    ["XACK", "s", "g", "1-0"],
+    ["XDEL", "s", "5-0"],
+    ["XTRIM", "s", "MAXLEN", "3"],
+    ["XADD", "n", "1-0", "f", "v"],
+    ["XADD", "n", "2-0", "f", "v"],
+]
+
+
+def _downgrade(engine: Any, revision: str) -> None:
+    cfg = migrate.alembic_config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+def test_format_1_database_is_upgraded_and_loads(db_url: str) -> None:
+    """A database as an older xstreams left it (record format "1", its journal written by
+    the 7.0 commands): 0004 marks it format 2 without rewriting a row, and it loads."""
+    from app.storage.recovery import recover
+
+    engine = create_db_engine(db_url)
+    try:
+        assert migrate.upgrade(engine, "0003") == "0003"
+        db = Database(engine)
+        assert db.record_format() == "1"
+        records = _records(*FORMAT_1_COMMANDS)
+        db.append(records)
+        with engine.connect() as conn:
+            before = conn.execute(text("select records from xstreams_journal")).all()
+        assert migrate.upgrade(engine) == migrate.head_revision()
+        assert db.record_format() == RECORD_FORMAT == "2"
+        with engine.connect() as conn:
+            assert conn.execute(text("select records from xstreams_journal")).all() == before
+        store = Store(clock=ManualClock(T0))
+        done = recover(db, store)
+        assert done.records == len(records)
+        assert store.execute(["XLEN", "s"]) == 3
+        reference = Store(clock=ManualClock(T0))
+        for argv in FORMAT_1_COMMANDS:
+            reference.execute(argv)
+        for argv in (["XINFO", "STREAM", "s", "FULL"], ["XPENDING", "s", "g"]):
+            assert repr(store.execute(argv)) == repr(reference.execute(argv))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["XDELEX", "s", "DELREF", "IDS", "1", "1-0"],  # gone, still pending in h
+        ["XACKDEL", "s", "g", "DELREF", "IDS", "1", "2-0"],  # pending in h too
+        ["XTRIM", "s", "MAXLEN", "0", "DELREF"],
+        ["XTRIM", "n", "MAXLEN", "0", "ACKED"],
+        ["XADD", "n", "MAXLEN", "1", "ACKED", "9-0", "f", "v"],
+        ["XNACK", "s", "g", "FAIL", "IDS", "1", "2-0"],
+    ],
+    ids=lambda argv: " ".join(argv[:1] + argv[3:5]),
+)
+def test_downgrade_of_0004_refused_with_format_2_records(db_url: str, command: list[str]) -> None:
+    """0004 cannot be undone while the journal holds a record format 1 cannot express; the
+    database stays at head and format 2. With format 1 records only, it can."""
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        db.append(_records(*FORMAT_1_COMMANDS, command))
+        with pytest.raises(RuntimeError, match="format 2"):
+            _downgrade(engine, "0003")
+        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert db.record_format() == "2"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0004_refused_with_a_released_snapshot(db_url: str) -> None:
+    from app.engine.snapshot import encode_snapshot
+
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        store = Store()
+        for argv in [*FORMAT_1_COMMANDS, ["XNACK", "s", "g", "SILENT", "IDS", "1", "3-0"]]:
+            store.execute(argv)
+        db.write_snapshot(0, encode_snapshot(store.snapshot_view()))
+        with pytest.raises(RuntimeError, match="XNACK"):
+            _downgrade(engine, "0003")
+        assert db.record_format() == "2"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0004_with_format_1_records_only(db_url: str) -> None:
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        # XDELEX and XACKDEL without DELREF write format 1 records only.
+        db.append(
+            _records(
+                *FORMAT_1_COMMANDS,
+                ["XDELEX", "s", "IDS", "1", "3-0"],
+                ["XACKDEL", "s", "g", "ACKED", "IDS", "1", "4-0"],
+            )
+        )
+        _downgrade(engine, "0003")
+        assert migrate.current_revision(engine) == "0003"
+        assert db.record_format() == "1"
     finally:
         engine.dispose()

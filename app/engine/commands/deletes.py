@@ -75,14 +75,11 @@ def parse_ids_block(argv: list[str], start: int) -> IdsBlock:
 
 def remove_entry(ks: Keyspace, key: str, stream: Stream, sid: StreamID, policy: RefPolicy) -> int:
     """Delete one entry under ``policy``: its status code. DELREF drops the references
-    even when the entry itself is gone already (dangling ones)."""
-    if policy is RefPolicy.ACKED:
-        # References first, as redis-server 8.6 looks: an ID no longer (or not yet) in the
-        # stream that a group still holds pending or has not delivered answers 2, not -1.
-        if referenced(stream, sid):
-            return KEPT
-        if not stream.exists(sid):
-            return NOT_FOUND
+    even when the entry itself is gone already (dangling ones). ACKED asks about the
+    references first, so an ID a group still holds or has not reached answers 2 (kept)
+    whether or not the stream holds it, as redis-server 8.6 answers."""
+    if policy is RefPolicy.ACKED and referenced(stream, sid):
+        return KEPT
     deleted = stream.delete(sid)
     if deleted:
         if sid > stream.max_deleted_id:
@@ -121,10 +118,16 @@ def xackdel(
     return out
 
 
-def _ids(ks: Keyspace, key: str, block: IdsBlock) -> list[StreamID] | None:
+def _ids(
+    ks: Keyspace, key: str, block: IdsBlock, group: str | None = None
+) -> list[StreamID] | None:
     """The block's IDs, each checked before the first is deleted (so a bad one changes
-    nothing); None on a missing key, which redis-server answers -1 for whatever they are."""
-    return None if ks.get(key) is None else block.ids()
+    nothing); None on a missing key (or, for XACKDEL, a missing group), which
+    redis-server 8.6 answers -1 for whatever they are."""
+    stream = ks.get(key)
+    if stream is None or (group is not None and group not in stream.groups):
+        return None
+    return block.ids()
 
 
 @command("xdelex", -5, W, keys=key_at(1))
@@ -139,7 +142,7 @@ def _xdelex(ks: Keyspace, argv: list[str]) -> list[int]:
 @command("xackdel", -6, W, keys=key_at(1), access=Access.CONSUME_WRITE)
 def _xackdel(ks: Keyspace, argv: list[str]) -> list[int]:
     block = parse_ids_block(argv, 3)
-    ids = _ids(ks, argv[1], block)
+    ids = _ids(ks, argv[1], block, argv[2])
     if ids is None:
         return [NOT_FOUND] * len(block.texts)
     return xackdel(ks, argv[1], argv[2], ids, block.policy)

@@ -191,6 +191,10 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             if found is not None:
                 ks.limits.check_new_consumer(a.group, found.consumers, a.consumer)
     out: list[StreamRead] = []
+    # CLAIM applies to the ``>`` streams before the first history read: redis-server 8.6
+    # serves the ``>`` streams after one as a read without CLAIM (2-item entries, nothing
+    # claimed; XREADGROUP ... CLAIM 0 STREAMS t s 0 > answers only t's history).
+    claim_ms = a.claim_ms
     for key, gt in zip(a.keys, a.ids, strict=True):
         stream = ks.get(key)
         if stream is None:
@@ -199,6 +203,7 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             group = stream.groups[a.group]
             assert a.consumer is not None
             if gt != NEW:
+                claim_ms = None
                 consumer = group.consumer(a.consumer, now)
                 ks.record(consumer_seen(key, group, consumer))
                 history = group.read_history(stream, consumer, gt, a.count, now)
@@ -213,8 +218,8 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                 )
                 continue
             claimed: list[Entry | MissingEntry | ClaimedEntry] = []
-            if a.claim_ms is not None:
-                claimed.extend(claim_idle(ks, key, group, a.consumer, a.claim_ms, a.count))
+            if claim_ms is not None:
+                claimed.extend(claim_idle(ks, key, group, a.consumer, claim_ms, a.count))
             left = a.count - len(claimed) if a.count else 0
             if (a.count and not left) or (
                 not stream.length or stream.last_valid_id() <= group.last_id
@@ -223,7 +228,7 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                     out.append(StreamRead(key, claimed))
                 continue
             fresh = deliver_new(ks, key, group, a.consumer, left, a.noack)
-            claimed.extend(fresh if a.claim_ms is None else as_claimed(fresh))
+            claimed.extend(fresh if claim_ms is None else as_claimed(fresh))
             out.append(StreamRead(key, claimed))
         else:
             if not stream.length or stream.last_valid_id() <= gt:
