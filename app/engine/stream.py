@@ -38,8 +38,9 @@ STREAM_LISTPACK_MAX_SIZE = 1 << 30
 
 
 class RefPolicy(StrEnum):
-    """What removing an entry does to the groups' references to it (Redis 8.2): the rules
-    are in ``refs``; the policy lives here because a trim clause carries one."""
+    """What deleting or trimming an entry does to the consumer groups' references to it
+    (Redis 8.2): KEEPREF leaves them, DELREF removes them, ACKED deletes only entries that
+    no group still needs."""
 
     KEEPREF = "KEEPREF"
     DELREF = "DELREF"

@@ -32,7 +32,6 @@ from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, Commands, ReplyErro
 from tests.differential.exact import RespClient
 from tests.differential.support import mask
 from tests.support.redis_servers import RedisProcess, redis8_or_skip
-from tests.support.targets import EMBEDDED
 
 pytestmark = pytest.mark.redis
 
@@ -429,19 +428,6 @@ def test_xinfo_groups_lag_and_entries_read(both: SdkPair) -> None:
     both.err(lambda r: r.xinfo_groups("missing"))
 
 
-def test_redis8_only_commands_are_unknown(both: SdkPair, target: Any) -> None:
-    """XACKDEL/XDELEX (Redis 8.2) do not exist in Redis 7.0: in front of a redis-server
-    7.0 the same unknown-command error. (The embedded engine has them: ``test_xackdel``.)
-
-    The SDK sends the ID count as a JSON number; it must echo back as its literal text.
-    """
-    if target.name == EMBEDDED:
-        pytest.skip("the embedded engine runs XACKDEL/XDELEX (test_xackdel, test_xdelex)")
-    fill(both, "s", 2)
-    both.err(lambda r: r.xackdel("s", "g", "1-0"))
-    both.err(lambda r: r.xdelex("s", "1-0", "2-0", option="KEEPREF"))
-
-
 @pytest.fixture(scope="module")
 def redis8() -> Iterator[RedisProcess]:
     with redis8_or_skip() as server:
@@ -451,10 +437,8 @@ def redis8() -> Iterator[RedisProcess]:
 @pytest.fixture
 def both8(server: Server, xs: Commands, target: Any, redis8: RedisProcess) -> Iterator[SdkPair]:
     """The SDK on xstreams paired with the reference on redis-server 8.x (flushed): the
-    commands Redis added after 7.0, which the embedded engine runs (the Redis targets pass
-    them to a redis-server 7.0, ``test_redis8_only_commands_are_unknown``)."""
-    if target.name != EMBEDDED:
-        pytest.skip("the Redis targets here are redis-server 7.0, without XACKDEL/XDELEX")
+    commands Redis added after 7.0, which every target answers (the Redis targets, in
+    front of a redis-server 7.0, by the backend's scripts)."""
     resp8 = RespClient("127.0.0.1", redis8.port)
     assert resp8("FLUSHALL") == "OK"
     sdk = _client(server)
