@@ -31,7 +31,7 @@ from upstash_redis.http import _format_command
 from tests.conftest import REDIS_DB, REDIS_HOST, REDIS_PORT, Commands, ReplyError, Server
 from tests.differential.exact import RespClient
 from tests.differential.support import mask
-from tests.support.redis_servers import RedisProcess, redis8_or_skip
+from tests.support.redis_servers import RedisProcess
 
 pytestmark = pytest.mark.redis
 
@@ -426,12 +426,6 @@ def test_xinfo_groups_lag_and_entries_read(both: SdkPair) -> None:
     both(lambda r: r.xreadgroup("g", "c", {"s": ">"}))
     both(lambda r: r.xinfo_groups("s"))
     both.err(lambda r: r.xinfo_groups("missing"))
-
-
-@pytest.fixture(scope="module")
-def redis8() -> Iterator[RedisProcess]:
-    with redis8_or_skip() as server:
-        yield server
 
 
 @pytest.fixture
