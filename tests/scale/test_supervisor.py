@@ -105,11 +105,16 @@ def _gone(pid: int) -> bool:
 
 
 def _worker_pids(url: str) -> set[int]:
-    """Both workers' process IDs, from /readyz on new connections (they take turns)."""
+    """Both workers' process IDs, from /readyz on new connections (they take turns). The
+    front-end is ready when one worker is; the other may still be starting (503,
+    "recovering"), which is waited out, while any other answer fails."""
     pids: set[int] = set()
     deadline = time.monotonic() + 20
     while len(pids) < 2 and time.monotonic() < deadline:
         r = httpx.get(url + "/readyz", headers={"Connection": "close"}, timeout=5)
+        if r.status_code == 503 and r.json().get("status") == "recovering":
+            time.sleep(0.05)
+            continue
         assert r.status_code == 200, r.text
         pids.add(r.json()["pid"])
     assert len(pids) == 2, pids
