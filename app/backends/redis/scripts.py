@@ -189,7 +189,9 @@ end
 return redis.error_reply('ERR no last-generated-id in XINFO STREAM')
 """
 
-APPEND = """
+# A batch appends only onto the state it was planned on: the key missing (ARGV[1] empty) or
+# a stream whose last ID is ARGV[1]; else 0, nothing done. APPEND_DELREF shares it.
+_APPEND_GUARD = """
 local key = KEYS[1]
 local t = redis.call('TYPE', key)['ok']
 if ARGV[1] == '' then
@@ -201,15 +203,16 @@ else
     if info[i] == 'last-generated-id' and info[i + 1] ~= ARGV[1] then return 0 end
   end
 end
-local out = {}
-local i = 3
+"""
+_APPEND_ENTRIES = """
 for j = 1, tonumber(ARGV[2]) do
   local n = tonumber(ARGV[i])
   out[j] = redis.call('XADD', key, unpack(ARGV, i + 1, i + n))
   i = i + n + 1
 end
-return out
 """
+
+APPEND = _APPEND_GUARD + "local out = {}\nlocal i = 3\n" + _APPEND_ENTRIES + "return out\n"
 
 DELETE_STREAM = f"""
 local t = redis.call('TYPE', KEYS[1])['ok']
@@ -651,28 +654,15 @@ return n
 # threshold). -4 when a `~` LIMIT could cut the trim short (not exact here).
 APPEND_DELREF = (
     NEWER_HELPERS
+    + _APPEND_GUARD
     + """
-local key = KEYS[1]
-local t = redis.call('TYPE', key)['ok']
-if ARGV[1] == '' then
-  if t ~= 'none' then return 0 end
-else
-  if t ~= 'stream' then return 0 end
-  local info = redis.call('XINFO', 'STREAM', key)
-  for i = 1, #info, 2 do
-    if info[i] == 'last-generated-id' and info[i + 1] ~= ARGV[1] then return 0 end
-  end
-end
 local trim = {ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])}
 if not delref_fits(key, trim, tonumber(ARGV[2])) then return -4 end
 local out = {}
 local i = 7
-for j = 1, tonumber(ARGV[2]) do
-  local n = tonumber(ARGV[i])
-  out[j] = redis.call('XADD', key, unpack(ARGV, i + 1, i + n))
-  i = i + n + 1
-end
-delref_trim(key, trim)
+"""
+    + _APPEND_ENTRIES
+    + """delref_trim(key, trim)
 return out
 """
 )
