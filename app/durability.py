@@ -12,7 +12,8 @@ Errors: ``StorageUnavailable`` (the state cannot be made durable now: 503) is th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from enum import StrEnum
 from typing import Protocol
 
@@ -42,6 +43,12 @@ class Durability(Protocol):
         the mode promises, so a reply showing those keys shows nothing a crash can take back;
         raise ``StorageUnavailable`` when they cannot be made durable now."""
 
+    def holding(self) -> AbstractContextManager[None]:
+        """A block during which nothing appended from its start on is committed: what a
+        request writes and the response kept for it (Idempotency-Key) commit together or not
+        at all. Held only while a request runs, never across a wait for a client."""
+        ...
+
 
 class InMemory:
     """No storage: every write is accepted and nothing is waited for."""
@@ -51,6 +58,10 @@ class InMemory:
 
     async def wait_visible(self, keys: Iterable[str] | None) -> None:
         return None
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        yield
 
 
 class ReadyState(StrEnum):

@@ -21,6 +21,7 @@ from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
 from app.api.holds import Holds
+from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.rest import (
     consumers,
@@ -161,6 +162,10 @@ def _services(settings: Settings, parts: _Parts) -> Services:
         # entries per reply); a store passed in (tests) gets them too. In front of Redis,
         # RedisBackend enforces the same ones (open_backend).
         store.keyspace.limits = service_limits(settings)
+        responses = store.keyspace.responses
+        responses.window_ms = settings.idempotency_window_s * 1000
+        responses.max_keys = settings.idempotency_max_keys
+        responses.max_bytes = settings.idempotency_max_bytes
     # Embedded with storage: ready once recovered; in memory: at once; Redis: once it answers.
     ready = store is not None and storage is None
     readiness = Readiness(ReadyState.READY if ready else ReadyState.STARTING)
@@ -228,6 +233,8 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
 
 def _install_middleware(app: FastAPI, services: Services) -> None:
     """From the innermost out: each layer added wraps the ones before it."""
+    # Inside the gate: a kept response is the credential's (app/api/idempotency.py).
+    app.add_middleware(Idempotency, services=services)
     app.add_middleware(
         AccessGate, authenticator=services.access, open_paths=PROBES | dashboard.served_paths()
     )

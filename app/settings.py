@@ -163,6 +163,11 @@ class Settings(BaseSettings):
     # separated by commas: XSTREAMS_METRICS_GROUP_STREAMS='orders-*,billing'.
     metrics_group_streams: Annotated[list[str], NoDecode] = []
     metrics_max_groups: PositiveInt = 1_000
+    # Idempotency-Key: how long a kept response answers retries, and (embedded backend) the
+    # budget of kept responses: past either bound the oldest go first, before their time.
+    idempotency_window_s: PositiveInt = 24 * 60 * 60
+    idempotency_max_keys: PositiveInt = 100_000
+    idempotency_max_bytes: PositiveInt = 64 * 1024 * 1024
 
     @field_validator("backend")
     @classmethod

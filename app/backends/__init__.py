@@ -67,6 +67,7 @@ def open_backend(
         wait_timeout_ms=settings.wait_timeout_ms,
         block_connections=settings.redis_block_connections,
         limits=service_limits(settings),
+        idempotency_window_ms=settings.idempotency_window_s * 1000,
     )
     return backend
 

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
+from app.backends.idempotency import Run, Ticket
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
@@ -101,6 +102,15 @@ class Backend(Protocol):
         waits for nothing). A surface builds its response inside and sends it after: the
         work overlaps the journal's commit instead of following it. Outside such a block
         every call waits by itself; a backend with nothing to wait for yields at once."""
+        ...
+
+    def idempotent(self, ticket: Ticket) -> AbstractAsyncContextManager[Run]:
+        """One request under an Idempotency-Key (app/backends/idempotency.py): a ``Run``
+        holding the response kept for ``ticket`` to send again, or leave to run; the
+        response put in ``Run.keep`` is stored atomically with what the request wrote.
+        ``KeyReused`` when the key was kept for another request, ``StillRunning`` while its
+        first request runs. The calls inside answer as in ``answering``; a blocking read is
+        refused (``BLOCKING_REFUSED``)."""
         ...
 
     # --- command endpoint -------------------------------------------------------------

@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from contextvars import ContextVar
 
 from app.backends.base import CommandTimer, Gone, JsonReply
+from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket, blocking_refused
 from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
@@ -40,7 +41,7 @@ from app.engine.commands.bulk import run_at, xadd_batch
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs, xnack
-from app.engine.commands.reads import ReadRequest, resolve_read, xread
+from app.engine.commands.reads import ReadRequest, may_block, resolve_read, xread
 from app.engine.commands.streams import (
     RangeArgs,
     XAddArgs,
@@ -67,6 +68,7 @@ from app.engine.replies import (
     StreamInfo,
     StreamRead,
 )
+from app.engine.responses import RESPONSES_KEY, remember
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
 from app.engine.waiting import ClientGone, wait
@@ -97,6 +99,7 @@ class EmbeddedBackend:
         self.timer = timer
         # A /pipeline that held the event loop this long lets other requests run, then goes on.
         self.pipeline_slice_s = pipeline_slice_ms / 1000
+        self._running: set[str] = set()  # idempotent requests under way, by ticket name
 
     async def start(self) -> None:
         return None
@@ -125,8 +128,10 @@ class EmbeddedBackend:
     async def answering(self) -> AsyncIterator[None]:
         """See ``Backend.answering``: the calls made inside, by this task, wait for nothing;
         leaving waits once for every key they answered about (errors included), so the
-        caller builds its response while the journal commits."""
-        if self.durability is None:
+        caller builds its response while the journal commits. Inside ``idempotent`` it is
+        that block's: its end waits."""
+        outer = _DEFERRED.get()
+        if self.durability is None or (outer is not None and outer.task is asyncio.current_task()):
             yield
             return
         deferred = _Deferred(asyncio.current_task())
@@ -142,12 +147,56 @@ class EmbeddedBackend:
             _DEFERRED.reset(token)
         await deferred.wait(self.durability)
 
+    @asynccontextmanager
+    async def idempotent(self, ticket: Ticket) -> AsyncIterator[Run]:
+        """See ``Backend.idempotent``. The kept response is an engine step
+        (``responses.remember``) of its own, appended while the journal is held from the
+        request's start (``Durability.holding``), so it commits with what the request wrote
+        or neither commits: after a crash a retry replays the response or runs for the first
+        time, never both. Like ``answering``, the calls inside wait for nothing; leaving
+        waits once for every key they answered about and for the kept response."""
+        responses = self.store.keyspace.responses
+        found = responses.get(ticket.name, self.store.clock.now_ms())
+        if found is not None:
+            if found.fingerprint != ticket.fingerprint:
+                raise KeyReused
+            yield Run(stored=found.response)
+            return
+        if ticket.name in self._running:
+            raise StillRunning
+        self._running.add(ticket.name)
+        run = Run()
+        deferred = _Deferred(asyncio.current_task(), idempotent=True)
+        token = _DEFERRED.set(deferred)
+        durability = self.durability
+        try:
+            with durability.holding() if durability is not None else nullcontext():
+                try:
+                    yield run
+                finally:
+                    _DEFERRED.reset(token)
+                    if run.kept is not None:
+                        self.store.run(remember, ticket.name, ticket.fingerprint, run.kept)
+                        deferred.add((RESPONSES_KEY,))
+        finally:
+            self._running.discard(ticket.name)
+        if durability is not None:
+            await deferred.wait(durability)
+
+    def _refuse_blocking(self, blocks: bool) -> None:
+        """Inside ``idempotent`` a read that may block is refused (``BLOCKING_REFUSED``)."""
+        if blocks:
+            deferred = _DEFERRED.get()
+            if deferred is not None and deferred.idempotent:
+                raise blocking_refused()
+
     # --- command endpoint -------------------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
         """Run one command; a read that must wait parks until served, timed out, cancelled
         or its client gone (``gone``). Its answer waits for the keys the table says it names
         (a refused line names none: it shows no state)."""
         cmd = self.store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
+        self._refuse_blocking(may_block(argv))
         if self.durability is None:
             return await self._command(argv, cmd, gone)
         keys = cmd.keys(list(argv))
@@ -190,6 +239,7 @@ class EmbeddedBackend:
         to one key run as one engine call, each still answered (and counted) as its own.
         Refused before any runs if one of them writes and storage cannot take it; answered
         once every key any of them names is durable."""
+        self._refuse_blocking(any(may_block(argv) for argv in commands))
         if self.durability is None:
             return await self._pipeline(commands, gone)
         writes, keys = _scope(commands)
@@ -343,6 +393,7 @@ class EmbeddedBackend:
         """XREAD / XREADGROUP. A group read writes (deliveries, the PEL): refused while
         storage cannot take it. A blocked read served by another client's write waits for
         that write's record too: it shows it."""
+        self._refuse_blocking(request.block_ms is not None)
         if request.group is not None:
             self._writable()
         try:
@@ -503,12 +554,13 @@ class _Deferred:
     """The keys answered about inside one ``answering`` block, by the task that opened it
     (a task it starts, which outlives it, waits for itself)."""
 
-    __slots__ = ("every", "keys", "task")
+    __slots__ = ("every", "idempotent", "keys", "task")
 
-    def __init__(self, task: asyncio.Task[object] | None) -> None:
+    def __init__(self, task: asyncio.Task[object] | None, *, idempotent: bool = False) -> None:
         self.task = task
         self.keys: set[str] = set()
         self.every = False
+        self.idempotent = idempotent  # a block of ``EmbeddedBackend.idempotent``
 
     def add(self, keys: Iterable[str] | None) -> None:
         if keys is None:

@@ -32,6 +32,11 @@ xstreams that reads only format 1 refuses it instead of failing on an unknown ki
     ["unref", key, [id, ...]]                      RefsDropped (DELREF)
     ["nack", key, group, [id, ...], [count, ...]]  Released (XNACK)
 
+Record format 3 adds the responses kept for requests that carried an Idempotency-Key
+(``app.engine.responses``; key is ``RESPONSES_KEY``, the bytes base64):
+
+    ["remember", key, name, [fingerprint, response], expires_ms]  ResponseKept
+
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
 stops recovery where it is instead of building a state that differs from the one recorded.
@@ -80,6 +85,7 @@ from app.engine.effects import (
     RefsDropped,
     Released,
     ReplayError,
+    ResponseKept,
     StreamCreated,
     StreamRestored,
     Trimmed,
@@ -269,6 +275,16 @@ def _fields(values: Any) -> Fields:
     if not isinstance(values, list) or not all(map(isinstance, values, repeat(str))):
         raise ReplayError(f"expected a list of field names and values, got {values!r}")
     return tuple(values)
+
+
+def _b64(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode()
+
+
+def _pair(value: Any) -> list[Any]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ReplayError(f"expected a pair, got {value!r}")
+    return value
 
 
 def _payload(value: Any) -> bytes:
@@ -554,6 +570,26 @@ KINDS: tuple[Kind[Any], ...] = (
             [put_u64(c, "a delivery count") for c in e.counts],
         ],
         _released,
+    ),
+    # Record format 3 (idempotent requests):
+    _kind(
+        "remember",
+        ResponseKept,
+        5,
+        lambda e: [
+            "remember",
+            e.key,
+            e.name,
+            [_b64(e.fingerprint), _b64(e.response)],
+            put_i64(e.expires_ms, "an expiry time"),
+        ],
+        lambda w: ResponseKept(
+            key=_str(w[1]),
+            name=_str(w[2]),
+            fingerprint=_payload(_pair(w[3])[0]),
+            response=_payload(_pair(w[3])[1]),
+            expires_ms=i64(w[4]),
+        ),
     ),
 )
 

@@ -218,6 +218,19 @@ class Released:
     counts: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseKept:
+    """The response of a request that carried an Idempotency-Key was stored under ``name``
+    until ``expires_ms`` (``app.engine.responses``). ``key`` is ``RESPONSES_KEY``: the
+    stream-like name the journal's visibility rule waits on."""
+
+    key: str
+    name: str
+    fingerprint: bytes
+    response: bytes
+    expires_ms: int
+
+
 Effect = (
     StreamCreated
     | KeyDeleted
@@ -240,6 +253,7 @@ Effect = (
     | Acked
     | RefsDropped
     | Released
+    | ResponseKept
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened
 

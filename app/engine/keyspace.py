@@ -27,6 +27,7 @@ from app.engine.effects import (
 from app.engine.glob import glob_match
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
+from app.engine.responses import Responses
 from app.engine.stats import Stats
 from app.engine.stream import Stream
 
@@ -118,6 +119,9 @@ class Keyspace:
     # values the service was started with.
     config_set: dict[str, int] = field(default_factory=dict)
     started_ms: int = -1  # when the keyspace came up (INFO uptime); set from the clock
+    # Responses kept for requests that carried an Idempotency-Key (not keys: FLUSHALL and
+    # SCAN never see them).
+    responses: Responses = field(default_factory=Responses)
 
     def __post_init__(self) -> None:
         if self.started_ms < 0:

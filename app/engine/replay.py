@@ -37,6 +37,7 @@ from app.engine.effects import (
     RefsDropped,
     Released,
     ReplayError,
+    ResponseKept,
     StreamCreated,
     StreamRestored,
     Trimmed,
@@ -47,6 +48,7 @@ from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
 from app.engine.rdbio import PayloadVersionError
 from app.engine.refs import drop_refs, trim_stream
+from app.engine.responses import Stored
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Fields, Stream, id_follows
 
@@ -221,6 +223,8 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             ks.streams[key] = stream
         case ConfigSet(parameter=parameter, value=value):
             configure(ks, parameter, value)
+        case ResponseKept(name=name, fingerprint=fingerprint, response=response):
+            ks.responses.put(name, Stored(fingerprint, response, effect.expires_ms))
         case EntriesDeleted(key=key, ids=ids):
             s = _stream(ks, key)
             for sid in ids:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from array import array
 from binascii import a2b_base64, b2a_base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -31,9 +31,10 @@ from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.pel import MASK64, key_of
+from app.engine.responses import Stored
 from app.engine.stream import Node, Stream
 
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 # 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
 
 
@@ -78,6 +79,8 @@ class SnapshotView:
     config: StreamConfig
     streams: list[StreamView]
     config_set: dict[str, int]  # what CONFIG SET changed (restored; the rest is the start's)
+    # Idempotent requests' kept responses, oldest first: (name, fingerprint, response, expiry).
+    responses: list[tuple[str, bytes, bytes, int]] = field(default_factory=list)
 
 
 def _node_view(n: Node) -> NodeView:
@@ -96,7 +99,10 @@ def snapshot_view(ks: Keyspace) -> SnapshotView:
             StreamView(key, s.last_id, s.entries_added, s.max_deleted_id, nodes, group_views(s))
         )
     config = StreamConfig(ks.config.node_max_entries, ks.config.node_max_bytes)
-    return SnapshotView(config, streams, dict(ks.config_set))
+    responses = [
+        (name, r.fingerprint, r.response, r.expires_ms) for name, r in ks.responses.entries.items()
+    ]
+    return SnapshotView(config, streams, dict(ks.config_set), responses)
 
 
 def _pack(values: array[int], n: int) -> list[str]:
@@ -172,16 +178,26 @@ def encode_snapshot(view: SnapshotView) -> bytes:
         for sv in view.streams
     ]
     released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
-    doc = {
-        # 2 while no group holds released entries, so an xstreams that reads format 2 still
-        # loads it (a database without XNACK state can move back a version).
-        "format": SNAPSHOT_FORMAT if released else 2,
+    doc: dict[str, Any] = {
+        # The oldest format that holds what is there, so an older xstreams still loads a
+        # snapshot without the newer state: 2, then 3 with released (XNACK) entries, then 4
+        # with kept responses (Idempotency-Key).
+        "format": 4 if view.responses else 3 if released else 2,
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
     if view.config_set:
         doc["config_set"] = view.config_set
+    if view.responses:
+        doc["responses"] = [
+            [name, _b64(fingerprint), _b64(response), expires_ms]
+            for name, fingerprint, response, expires_ms in view.responses
+        ]
     return encode_json(doc)
+
+
+def _b64(data: bytes) -> str:
+    return b2a_base64(data, newline=False).decode("ascii")
 
 
 def _decode_node(nd: dict[str, Any]) -> Node:
@@ -255,7 +271,7 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
         doc = decode_json(data)
     except ValueError as e:
         raise ReplayError(f"snapshot is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, SNAPSHOT_FORMAT):
+    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, SNAPSHOT_FORMAT):
         raise ReplayError("unknown snapshot format")
     decode_node = _decode_node if doc["format"] != 1 else _decode_node_v1
     try:
@@ -277,6 +293,11 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 length += node.live
             s.length = length
             load_groups(s, sd["groups"])
+        for name, fingerprint, response, expires_ms in doc.get("responses", []):
+            if not isinstance(name, str):
+                raise ValueError(f"a kept response {name!r}")
+            stored = Stored(a2b_base64(fingerprint), a2b_base64(response), i64(expires_ms))
+            ks.responses.put(name, stored)
     except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
         raise ReplayError(f"malformed snapshot: {e!r}") from e
 

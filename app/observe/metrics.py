@@ -83,6 +83,7 @@ class Metrics:
     errors: Counts = field(default_factory=Counts)  # (kind,)
     journal_commit: Timings = field(default_factory=Timings)  # ()
     journal_group: Timings = field(default_factory=lambda: Timings(GROUP_BUCKETS))  # ()
+    idempotency: Counts = field(default_factory=Counts)  # (outcome,)
     keyspace: Keyspace | None = None
     sse: Callable[[], SseFigures] | None = None
     journal: Callable[[], JournalFigures] | None = None
@@ -105,6 +106,11 @@ class Metrics:
     def counted(self, name: str) -> None:
         """A command run inside a transaction, which is timed whole (as ``exec``)."""
         self.commands.add((name,))
+
+    def idempotent(self, outcome: str) -> None:
+        """A request with an Idempotency-Key: ``kept``, ``replayed``, ``reused`` (another
+        request's key: 422) or ``running`` (409)."""
+        self.idempotency.add((outcome,))
 
     def journal_committed(self, seconds: float, records: int) -> None:
         self.journal_commit.observe((), seconds)
@@ -213,8 +219,16 @@ class ServiceCollector(Collector):
                 " position (a slow one).",
                 value=s.fell_behind,
             )
+        yield _counter(
+            "xstreams_idempotent_requests",
+            "Requests with an Idempotency-Key, by outcome: kept (ran, response stored),"
+            " replayed, reused (422: another request's key), running (409).",
+            ["outcome"],
+            m.idempotency,
+        )
         if m.keyspace is not None:
             yield from _keyspace(m, m.keyspace)
+            yield from _responses(m.keyspace)
 
 
 def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
@@ -273,6 +287,31 @@ def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
         "xstreams_metrics_groups_omitted",
         "Groups of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
         value=omitted,
+    )
+
+
+def _responses(ks: Keyspace) -> Iterator[Metric]:
+    """The responses kept for Idempotency-Key (embedded backend; Redis keeps its own)."""
+    r = ks.responses
+    yield GaugeMetricFamily(
+        "xstreams_idempotency_keys", "Responses kept for Idempotency-Key now.", value=len(r.entries)
+    )
+    yield GaugeMetricFamily(
+        "xstreams_idempotency_bytes",
+        "Bytes the kept responses take (their keys, fingerprints and bodies, and a fixed"
+        " overhead each).",
+        value=r.bytes,
+    )
+    yield CounterMetricFamily(
+        "xstreams_idempotency_expired",
+        "Kept responses dropped at the end of their window.",
+        value=r.expired,
+    )
+    yield CounterMetricFamily(
+        "xstreams_idempotency_evicted",
+        "Kept responses dropped before their window ended, to stay within the budget"
+        " (XSTREAMS_IDEMPOTENCY_MAX_KEYS, XSTREAMS_IDEMPOTENCY_MAX_BYTES).",
+        value=r.evicted,
     )
 
 

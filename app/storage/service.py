@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -50,6 +51,14 @@ class Storage:
 
     async def wait_visible(self, keys: Iterable[str] | None) -> None:
         await self.writer.wait_visible(keys)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        token = self.writer.hold()
+        try:
+            yield
+        finally:
+            self.writer.release(token)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

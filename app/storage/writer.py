@@ -23,6 +23,12 @@ and in ``always`` mode a read of a key it touched is refused too, until a restar
 the durable state, in which that step never happened. Nothing of it is acknowledged, and
 recovery never meets it.
 
+Holds. A request whose response is kept (Idempotency-Key) holds the writer from its start to
+the record of that response (``hold`` / ``release``): no record appended since the hold began
+is committed before it is released, so the request's writes and its kept response land in
+one commit. A request holds it for its own run only (never a blocking read), so other
+writers wait microseconds, and a closing writer commits through any hold.
+
 Visibility. In ``always`` mode no reply may show state a crash could take back, reads
 included. The writer remembers, per key, the last record that changed it (``record_keys``),
 until that record is committed; ``wait_visible(keys)`` holds a reply until the records behind
@@ -103,6 +109,9 @@ class JournalWriter:
         # Replies waiting for a record, by its seq (a heap: per-key waits come in any order).
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiter_ids = itertools.count()
+        # Open holds: token -> the first seq each holds back (``hold``).
+        self._holds: dict[int, int] = {}
+        self._hold_ids = itertools.count()
         self._failure: StorageUnavailable | None = None
         # Set for good by a record the codec refused (see the module docstring).
         self._refused: StorageUnavailable | None = None
@@ -132,6 +141,27 @@ class JournalWriter:
             self._all_seq = self.last_seq
         if self.bytes_since_snapshot >= self.snapshot_after_bytes and self.on_threshold:
             self.on_threshold()
+
+    def hold(self) -> int:
+        """Hold back, until ``release``, every record appended from now on (module docstring)."""
+        token = next(self._hold_ids)
+        self._holds[token] = self.last_seq + 1
+        return token
+
+    def release(self, token: int) -> None:
+        if self._holds.pop(token, None) is not None:
+            self._wake.set()
+
+    def _committable(self) -> list[tuple[int, bytes]]:
+        """The queued records no hold keeps back (all of them once closing)."""
+        pending = self._pending
+        if not self._holds or self._closing:
+            return list(pending)
+        limit = min(self._holds.values())
+        n = 0
+        while n < len(pending) and pending[n][0] < limit:
+            n += 1
+        return pending[:n]
 
     # -- the API's side ----------------------------------------------------------------------
 
@@ -225,8 +255,8 @@ class JournalWriter:
         loop = asyncio.get_running_loop()
         last_commit = -EVERYSEC_S
         while True:
-            if not self._pending:
-                if self._closing:
+            if not self._pending or not self._committable():
+                if self._closing and not self._pending:
                     return
                 await self._wake.wait()
             self._wake.clear()
@@ -240,9 +270,9 @@ class JournalWriter:
             # they join this group instead of each starting a commit of its own.
             for _ in range(GATHER_TICKS):
                 await asyncio.sleep(0)
-            if not self._pending:
+            batch = self._committable()
+            if not batch:
                 continue
-            batch = list(self._pending)
             last_commit = loop.time()
             # After a failure whose outcome is unknown, rows of this batch may have landed;
             # after a conflict they are someone else's, and the conflict must stand.

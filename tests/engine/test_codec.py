@@ -35,6 +35,7 @@ from app.engine.effects import (
     PendingSet,
     RefsDropped,
     Released,
+    ResponseKept,
     ReplayError,
     StreamCreated,
     StreamRestored,
@@ -147,6 +148,16 @@ STORED: list[tuple[list[Any], Effect]] = [
     (
         ["nack", "s", "g", ["3-0", "4-1"], [0, 9223372036854775807]],
         Released(key="s", group="g", ids=(StreamID(3, 0), StreamID(4, 1)), counts=(0, 2**63 - 1)),
+    ),
+    (
+        ["remember", "\x00idempotency", "key:k1\nabc", ["AAE=", "yQ=="], 1700000000000],
+        ResponseKept(
+            key="\x00idempotency",
+            name="key:k1\nabc",
+            fingerprint=b"\x00\x01",
+            response=b"\xc9",
+            expires_ms=1700000000000,
+        ),
     ),
 ]
 

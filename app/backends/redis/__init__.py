@@ -32,14 +32,16 @@ docstring says the choices a caller may rely on:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from app.backends.base import Gone
+from app.backends.idempotency import Run, Ticket, blocking_refused
 from app.backends.redis.blocking import BlockingReads
 from app.backends.redis.groups import Groups
+from app.backends.redis.idempotent import attempt, idempotent
 from app.backends.redis.passthrough import Passthrough
 from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
@@ -48,7 +50,7 @@ from app.backends.redis.urls import BlockPools, cluster_address, connect
 from app.backends.shards import ShardHealth
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs
-from app.engine.commands.reads import ReadRequest
+from app.engine.commands.reads import ReadRequest, may_block
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
@@ -87,8 +89,10 @@ class RedisBackend:
         wait_timeout_ms: int = 1000,
         block_connections: int = 64,
         limits: Limits | None = None,
+        idempotency_window_ms: int = 24 * 3600 * 1000,
     ) -> None:
         self.limits = limits = limits or Limits()
+        self.idempotency_window_ms = idempotency_window_ms
         router = Router(client, wait_replicas=wait_replicas, wait_timeout_ms=wait_timeout_ms)
         blocking = BlockingReads(router, block_pools, block_connections)
         reads = Reads(router, blocking, limits)
@@ -107,6 +111,7 @@ class RedisBackend:
         wait_timeout_ms: int = 1000,
         block_connections: int = 64,
         limits: Limits | None = None,
+        idempotency_window_ms: int = 24 * 3600 * 1000,
     ) -> RedisBackend:
         """A backend for ``url`` (app/backends/redis/urls.py), not connected yet."""
         client, block_pools = connect(url, block_connections)
@@ -117,6 +122,7 @@ class RedisBackend:
             wait_timeout_ms=wait_timeout_ms,
             block_connections=block_connections,
             limits=limits,
+            idempotency_window_ms=idempotency_window_ms,
         )
 
     async def start(self) -> None:
@@ -134,13 +140,19 @@ class RedisBackend:
         """Nothing to wait for: a write returned once Redis (and WAIT) answered."""
         yield
 
+    def idempotent(self, ticket: Ticket) -> AbstractAsyncContextManager[Run]:
+        """The record lives in Redis, written by the same script as each write (idempotent.py)."""
+        return idempotent(self.router, ticket, self.idempotency_window_ms)
+
     # --- command endpoint: Passthrough ------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
+        _refuse_blocking(may_block(argv))
         return await self._passthrough.command(argv, gone)
 
     async def pipeline(
         self, commands: Sequence[Sequence[str]], gone: Gone | None = None
     ) -> list[CommandReply | CommandError]:
+        _refuse_blocking(any(may_block(argv) for argv in commands))
         return await self._passthrough.pipeline(commands, gone)
 
     async def multi_exec(
@@ -185,6 +197,7 @@ class RedisBackend:
         return await self._streams.delete_with_policy(key, ids, policy)
 
     async def read(self, request: ReadRequest, gone: Gone | None = None) -> list[StreamRead]:
+        _refuse_blocking(request.block_ms is not None)
         return await self._streams.read(request, gone)
 
     # --- groups, consumers and pending entries: Groups --------------------------------
@@ -240,3 +253,9 @@ class RedisBackend:
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         return await self._groups.autoclaim(args)
+
+
+def _refuse_blocking(blocks: bool) -> None:
+    """Inside an idempotent request a read that may block is refused (``BLOCKING_REFUSED``)."""
+    if blocks and attempt() is not None:
+        raise blocking_refused()

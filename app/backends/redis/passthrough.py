@@ -40,6 +40,7 @@ from app.backends.redis.parse import (
 )
 from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
+from app.engine.commands.reads import may_block
 from app.engine.commands.table import Command, lookup
 from app.engine.errors import EXECABORT, CommandError
 from app.engine.limits import Limits
@@ -123,7 +124,7 @@ class Passthrough:
         Redis being unreachable, or no connection for a blocking read, fails it at once."""
         parsed = [list(c) for c in commands]
         features = await self._router.server_features()
-        if self._router.cluster or any(_may_block(a) for a in parsed):
+        if self._router.cluster or any(may_block(a) for a in parsed):
             out: list[CommandReply | CommandError] = []
             for argv in parsed:
                 try:
@@ -243,11 +244,3 @@ def _known(args: list[str]) -> Command:
     if not args:
         raise CommandError.err("empty command")
     return lookup(args)
-
-
-def _may_block(args: list[str]) -> bool:
-    return (
-        bool(args)
-        and args[0].lower() in ("xread", "xreadgroup")
-        and any(a.lower() == "block" for a in args[1:])
-    )

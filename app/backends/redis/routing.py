@@ -41,7 +41,9 @@ from app.backends.errors import (
     RedisUnavailable,
     ReplicasUnavailable,
 )
+from app.backends.idempotency import StillRunning
 from app.backends.redis.features import Features, Version, info_field, parse_version
+from app.backends.redis.idempotent import LEASE_LOST, attempt, next_write, writes
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -180,7 +182,14 @@ class Router:
         return sorted(self.cluster_client.get_primaries(), key=lambda n: n.name)
 
     async def call(self, key: str | None, *args: Arg, node: ClusterNode | None = None) -> Raw:
-        """One command, routed by ``key`` (or to ``node``); an error reply raises its class."""
+        """One command, routed by ``key`` (or to ``node``); an error reply raises its class.
+        Inside an idempotent request (``idempotent.attempt``) a write is kept (``_kept``)."""
+        if node is None and attempt() is not None and writes(args):
+            return _one(await self._kept([list(args)], wait=False), args)
+        return await self.call_plain(key, *args, node=node)
+
+    async def call_plain(self, key: str | None, *args: Arg, node: ClusterNode | None = None) -> Raw:
+        """``call``, never kept."""
         try:
             if self.cluster:
                 target = node if node is not None else self.node(key)
@@ -197,11 +206,17 @@ class Router:
         """Several commands on one connection, back to back (MULTI ... EXEC, a write then
         WAIT) on the node serving ``key``: every reply in order, an error reply as its
         ``ResponseError``. In a cluster, a MOVED / ASK reply (the slot moved: nothing ran)
-        refreshes the slot map and the sequence is sent once more to the new owner."""
-        for attempt in range(2):
+        refreshes the slot map and the sequence is sent once more to the new owner. Inside
+        an idempotent request, lines that write are kept as one (``_kept_sequence``)."""
+        if attempt() is not None and any(writes(c) for c in commands):
+            return await self._kept_sequence(commands)
+        return await self._sequence(key, commands)
+
+    async def _sequence(self, key: str | None, commands: list[list[Arg]]) -> list[Raw]:
+        for again in range(2):
             replies = await self._on_connection(self.node(key), commands)
             moved = any(isinstance(r, MovedError | AskError) for r in _flat(replies))
-            if not (self.cluster and moved) or attempt:
+            if not (self.cluster and moved) or again:
                 return replies
             await self.refresh_slots()
         raise AssertionError("unreachable")
@@ -254,7 +269,10 @@ class Router:
             raise RedisUnavailable(str(e)) from None
 
     async def write(self, key: str | None, *args: Arg) -> Raw:
-        """A write; with ``wait_replicas``, followed by WAIT on the same connection."""
+        """A write; with ``wait_replicas``, followed by WAIT on the same connection. Inside
+        an idempotent request it is kept (``_kept``)."""
+        if attempt() is not None:
+            return _one(await self._kept([list(args)], wait=bool(self.wait_replicas)), args)
         if not self.wait_replicas:
             return await self.call(key, *args)
         reply, acked = await self.sequence(key, [list(args), self.wait_args()])
@@ -262,6 +280,39 @@ class Router:
             raise redis_error(reply, args)
         self.check_acked(acked)
         return reply
+
+    async def _kept(self, lines: list[list[Arg]], *, wait: bool) -> list[Raw]:
+        """``lines`` as one script that keeps their replies in the request's record
+        (app/backends/redis/idempotent.py), or the replies an earlier attempt's same write
+        got; with ``wait``, followed by WAIT on the same connection."""
+        earlier, line = next_write(lines)
+        if earlier is not None:
+            return earlier
+        current = attempt()
+        assert current is not None
+        sent = [line, self.wait_args()] if wait else [line]
+        replies = await self._sequence(current.record, sent)
+        reply = replies[0]
+        if isinstance(reply, ResponseError):
+            error = redis_error(reply)
+            if error.text == LEASE_LOST:
+                raise StillRunning
+            raise error
+        if wait:
+            self.check_acked(replies[1])
+        assert isinstance(reply, list)
+        return reply
+
+    async def _kept_sequence(self, commands: list[list[Arg]]) -> list[Raw]:
+        """A MULTI ... EXEC block or a pipeline (each maybe followed by WAIT) as ``_kept``,
+        its replies shaped as the sequence's would be."""
+        wait = bool(commands) and _name(commands[-1][0]) == "wait"
+        body = commands[:-1] if wait else commands
+        multi = bool(body) and _name(body[0][0]) == "multi"
+        lines = body[1:-1] if multi else body
+        replies = await self._kept(lines, wait=wait)
+        out: list[Raw] = [b"OK", *([b"QUEUED"] * len(lines)), replies] if multi else replies
+        return [*out, self.wait_replicas] if wait else out
 
     def wait_args(self) -> list[Arg]:
         return ["WAIT", self.wait_replicas, self.wait_timeout_ms]
@@ -303,6 +354,18 @@ class Router:
             if len(found) >= want:
                 return [str(index).encode(), found]
             node_cursor = 0
+
+
+def _one(replies: list[Raw], args: Sequence[Arg]) -> Raw:
+    """The one reply of a kept line: an error reply raised as its class."""
+    reply = replies[0]
+    if isinstance(reply, ResponseError):
+        raise redis_error(reply, args)
+    return reply
+
+
+def _name(arg: Arg) -> str:
+    return (arg.decode("latin-1") if isinstance(arg, bytes) else str(arg)).lower()
 
 
 def _scan_count(options: Sequence[Arg]) -> int:

@@ -3,7 +3,7 @@ Redis's ``xreadCommand``; a read that finds nothing and may block returns a ``Bl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
@@ -57,6 +57,20 @@ class ReadRequest:
     @property
     def command(self) -> str:
         return "XREAD" if self.group is None else "XREADGROUP"
+
+
+def may_block(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is an XREAD or XREADGROUP with BLOCK among its options (before
+    STREAMS: after it come keys and IDs, which may be called anything)."""
+    if not argv or argv[0].lower() not in ("xread", "xreadgroup"):
+        return False
+    i = 1
+    while i < len(argv):
+        low = argv[i].lower()
+        if low in ("streams", "block"):
+            return low == "block"
+        i += 3 if low == "group" else 2 if low in ("count", "claim") else 1
+    return False
 
 
 CLAIM_INVALID = "min-idle-time is not an integer or out of range"

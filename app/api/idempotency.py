@@ -1,0 +1,272 @@
+"""Idempotency-Key: a retried write runs once, and every retry gets the first response.
+
+HTTP clients retry: the Upstash SDKs after a network error, browsers and functions after a
+timeout. A write whose first attempt was applied must not be applied again. Following the
+IETF httpapi draft "The Idempotency-Key HTTP Header Field", a POST, PUT, PATCH or DELETE that
+carries ``Idempotency-Key: <1-255 printable characters>`` (a structured-field string, quoted,
+is taken too) runs once; its response (status, headers, body) is kept with a fingerprint of
+the request, and a retry with the same key and the same request gets it again, byte for
+byte, with ``Idempotent-Replayed: true``. The same key with another request is 422; a retry
+while the first still runs is 409 with ``Retry-After``.
+
+Keys are scoped per credential: the stored name is the credential's identity and the key,
+so one tenant can neither replay nor probe another's. The fingerprint covers the method, the
+path and query, the body and that identity.
+
+This layer is a pure ASGI middleware inside the access gate (it needs the principal). It
+buffers the body (within ``max_body_bytes``; a larger one passes through to be refused by
+the route), asks the backend (``Backend.idempotent``), runs the app with the body replayed,
+and keeps what the app answered unless it was the service's trouble (5xx) or nobody's (499):
+those leave nothing kept, so a retry runs again, and on the Redis backend it then meets the
+replies its first attempt's writes got (app/backends/redis/idempotent.py). How the kept
+response is made durable with the write is the backend's (app/backends/idempotency.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from urllib.parse import unquote_to_bytes
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.access_gate import principal_of
+from app.api.errors import error_body
+from app.api.services import Services
+from app.backends.errors import BackendUnavailable, StorageUnavailable
+from app.backends.idempotency import KeyReused, StillRunning, Ticket
+from app.engine.commands.table import lookup
+from app.engine.errors import CommandError
+
+__all__ = ["HEADER", "Idempotency", "decode_response", "encode_response"]
+
+HEADER = b"idempotency-key"
+REPLAYED = (b"idempotent-replayed", b"true")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+MAX_KEY = 255
+# Headers a kept response does not carry: they describe one exchange, not the answer.
+_NOT_KEPT = frozenset({b"date", b"server", b"x-request-id", b"connection", b"keep-alive"})
+_HEAD = struct.Struct(">HI")  # status, length of the headers' JSON
+
+
+def encode_response(status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """A response as kept: status, headers (latin-1, as HTTP carries them), body."""
+    kept = orjson.dumps([[k.decode("latin-1"), v.decode("latin-1")] for k, v in headers])
+    return _HEAD.pack(status, len(kept)) + kept + body
+
+
+def decode_response(data: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    status, size = _HEAD.unpack_from(data)
+    start = _HEAD.size
+    pairs = orjson.loads(data[start : start + size])
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs]
+    return status, headers, data[start + size :]
+
+
+def parse_key(raw: bytes) -> str | None:
+    """The key, or None when it is not 1-255 printable ASCII characters. A structured-field
+    string (``"abc"``, as the draft spells it) is taken without its quotes."""
+    if len(raw) >= 2 and raw[:1] == b'"' and raw[-1:] == b'"':
+        raw = raw[1:-1]
+    if not 1 <= len(raw) <= MAX_KEY or not all(0x20 <= b <= 0x7E for b in raw):
+        return None
+    return raw.decode("ascii")
+
+
+class Idempotency:
+    def __init__(self, app: ASGIApp, services: Services) -> None:
+        self.app = app
+        self.services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        raw = next((v for k, v in scope["headers"] if k == HEADER), None)
+        if raw is None:
+            await self.app(scope, receive, send)
+            return
+        key = parse_key(raw)
+        if key is None:
+            await _answer_error(
+                scope,
+                send,
+                400,
+                "ERR Idempotency-Key must be 1 to 255 printable ASCII characters",
+            )
+            return
+        body, more = await _buffer(receive, self.services.settings.max_body_bytes)
+        replay = _Replay(body, more, receive)
+        if more is not None:  # past the body limit: the route refuses it (413), nothing runs
+            await self.app(scope, replay.receive, send)
+            return
+        await self._run(scope, replay, send, key, body)
+
+    async def _run(self, scope: Scope, replay: _Replay, send: Send, key: str, body: bytes) -> None:
+        services = self.services
+        metrics = services.metrics
+        principal = principal_of(scope)
+        scope_name = principal.limit_key
+        ticket = Ticket(
+            name=f"{scope_name}\n{key}",
+            fingerprint=_fingerprint(scope, scope_name, body),
+            anchor=_anchor(scope, body) if services.backend.name == "redis-cluster" else None,
+        )
+        captured = _Captured()
+        try:
+            async with services.backend.idempotent(ticket) as run:
+                if run.stored is not None:
+                    metrics.idempotent("replayed")
+                    status, headers, kept = decode_response(run.stored)
+                    await _send(send, status, [*headers, REPLAYED], kept)
+                    return
+                await self.app(scope, replay.receive, captured.send)
+                if captured.status < 500 and captured.status != 499 and captured.complete:
+                    run.keep(encode_response(captured.status, captured.headers, captured.body()))
+                    metrics.idempotent("resumed" if run.resumed else "kept")
+        except KeyReused:
+            metrics.idempotent("reused")
+            await _answer_error(
+                scope,
+                send,
+                422,
+                "ERR this Idempotency-Key was used for a different request: use a new key for"
+                " a new request",
+            )
+            return
+        except StillRunning:
+            metrics.idempotent("running")
+            await _answer_error(
+                scope,
+                send,
+                409,
+                "ERR the first request with this Idempotency-Key is still running: retry later",
+                retry_after=1,
+            )
+            return
+        except (StorageUnavailable, BackendUnavailable) as e:
+            # Not acknowledged: a kept response (if any) is there for the retry once it is back.
+            await _answer_error(scope, send, 503, getattr(e, "text", str(e)), retry_after=1)
+            return
+        headers = [*captured.headers, REPLAYED] if run.resumed else captured.headers
+        await _send(send, captured.status, headers, captured.body())
+
+
+def _fingerprint(scope: Scope, scope_name: str, body: bytes) -> bytes:
+    h = hashlib.sha256()
+    for part in (
+        scope["method"].encode(),
+        scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape"),
+        scope.get("query_string", b""),
+        scope_name.encode("utf-8", "surrogateescape"),
+    ):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    h.update(body)
+    return h.digest()
+
+
+def _anchor(scope: Scope, body: bytes) -> str | None:
+    """A key the request names, for Redis Cluster to keep its response in that key's slot
+    (so one script writes both): a /v1 path's stream, or the command endpoint's first key."""
+    path: str = scope["path"]
+    if path.startswith("/v1/streams/"):
+        return path.split("/")[3] or None
+    try:
+        if path in ("/pipeline", "/multi-exec"):
+            commands = [[str(a) for a in c] for c in orjson.loads(body) if isinstance(c, list)]
+        elif path == "/":
+            commands = [[str(a) for a in orjson.loads(body)]]
+        else:
+            raw = scope.get("raw_path") or path.encode()
+            commands = [
+                [
+                    unquote_to_bytes(p).decode("utf-8", "surrogateescape")
+                    for p in raw.split(b"/")
+                    if p
+                ]
+            ]
+        for args in commands:
+            keys = lookup(args).keys(args) if args else None
+            if keys:
+                return keys[0]
+    except (CommandError, ValueError, TypeError, orjson.JSONDecodeError):
+        return None
+    return None
+
+
+async def _buffer(receive: Receive, limit: int) -> tuple[bytes, list[Message] | None]:
+    """The whole body, or (past ``limit``) what was read so far and the messages to replay."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), [message]
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        chunks.append(chunk)
+        if size > limit:
+            return b"", [{"type": "http.request", "body": b"".join(chunks), "more_body": True}]
+        if not message.get("more_body", False):
+            return b"".join(chunks), None
+
+
+class _Replay:
+    """The request's body again for the app, then the client's own messages (disconnect)."""
+
+    def __init__(self, body: bytes, pending: list[Message] | None, receive: Receive) -> None:
+        self._messages: list[Message] = (
+            list(pending) if pending is not None else [{"type": "http.request", "body": body}]
+        )
+        self._receive = receive
+
+    async def receive(self) -> Message:
+        if self._messages:
+            return self._messages.pop(0)
+        return await self._receive()
+
+
+class _Captured:
+    """What the app answered, held until it is kept."""
+
+    def __init__(self) -> None:
+        self.status = 500
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.chunks: list[bytes] = []
+        self.complete = False
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = [
+                (bytes(k).lower(), bytes(v))
+                for k, v in message.get("headers", [])
+                if bytes(k).lower() not in _NOT_KEPT
+            ]
+        elif message["type"] == "http.response.body":
+            self.chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.complete = True
+
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _answer_error(
+    scope: Scope, send: Send, status: int, text: str, retry_after: int | None = None
+) -> None:
+    media, body = error_body(scope["path"], status, text)
+    headers: list[tuple[bytes, bytes]] = [
+        (b"content-type", media.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await _send(send, status, headers, body)
