@@ -316,3 +316,32 @@ async def test_a_record_the_codec_refuses_is_neither_written_nor_acknowledged(
     await w.wait_visible(["other"])
     assert w.failure is not None
     await w.close()
+
+
+async def test_a_hold_keeps_back_what_was_appended_since_it_began(db: FlakyDatabase) -> None:
+    """An idempotent request's writes and its kept response commit together: nothing
+    appended after its hold began is committed before the hold ends; earlier records are."""
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    w.append(wire([["del", "before"]]))
+    token = w.hold()
+    w.append(wire([["del", "write"]]))
+    flushed = asyncio.ensure_future(w.flush())
+    await until_async(lambda: w.committed_seq == 1, 5, "the record before the hold")
+    await asyncio.sleep(0.05)
+    assert w.committed_seq == 1 and not flushed.done()
+    w.append(wire([["remember", "\x00idempotency", "k", ["", ""], 1]]))
+    w.release(token)
+    await asyncio.wait_for(flushed, 5)
+    assert [s for s, _ in rows(db)] == [1, 2, 3]
+    assert w.committed_seq == 3
+    await w.close()
+
+
+async def test_a_closing_writer_commits_through_a_hold(db: FlakyDatabase) -> None:
+    w = JournalWriter(db, FsyncMode.ALWAYS)
+    w.start(0)
+    w.hold()
+    w.append(wire([["del", "k"]]))
+    await w.close()
+    assert [s for s, _ in rows(db)] == [1]

@@ -166,7 +166,10 @@ def served_on(request: pytest.FixtureRequest, name: str, data_dir: Path) -> Serv
         front = Frontend(data_dir, "--backend", backend, env=env)
         try:
             async with httpx.AsyncClient(base_url=front.url, timeout=30) as client:
-                assert (await client.post("/", json=["FLUSHALL"])).status_code == 200
+                token = settings.get("token")
+                auth = {"Authorization": f"Bearer {token}"} if token else {}
+                flushed = await client.post("/", json=["FLUSHALL"], headers=auth)
+                assert flushed.status_code == 200, flushed.text
                 SERVED_BY[client] = front
                 yield client
         finally:
