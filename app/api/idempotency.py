@@ -29,10 +29,12 @@ import struct
 from urllib.parse import unquote_to_bytes
 
 import orjson
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.access_gate import principal_of
 from app.api.errors import error_body
+from app.api.rest.fallback import leaves, unrouted
 from app.api.services import Services
 from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.backends.idempotency import KeyReused, StillRunning, Ticket
@@ -75,9 +77,10 @@ def parse_key(raw: bytes) -> str | None:
 
 
 class Idempotency:
-    def __init__(self, app: ASGIApp, services: Services) -> None:
+    def __init__(self, app: ASGIApp, services: Services, routes: list[BaseRoute]) -> None:
         self.app = app
         self.services = services
+        self.routes = routes  # the app's: a /v1 request no route serves is not kept (404, 405)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
@@ -95,6 +98,9 @@ class Idempotency:
                 400,
                 "ERR Idempotency-Key must be 1 to 255 printable ASCII characters",
             )
+            return
+        if scope["path"].startswith("/v1/") and not _served(self.routes, scope):
+            await self.app(scope, receive, send)  # 404 or 405: nothing runs, nothing kept
             return
         body, more = await _buffer(receive, self.services.settings.max_body_bytes)
         replay = _Replay(body, more, receive)
@@ -151,6 +157,18 @@ class Idempotency:
             return
         headers = [*captured.headers, REPLAYED] if run.resumed else captured.headers
         await _send(send, captured.status, headers, captured.body())
+
+
+def _served(routes: list[BaseRoute], scope: Scope) -> bool:
+    """Whether a /v1 route serves this method and path (not the fallback's 404 / 405)."""
+    for route in leaves(routes):
+        if (
+            route.path.startswith("/v1/")
+            and route.endpoint is not unrouted
+            and route.matches(scope)[0] is Match.FULL
+        ):
+            return True
+    return False
 
 
 def _fingerprint(scope: Scope, scope_name: str, body: bytes) -> bytes:

@@ -102,10 +102,46 @@ def _defaults_described(doc: dict[str, Any]) -> None:
                 prop["description"] = f"{text} Default: `{default}`.".lstrip()
 
 
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "Makes a retry of this write safe: the first request with the key runs and"
+    " its response is kept (per credential, for XSTREAMS_IDEMPOTENCY_WINDOW_S); a retry with"
+    " the same key and the same request gets that response again, with"
+    " `Idempotent-Replayed: true`, and changes nothing. The same key with another request"
+    " is 422; while the first still runs, 409. 1 to 255 printable ASCII characters (a"
+    " quoted structured-field string is taken without its quotes).",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+}
+_IDEMPOTENCY_ERRORS = {
+    "400": "A bad argument, or an Idempotency-Key that is not 1 to 255 printable characters.",
+    "409": "A conflict with the stream's state, or the first request with this"
+    " Idempotency-Key is still running (`Retry-After`).",
+    "422": "The Idempotency-Key was used for a different request.",
+}
+_WRITES = ("post", "put", "patch", "delete")
+
+
+def _idempotency(doc: dict[str, Any], path: str, method: str, op: dict[str, Any]) -> None:
+    """Every write takes Idempotency-Key (app/api/idempotency.py), with its errors."""
+    if method not in _WRITES:
+        return
+    op.setdefault("parameters", []).append({"$ref": "#/components/parameters/IdempotencyKey"})
+    responses = op.setdefault("responses", {})
+    for code, why in _IDEMPOTENCY_ERRORS.items():
+        if code not in responses:
+            media = {
+                "schema": {"$ref": "#/components/schemas/Problem"},
+                "example": _problem_example(doc, int(code), path),
+            }
+            responses[code] = {"description": why, "content": {PROBLEM_JSON: media}}
+
+
 def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
     _defaults_described(doc)
     for path, item in doc["paths"].items():
-        for op in item.values():
+        for method, op in item.items():
             body = op.get("requestBody", {}).get("content", {}).get("application/json")
             if body is not None and "example" not in body:
                 example = _schema_example(doc, body["schema"])
@@ -131,6 +167,10 @@ def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
                         response["description"] = _summary(doc, media.get("schema", {}))
                 elif code == "204" and response.get("description") == "Successful Response":
                     response["description"] = "Done: nothing to return."
+            _idempotency(doc, path, method, op)
+    doc.setdefault("components", {}).setdefault("parameters", {})["IdempotencyKey"] = (
+        IDEMPOTENCY_KEY
+    )
     # Credentials (README "Access"): a bearer header anywhere; for EventSource, which cannot
     # send headers, a query parameter or the cookie (reads, unless the page is trusted). No
     # credential at all works only on a service with none configured.

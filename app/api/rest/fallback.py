@@ -19,19 +19,19 @@ router = APIRouter(include_in_schema=False)
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
-def _leaves(routes: Iterable[Any]) -> Iterator[Route]:
+def leaves(routes: Iterable[Any]) -> Iterator[Route]:
     """Every route, looking inside included routers (FastAPI keeps them whole)."""
     for route in routes:
         inner = getattr(route, "original_router", None)
         if inner is not None:
-            yield from _leaves(inner.routes)
+            yield from leaves(inner.routes)
         elif isinstance(route, Route):
             yield route
 
 
 def _allowed(routes: Iterable[Any], path: str) -> list[str]:
     methods: set[str] = set()
-    for route in _leaves(routes):
+    for route in leaves(routes):
         if (
             route.path.startswith("/v1/")
             and route.endpoint is not unrouted
