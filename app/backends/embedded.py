@@ -160,6 +160,8 @@ class EmbeddedBackend:
         if found is not None:
             if found.fingerprint != ticket.fingerprint:
                 raise KeyReused
+            if self.durability is not None:  # kept a moment ago: replay it once durable
+                await self.durability.wait_visible((RESPONSES_KEY,))
             yield Run(stored=found.response)
             return
         if ticket.name in self._running:

@@ -16,6 +16,7 @@ from app.backends.redis import RedisBackend
 from app.backends.redis.idempotent import idempotent, parse_packed, record_key
 from app.engine.clock import ManualClock
 from app.engine.commands.streams import XAddArgs
+from app.engine.errors import CommandError
 from app.engine.store import Store
 from tests.backends.test_redis_backend import _standalone_url
 
@@ -165,3 +166,14 @@ def test_runs_are_plain_data() -> None:
     run = Run()
     run.keep(b"x")
     assert (run.stored, run.kept, run.resumed) == (None, b"x", False)
+
+
+async def test_a_command_too_long_for_a_script_is_refused_clearly(
+    redis_backend: RedisBackend,
+) -> None:
+    ids = [f"{i}-0" for i in range(1, 8_001)]
+    async with redis_backend.idempotent(T):
+        with pytest.raises(CommandError, match="cannot run under an Idempotency-Key"):
+            await redis_backend.command(["XACK", "s", "g", *ids])
+    # Without the key it runs (Redis answers: no such group, nothing acknowledged).
+    assert await redis_backend.command(["XACK", "s", "g", *ids]) == 0

@@ -39,11 +39,14 @@ from redis.exceptions import ResponseError
 from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket
 from app.backends.redis.parse import Arg, Raw, encode
 from app.engine.commands.table import COMMANDS
+from app.engine.errors import WrongArgument
 
 if TYPE_CHECKING:
     from app.backends.redis.routing import Router
 
-LEASE_MS = 10_000  # an attempt that holds the record this long without a word is dead
+LEASE_MS = 10_000
+# Lua 5.1 passes at most about 8,000 values to a call (``unpack``: LUAI_MAXCSTACK).
+MAX_LINE_ARGS = 7_900  # an attempt that holds the record this long without a word is dead
 
 _SERIALIZE = """
 local function enc(v, out)
@@ -175,6 +178,11 @@ def compose(lines: Sequence[Sequence[Arg]]) -> tuple[str, list[Arg], list[Arg]]:
     keys: list[Arg] = []
     args: list[Arg] = []
     for line in lines:
+        if len(line) > MAX_LINE_ARGS:
+            raise WrongArgument(
+                f"ERR a command of more than {MAX_LINE_ARGS} arguments cannot run under an"
+                " Idempotency-Key in front of Redis (a Lua script calls it): split it"
+            )
         if _name(line[0]) == "eval":
             source = line[1]
             assert isinstance(source, str)
