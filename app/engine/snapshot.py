@@ -28,13 +28,15 @@ from app.engine.codec import (
 )
 from app.engine.effects import ReplayError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
+from app.engine.idmp import Idmp
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.pel import MASK64, key_of
 from app.engine.stream import Node, Stream
 
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 # 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
+# 4: a stream may carry "idmp", its IDMP state (Redis 8.6: ``idmp_view``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class StreamView:
     max_deleted_id: StreamID
     nodes: list[NodeView]
     groups: list[Any]  # plain values, copied
+    idmp: list[Any] | None = None  # plain values, copied (``idmp_view``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,15 @@ def snapshot_view(ks: Keyspace) -> SnapshotView:
     for key, s in ks.streams.items():
         nodes = [_node_view(n) for n in s.nodes]
         streams.append(
-            StreamView(key, s.last_id, s.entries_added, s.max_deleted_id, nodes, group_views(s))
+            StreamView(
+                key,
+                s.last_id,
+                s.entries_added,
+                s.max_deleted_id,
+                nodes,
+                group_views(s),
+                None if s.idmp is None else idmp_view(s.idmp),
+            )
         )
     config = StreamConfig(ks.config.node_max_entries, ks.config.node_max_bytes)
     return SnapshotView(config, streams, dict(ks.config_set))
@@ -160,8 +171,9 @@ def encode_snapshot(view: SnapshotView) -> bytes:
     Format 2 stores each node's packed buffers as they are (arrays as base64 of their
     little-endian bytes), so loading a node is a few buffer copies, not one object per entry.
     """
-    streams = [
-        {
+    streams = []
+    for sv in view.streams:
+        sd: dict[str, Any] = {
             "key": sv.key,
             "last_id": sid_text(sv.last_id),
             "entries_added": put_u64(sv.entries_added, "entries_added"),
@@ -169,13 +181,16 @@ def encode_snapshot(view: SnapshotView) -> bytes:
             "nodes": [_encode_node(nv) for nv in sv.nodes],
             "groups": _checked_groups(sv.groups),
         }
-        for sv in view.streams
-    ]
+        if sv.idmp is not None:
+            sd["idmp"] = sv.idmp
+        streams.append(sd)
     released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
+    idmp = any(sv.idmp is not None for sv in view.streams)
     doc = {
-        # 2 while no group holds released entries, so an xstreams that reads format 2 still
-        # loads it (a database without XNACK state can move back a version).
-        "format": SNAPSHOT_FORMAT if released else 2,
+        # The oldest format that can hold the state (2 without released entries or IDMP
+        # state), so an xstreams that reads only that format still loads it and a database
+        # that never used the newer commands can move back a version.
+        "format": SNAPSHOT_FORMAT if idmp else 3 if released else 2,
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
@@ -255,7 +270,7 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
         doc = decode_json(data)
     except ValueError as e:
         raise ReplayError(f"snapshot is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, SNAPSHOT_FORMAT):
+    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, SNAPSHOT_FORMAT):
         raise ReplayError("unknown snapshot format")
     decode_node = _decode_node if doc["format"] != 1 else _decode_node_v1
     try:
@@ -277,8 +292,39 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 length += node.live
             s.length = length
             load_groups(s, sd["groups"])
+            if "idmp" in sd:
+                s.idmp = load_idmp(sd["idmp"])
     except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
         raise ReplayError(f"malformed snapshot: {e!r}") from e
+
+
+def idmp_view(idmp: Idmp) -> list[Any]:
+    """A stream's IDMP state as plain values: duration, maxsize, the two counters, then every
+    iid still held as ``[producer, iid, id]``, oldest first (each producer's in its order)."""
+    held = [
+        [p, iid, sid_text(sid)]
+        for p, iid, sid in idmp.order
+        if idmp.producers.get(p, {}).get(iid) == sid
+    ]
+    return [
+        idmp.duration_s,
+        idmp.maxsize,
+        put_u64(idmp.iids_added, "iids_added"),
+        put_u64(idmp.iids_duplicates, "iids_duplicates"),
+        held,
+    ]
+
+
+def load_idmp(v: list[Any]) -> Idmp:
+    duration, maxsize, added, duplicates, held = v
+    idmp = Idmp(int(duration), int(maxsize), iids_added=u64(added), iids_duplicates=u64(duplicates))
+    for producer, iid, text in held:
+        if not isinstance(producer, str) or not isinstance(iid, str):
+            raise ReplayError(f"malformed snapshot: IDMP producer {producer!r}, iid {iid!r}")
+        sid = sid_from_text(text)
+        idmp.producers.setdefault(producer, {})[iid] = sid
+        idmp.order.append((producer, iid, sid))
+    return idmp
 
 
 def group_views(s: Stream) -> list[Any]:
