@@ -32,9 +32,13 @@ xstreams that reads only format 1 refuses it instead of failing on an unknown ki
     ["unref", key, [id, ...]]                      RefsDropped (DELREF)
     ["nack", key, group, [id, ...], [count, ...]]  Released (XNACK)
 
-Record format 3 adds the responses kept for requests that carried an Idempotency-Key
-(``app.engine.responses``; key is ``RESPONSES_KEY``, the bytes base64):
+Record format 3 adds what Redis 8.6's idempotent appends do, and the responses kept for
+requests that carried an Idempotency-Key (``app.engine.responses``; key is
+``RESPONSES_KEY``, the bytes base64) (migration 0005):
 
+    ["idmp", key, producer, iid, id, now_ms]       IdmpRecorded (XADD IDMP / IDMPAUTO)
+    ["idmpdup", key, now_ms]                       IdmpDuplicate (an IDMP repeat)
+    ["xcfgset", key, duration_s, maxsize]          IdmpConfigured (XCFGSET)
     ["remember", key, name, [fingerprint, response], expires_ms]  ResponseKept
 
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
@@ -77,6 +81,9 @@ from app.engine.effects import (
     GroupCreated,
     GroupDestroyed,
     GroupUpdated,
+    IdmpConfigured,
+    IdmpDuplicate,
+    IdmpRecorded,
     KeyDeleted,
     KeyRenamed,
     LastIdSet,
@@ -590,6 +597,46 @@ KINDS: tuple[Kind[Any], ...] = (
             response=_payload(_pair(w[3])[1]),
             expires_ms=i64(w[4]),
         ),
+    ),
+    # Record format 3 (Redis 8.6's idempotent appends):
+    _kind(
+        "idmp",
+        IdmpRecorded,
+        6,
+        lambda e: [
+            "idmp",
+            e.key,
+            e.producer,
+            e.iid,
+            sid_text(e.id),
+            put_i64(e.now_ms, "a time"),
+        ],
+        lambda w: IdmpRecorded(
+            key=_str(w[1]),
+            producer=_str(w[2]),
+            iid=_str(w[3]),
+            id=sid_from_text(w[4]),
+            now_ms=i64(w[5]),
+        ),
+    ),
+    _kind(
+        "idmpdup",
+        IdmpDuplicate,
+        3,
+        lambda e: ["idmpdup", e.key, put_i64(e.now_ms, "a time")],
+        lambda w: IdmpDuplicate(key=_str(w[1]), now_ms=i64(w[2])),
+    ),
+    _kind(
+        "xcfgset",
+        IdmpConfigured,
+        4,
+        lambda e: [
+            "xcfgset",
+            e.key,
+            put_u64(e.duration_s, "an IDMP duration"),
+            put_u64(e.maxsize, "an IDMP size"),
+        ],
+        lambda w: IdmpConfigured(key=_str(w[1]), duration_s=u64(w[2]), maxsize=u64(w[3])),
     ),
 )
 

@@ -231,6 +231,37 @@ class ResponseKept:
     expires_ms: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdmpRecorded:
+    """An XADD IDMP / IDMPAUTO appended an entry (its ``EntryAdded`` comes first): the
+    producer's iid now names ``id``. ``now_ms`` is the clock the command read, so replay
+    forgets the same expired iids before recording this one."""
+
+    key: str
+    producer: str
+    iid: str
+    id: StreamID
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdmpDuplicate:
+    """An XADD IDMP / IDMPAUTO met an iid already recorded: nothing was appended, only the
+    stream's ``iids-duplicates`` counted it (and expired iids were forgotten at ``now_ms``)."""
+
+    key: str
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdmpConfigured:
+    """XCFGSET: the stream's IDMP window and size (a change forgets every iid)."""
+
+    key: str
+    duration_s: int
+    maxsize: int
+
+
 Effect = (
     StreamCreated
     | KeyDeleted
@@ -254,6 +285,9 @@ Effect = (
     | RefsDropped
     | Released
     | ResponseKept
+    | IdmpRecorded
+    | IdmpDuplicate
+    | IdmpConfigured
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened
 

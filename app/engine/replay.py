@@ -29,6 +29,9 @@ from app.engine.effects import (
     GroupCreated,
     GroupDestroyed,
     GroupUpdated,
+    IdmpConfigured,
+    IdmpDuplicate,
+    IdmpRecorded,
     KeyDeleted,
     KeyRenamed,
     LastIdSet,
@@ -43,6 +46,7 @@ from app.engine.effects import (
     Trimmed,
 )
 from app.engine.groups import Consumer, ConsumerGroup
+from app.engine.idmp import Idmp
 from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
@@ -240,6 +244,23 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             g = _group(ks, key, group)
             for sid, count in zip(ids, counts, strict=True):
                 g.release(sid, count)
+        case IdmpRecorded(key=key, producer=producer, iid=iid, id=sid, now_ms=now_ms):
+            s = _stream(ks, key)
+            if s.idmp is None:
+                s.idmp = Idmp()
+            s.idmp.expire(now_ms)
+            s.idmp.record(producer, iid, sid)
+        case IdmpDuplicate(key=key, now_ms=now_ms):
+            idmp = _stream(ks, key).idmp
+            if idmp is None:
+                raise ReplayError(f"an IDMP duplicate on {key!r}, which has no IDMP state")
+            idmp.expire(now_ms)
+            idmp.duplicate()
+        case IdmpConfigured(key=key, duration_s=duration_s, maxsize=maxsize):
+            s = _stream(ks, key)
+            if s.idmp is None:
+                s.idmp = Idmp()
+            s.idmp.configure(duration_s, maxsize)
         case LastIdSet():
             s = _stream(ks, effect.key)
             s.last_id = effect.last_id

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from app.engine.idmp import IdmpInfo
 from app.engine.ids import StreamID
 from app.engine.stream import Entry, Fields
 
@@ -98,6 +99,9 @@ class StreamHeader:
     max_deleted_entry_id: StreamID
     entries_added: int
     recorded_first_entry_id: StreamID
+    # Redis 8.6's IDMP fields, which follow; None for a stream with no IDMP state, whose
+    # reply stays Redis 7.0's (redis-server 8.6 prints its defaults there too).
+    idmp: IdmpInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)

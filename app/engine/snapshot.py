@@ -28,6 +28,7 @@ from app.engine.codec import (
 )
 from app.engine.effects import ReplayError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
+from app.engine.idmp import Idmp
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.pel import MASK64, key_of
@@ -36,6 +37,8 @@ from app.engine.stream import Node, Stream
 
 SNAPSHOT_FORMAT = 4
 # 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
+# 4: a stream may carry "idmp", its IDMP state (Redis 8.6: ``idmp_view``); the document may
+#    carry "responses", the kept responses of Idempotency-Key (``app.engine.responses``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class StreamView:
     max_deleted_id: StreamID
     nodes: list[NodeView]
     groups: list[Any]  # plain values, copied
+    idmp: list[Any] | None = None  # plain values, copied (``idmp_view``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +100,15 @@ def snapshot_view(ks: Keyspace) -> SnapshotView:
     for key, s in ks.streams.items():
         nodes = [_node_view(n) for n in s.nodes]
         streams.append(
-            StreamView(key, s.last_id, s.entries_added, s.max_deleted_id, nodes, group_views(s))
+            StreamView(
+                key,
+                s.last_id,
+                s.entries_added,
+                s.max_deleted_id,
+                nodes,
+                group_views(s),
+                None if s.idmp is None else idmp_view(s.idmp),
+            )
         )
     config = StreamConfig(ks.config.node_max_entries, ks.config.node_max_bytes)
     responses = [
@@ -166,8 +178,9 @@ def encode_snapshot(view: SnapshotView) -> bytes:
     Format 2 stores each node's packed buffers as they are (arrays as base64 of their
     little-endian bytes), so loading a node is a few buffer copies, not one object per entry.
     """
-    streams = [
-        {
+    streams = []
+    for sv in view.streams:
+        sd: dict[str, Any] = {
             "key": sv.key,
             "last_id": sid_text(sv.last_id),
             "entries_added": put_u64(sv.entries_added, "entries_added"),
@@ -175,14 +188,17 @@ def encode_snapshot(view: SnapshotView) -> bytes:
             "nodes": [_encode_node(nv) for nv in sv.nodes],
             "groups": _checked_groups(sv.groups),
         }
-        for sv in view.streams
-    ]
+        if sv.idmp is not None:
+            sd["idmp"] = sv.idmp
+        streams.append(sd)
     released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
+    idmp = any(sv.idmp is not None for sv in view.streams)
     doc: dict[str, Any] = {
-        # The oldest format that holds what is there, so an older xstreams still loads a
-        # snapshot without the newer state: 2, then 3 with released (XNACK) entries, then 4
-        # with kept responses (Idempotency-Key).
-        "format": 4 if view.responses else 3 if released else 2,
+        # The oldest format that can hold the state: 2, then 3 with released (XNACK)
+        # entries, then 4 with IDMP state or kept responses (Idempotency-Key), so an older
+        # xstreams still loads a snapshot without the newer state and a database that never
+        # used the newer commands can move back a version.
+        "format": SNAPSHOT_FORMAT if idmp or view.responses else 3 if released else 2,
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
@@ -266,7 +282,7 @@ def configure(ks: Keyspace, name: Any, value: Any) -> None:
 
 
 def decode_snapshot(data: bytes, ks: Keyspace) -> None:
-    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1, 2)."""
+    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1-4)."""
     try:
         doc = decode_json(data)
     except ValueError as e:
@@ -293,6 +309,8 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 length += node.live
             s.length = length
             load_groups(s, sd["groups"])
+            if "idmp" in sd:
+                s.idmp = load_idmp(sd["idmp"])
         for name, fingerprint, response, expires_ms in doc.get("responses", []):
             if not isinstance(name, str):
                 raise ValueError(f"a kept response {name!r}")
@@ -300,6 +318,35 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
             ks.responses.put(name, stored)
     except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
         raise ReplayError(f"malformed snapshot: {e!r}") from e
+
+
+def idmp_view(idmp: Idmp) -> list[Any]:
+    """A stream's IDMP state as plain values: duration, maxsize, the two counters, then every
+    iid still held as ``[producer, iid, id]``, oldest first (each producer's in its order)."""
+    held = [
+        [p, iid, sid_text(sid)]
+        for p, iid, sid in idmp.order
+        if idmp.producers.get(p, {}).get(iid) == sid
+    ]
+    return [
+        idmp.duration_s,
+        idmp.maxsize,
+        put_u64(idmp.iids_added, "iids_added"),
+        put_u64(idmp.iids_duplicates, "iids_duplicates"),
+        held,
+    ]
+
+
+def load_idmp(v: list[Any]) -> Idmp:
+    duration, maxsize, added, duplicates, held = v
+    idmp = Idmp(int(duration), int(maxsize), iids_added=u64(added), iids_duplicates=u64(duplicates))
+    for producer, iid, text in held:
+        if not isinstance(producer, str) or not isinstance(iid, str):
+            raise ReplayError(f"malformed snapshot: IDMP producer {producer!r}, iid {iid!r}")
+        sid = sid_from_text(text)
+        idmp.producers.setdefault(producer, {})[iid] = sid
+        idmp.order.append((producer, iid, sid))
+    return idmp
 
 
 def group_views(s: Stream) -> list[Any]:

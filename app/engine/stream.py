@@ -22,6 +22,7 @@ from app.engine.node import Entry, Fields, Node
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
+    from app.engine.idmp import Idmp
 
 __all__ = [
     "Entry",
@@ -91,6 +92,7 @@ class Stream:
         "entries_added",
         "firsts",
         "groups",
+        "idmp",
         "last_id",
         "length",
         "max_deleted_id",
@@ -107,6 +109,7 @@ class Stream:
         self.max_deleted_id = MIN_ID
         self.entries_added = 0
         self.groups: dict[str, ConsumerGroup] = {}
+        self.idmp: Idmp | None = None  # IDMP state (Redis 8.6), once a command gave it some
         self.set_node_limits(node_max_entries, node_max_bytes)
 
     def set_node_limits(self, node_max_entries: int, node_max_bytes: int) -> None:

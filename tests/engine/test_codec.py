@@ -29,6 +29,9 @@ from app.engine.effects import (
     GroupCreated,
     GroupDestroyed,
     GroupUpdated,
+    IdmpConfigured,
+    IdmpDuplicate,
+    IdmpRecorded,
     KeyDeleted,
     KeyRenamed,
     LastIdSet,
@@ -159,6 +162,13 @@ STORED: list[tuple[list[Any], Effect]] = [
             expires_ms=1700000000000,
         ),
     ),
+    # Record format 3:
+    (
+        ["idmp", "s", "p", "i1", "5-1", 1700000000000],
+        IdmpRecorded(key="s", producer="p", iid="i1", id=StreamID(5, 1), now_ms=1700000000000),
+    ),
+    (["idmpdup", "s", 7], IdmpDuplicate(key="s", now_ms=7)),
+    (["xcfgset", "s", 86400, 10000], IdmpConfigured(key="s", duration_s=86400, maxsize=10000)),
 ]
 
 

@@ -64,6 +64,11 @@ def _random_command(store: Store, rnd: random.Random) -> list[str]:
     some_id = rnd.choice(ids) if ids else "1-1"
     choices = [
         ["XADD", key, "*", "a", "1"],
+        ["XADD", key, "IDMP", rnd.choice("pq"), str(rnd.randint(0, 6)), "*", "a", "1"],
+        ["XADD", key, "IDMPAUTO", "p", "MAXLEN", "5", "*", "n", str(rnd.randint(0, 6))],
+        ["XCFGSET", key, "IDMP-MAXSIZE", str(rnd.randint(2, 4)), "IDMP-DURATION", "1"]
+        if rnd.random() < 0.2
+        else ["PING"],
         ["XADD", key, "MAXLEN", "~", "30", "*", "b", "2"],
         ["XADD", key, "MINID", "=", ids[len(ids) // 3] if ids else "0", "*", "x", "y", "z", "w"],
         ["XGROUP", "CREATE", key, "g", "0", "MKSTREAM"],

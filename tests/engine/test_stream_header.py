@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from app.engine.idmp import IdmpInfo
 from app.engine.ids import StreamID
 from app.engine.replies import StreamFullInfo, StreamHeader, StreamInfo
 from app.engine.store import Store
@@ -21,8 +22,21 @@ REDIS_HEADER = [
 ]
 
 
+# Redis 8.6's IDMP fields, which follow them when a stream has IDMP state.
+REDIS_IDMP = [
+    "idmp-duration",
+    "idmp-maxsize",
+    "pids-tracked",
+    "iids-tracked",
+    "iids-added",
+    "iids-duplicates",
+]
+
+
 def test_the_header_fields_are_redis_header_in_order() -> None:
-    assert [f.name.replace("_", "-") for f in fields(StreamHeader)] == REDIS_HEADER
+    names = [f.name.replace("_", "-") for f in fields(StreamHeader)]
+    assert names == [*REDIS_HEADER, "idmp"]
+    assert [f.name.replace("_", "-") for f in fields(IdmpInfo)] == REDIS_IDMP
 
 
 def test_info_and_full_info_share_one_header(store: Store) -> None:

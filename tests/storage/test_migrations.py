@@ -181,7 +181,7 @@ def test_format_1_database_is_upgraded_and_loads(db_url: str) -> None:
         with engine.connect() as conn:
             before = conn.execute(text("select records from xstreams_journal")).all()
         assert migrate.upgrade(engine) == migrate.head_revision()
-        assert db.record_format() == RECORD_FORMAT == "2"
+        assert db.record_format() == RECORD_FORMAT == "3"
         with engine.connect() as conn:
             assert conn.execute(text("select records from xstreams_journal")).all() == before
         store = Store(clock=ManualClock(T0))
@@ -214,12 +214,12 @@ def test_downgrade_of_0004_refused_with_format_2_records(db_url: str, command: l
     database stays at head and format 2. With format 1 records only, it can."""
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0004")
         db = Database(engine)
         db.append(_records(*FORMAT_1_COMMANDS, command))
         with pytest.raises(RuntimeError, match="format 2"):
             _downgrade(engine, "0003")
-        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert migrate.current_revision(engine) == "0004"
         assert db.record_format() == "2"
     finally:
         engine.dispose()
@@ -230,7 +230,7 @@ def test_downgrade_of_0004_refused_with_a_released_snapshot(db_url: str) -> None
 
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0004")
         db = Database(engine)
         store = Store()
         for argv in [*FORMAT_1_COMMANDS, ["XNACK", "s", "g", "SILENT", "IDS", "1", "3-0"]]:
@@ -246,7 +246,7 @@ def test_downgrade_of_0004_refused_with_a_released_snapshot(db_url: str) -> None
 def test_downgrade_of_0004_with_format_1_records_only(db_url: str) -> None:
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0004")
         db = Database(engine)
         # XDELEX and XACKDEL without DELREF write format 1 records only.
         db.append(
@@ -259,5 +259,62 @@ def test_downgrade_of_0004_with_format_1_records_only(db_url: str) -> None:
         _downgrade(engine, "0003")
         assert migrate.current_revision(engine) == "0003"
         assert db.record_format() == "1"
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["XADD", "s", "IDMP", "p", "i", "*", "f", "v"],
+        ["XADD", "s", "IDMPAUTO", "p", "*", "f", "v"],
+        ["XCFGSET", "s", "IDMP-DURATION", "5"],
+    ],
+    ids=lambda argv: " ".join(argv[:3]),
+)
+def test_downgrade_of_0005_refused_with_format_3_records(db_url: str, command: list[str]) -> None:
+    """0005 cannot be undone while the journal holds a record format 2 cannot express."""
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        assert db.record_format() == "3"
+        db.append(_records(*FORMAT_1_COMMANDS, command))
+        with pytest.raises(RuntimeError, match="format 3"):
+            _downgrade(engine, "0004")
+        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert db.record_format() == "3"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0005_refused_with_a_format_4_snapshot(db_url: str) -> None:
+    from app.engine.snapshot import encode_snapshot
+
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        store = Store()
+        for argv in [*FORMAT_1_COMMANDS, ["XCFGSET", "s", "IDMP-MAXSIZE", "7"]]:
+            store.execute(argv)
+        db.write_snapshot(0, encode_snapshot(store.snapshot_view()))
+        with pytest.raises(RuntimeError, match="format 4"):
+            _downgrade(engine, "0004")
+        assert db.record_format() == "3"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0005_with_format_2_records_only(db_url: str) -> None:
+    """Without IDMP records the format goes back to 2, and 0004's checks still run below."""
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        db.append(_records(*FORMAT_1_COMMANDS, ["XADD", "s", "*", "f", "v"]))
+        _downgrade(engine, "0004")
+        assert migrate.current_revision(engine) == "0004"
+        assert db.record_format() == "2"
     finally:
         engine.dispose()

@@ -188,8 +188,9 @@ class Shaper:
         return [self(x) for x in items]
 
     def _header(self, h: StreamHeader) -> list[tuple[str, Any]]:
-        """The pairs XINFO STREAM and XINFO STREAM FULL begin with."""
-        return [
+        """The pairs XINFO STREAM and XINFO STREAM FULL begin with (Redis 8.6's IDMP fields
+        last, when the stream has IDMP state)."""
+        pairs: list[tuple[str, Any]] = [
             ("length", h.length),
             ("radix-tree-keys", h.radix_tree_keys),
             ("radix-tree-nodes", h.radix_tree_nodes),
@@ -198,6 +199,17 @@ class Shaper:
             ("entries-added", h.entries_added),
             ("recorded-first-entry-id", self.id(h.recorded_first_entry_id)),
         ]
+        if h.idmp is not None:
+            m = h.idmp
+            pairs += [
+                ("idmp-duration", m.idmp_duration),
+                ("idmp-maxsize", m.idmp_maxsize),
+                ("pids-tracked", m.pids_tracked),
+                ("iids-tracked", m.iids_tracked),
+                ("iids-added", m.iids_added),
+                ("iids-duplicates", m.iids_duplicates),
+            ]
+        return pairs
 
     def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:
         if with_consumer:

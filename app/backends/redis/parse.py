@@ -23,6 +23,7 @@ from app.backends.errors import (
 )
 from app.engine.commands.streams import DEFAULT_LIMIT, XAddArgs
 from app.engine.errors import CommandError
+from app.engine.idmp import IdmpInfo
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
 from app.engine.replies import (
@@ -150,6 +151,21 @@ def parse_stream_header(m: dict[str, Raw]) -> StreamHeader:
         max_deleted_entry_id=parse_id(m["max-deleted-entry-id"]),
         entries_added=int(m["entries-added"]),
         recorded_first_entry_id=parse_id(m["recorded-first-entry-id"]),
+        idmp=parse_idmp_info(m),
+    )
+
+
+def parse_idmp_info(m: dict[str, Raw]) -> IdmpInfo | None:
+    """Redis 8.6's IDMP fields of XINFO STREAM; None from an older server, which has none."""
+    if "idmp-duration" not in m:
+        return None
+    return IdmpInfo(
+        idmp_duration=int(m["idmp-duration"]),
+        idmp_maxsize=int(m["idmp-maxsize"]),
+        pids_tracked=int(m["pids-tracked"]),
+        iids_tracked=int(m["iids-tracked"]),
+        iids_added=int(m["iids-added"]),
+        iids_duplicates=int(m["iids-duplicates"]),
     )
 
 

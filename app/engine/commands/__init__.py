@@ -13,6 +13,7 @@ from app.engine.commands import (
     reads,
     server,
     streams,
+    xcfgset,
 )
 from app.engine.commands.table import COMMANDS, Command, Flag, lookup
 
@@ -30,4 +31,5 @@ __all__ = [
     "reads",
     "server",
     "streams",
+    "xcfgset",
 ]

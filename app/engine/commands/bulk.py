@@ -52,7 +52,7 @@ def fusable(ks: Keyspace, argv: Sequence[str]) -> XAddArgs | None:
         a = parse_xadd(ks, list(argv))
     except CommandError:
         return None
-    return a if a.trim is None else None
+    return a if a.trim is None and a.idmp is None else None
 
 
 def _append(
@@ -126,8 +126,10 @@ def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
             raise BatchItemError(i, e) from None
         ids.append(sid)
         last = sid
-    if any(a.trim is not None for a in batch):
-        return [xadd(ks, a) for a in batch]  # trims interleave with appends: one at a time
+    if any(a.trim is not None or a.idmp is not None for a in batch):
+        # Trims interleave with appends, and an IDMP repeat appends nothing: one at a time.
+        # The checks above gave each entry an ID, so none of these can fail.
+        return [xadd(ks, a) for a in batch]
     if stream is None:
         stream = ks.create(key)
     _append(ks, stream, key, ids, [a.fields for a in batch])

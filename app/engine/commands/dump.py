@@ -53,6 +53,12 @@ def _dump(ks: Keyspace, argv: list[str]) -> str | None:
             "DUMP cannot encode entries released by XNACK in a Redis 7.0 payload: claim"
             " or acknowledge them first"
         )
+    if s.idmp is not None:
+        # Redis 7.0's stream type has no IDMP state; a payload without it would RESTORE a
+        # stream that appends again what this one would answer as a repeat.
+        raise WrongArgument.err(
+            "DUMP cannot encode a stream's IDMP state (XADD IDMP, XCFGSET) in a Redis 7.0 payload"
+        )
     try:
         payload = dump_stream(s, ks.limits.restore_bytes)
     except TooLarge:

@@ -52,7 +52,7 @@ def _stream(ks: Keyspace, key: str) -> Stream:
     return stream
 
 
-def _header(s: Stream) -> StreamHeader:
+def _header(s: Stream, now_ms: int) -> StreamHeader:
     # Redis reports its radix tree's key and node counts; ours is a list of nodes.
     keys = len(s.nodes)
     return StreamHeader(
@@ -63,6 +63,7 @@ def _header(s: Stream) -> StreamHeader:
         max_deleted_entry_id=s.max_deleted_id,
         entries_added=i64(s.entries_added),
         recorded_first_entry_id=s.first_id,
+        idmp=None if s.idmp is None else s.idmp.info(now_ms),
     )
 
 
@@ -78,7 +79,7 @@ def stream_info(ks: Keyspace, key: str) -> StreamInfo:
     first = _entry(s, s.first_id)
     last = _entry(s, s.last_valid_id())
     return StreamInfo(
-        header=_header(s),
+        header=_header(s, ks.clock.now_ms()),
         groups=len(s.groups),
         first_entry=first,
         last_entry=last,
@@ -132,7 +133,7 @@ def stream_full_info(ks: Keyspace, key: str, count: int = 10) -> StreamFullInfo:
             )
         )
     return StreamFullInfo(
-        header=_header(s),
+        header=_header(s, ks.clock.now_ms()),
         entries=s.range(count=count),
         groups=groups,
     )

@@ -11,7 +11,14 @@ from typing import NamedTuple
 
 from app.engine.commands.args import eq, int_arg
 from app.engine.commands.table import Flag, command, key_at
-from app.engine.effects import EntriesDeleted, EntryAdded, LastIdSet, Trimmed
+from app.engine.effects import (
+    EntriesDeleted,
+    EntryAdded,
+    IdmpDuplicate,
+    IdmpRecorded,
+    LastIdSet,
+    Trimmed,
+)
 from app.engine.errors import (
     CommandError,
     Conflict,
@@ -20,6 +27,7 @@ from app.engine.errors import (
     TooLarge,
     WrongArgument,
 )
+from app.engine.idmp import Idmp, auto_iid
 from app.engine.ids import (
     MAX_ID,
     MIN_ID,
@@ -56,6 +64,30 @@ class XAddArgs(NamedTuple):
     seq_given: bool = True  # False for `ms-*`
     nomkstream: bool = False
     trim: TrimSpec | None = None
+    idmp: IdmpKey | None = None  # IDMP / IDMPAUTO (Redis 8.6)
+
+
+class IdmpKey(NamedTuple):
+    """XADD's IDMP pair: a producer and its idempotent ID, or (IDMPAUTO) the producer alone,
+    the iid then derived from the entry's fields when it is appended (``idmp.auto_iid``)."""
+
+    producer: str
+    iid: str | None  # None: IDMPAUTO
+
+
+IDMP_TWICE = "syntax error, IDMP/IDMPAUTO specified multiple times"
+IDMP_EXPLICIT_ID = "syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
+IDMP_NO_PRODUCER = "syntax error, {} requires a non-empty producer ID"
+IDMP_NO_IID = "syntax error, IDMP requires a non-empty idempotent ID"
+
+
+def idmp_key(producer: str, iid: str | None) -> IdmpKey:
+    """An IDMP pair from typed values (REST), with the checks XADD makes of the tokens."""
+    if not producer:
+        raise WrongArgument.err(IDMP_NO_PRODUCER.format("IDMP" if iid is not None else "IDMPAUTO"))
+    if iid is not None and not iid:
+        raise WrongArgument.err(IDMP_NO_IID)
+    return IdmpKey(producer, iid)
 
 
 DEFAULT_LIMIT = -1
@@ -168,6 +200,7 @@ class AddTrimOptions:
     id: StreamID | None = None
     seq_given: bool = True
     nomkstream: bool = False
+    idmp: IdmpKey | None = None
 
 
 def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOptions:
@@ -181,6 +214,7 @@ def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOpti
     seq_given = True
     nomkstream = False
     policy: RefPolicy | None = None
+    idmp: IdmpKey | None = None
     i = 2
     n = len(argv)
     while i < n:
@@ -213,15 +247,26 @@ def parse_trim_options(ks: Keyspace, argv: list[str], xadd: bool) -> AddTrimOpti
             policy = RefPolicy(low.upper())
         elif xadd and low == "nomkstream":
             nomkstream = True
+        elif xadd and ((low == "idmp" and moreargs >= 2) or (low == "idmpauto" and moreargs)):
+            if idmp is not None:
+                raise WrongArgument.err(IDMP_TWICE)
+            if low == "idmp":
+                idmp = idmp_key(argv[i + 1], argv[i + 2])
+                i += 2
+            else:
+                idmp = idmp_key(argv[i + 1], None)
+                i += 1
         elif xadd:
             sid, seq_given = parse_id(opt, 0, strict=True, allow_seq_auto=True)
             break
         else:
             raise SyntaxError_()
         i += 1
+    if idmp is not None and sid is not None:
+        raise WrongArgument.err(IDMP_EXPLICIT_ID)
     spec = _trim_clause(strategy, maxlen, minid, approx, limit, xadd, policy or RefPolicy.KEEPREF)
     trim = None if spec is None else with_default_limit(ks, spec)
-    return AddTrimOptions(i, trim, sid, seq_given, nomkstream)
+    return AddTrimOptions(i, trim, sid, seq_given, nomkstream, idmp)
 
 
 def parse_xadd(ks: Keyspace, argv: list[str]) -> XAddArgs:
@@ -236,6 +281,7 @@ def parse_xadd(ks: Keyspace, argv: list[str]) -> XAddArgs:
         seq_given=o.seq_given,
         nomkstream=o.nomkstream,
         trim=o.trim,
+        idmp=o.idmp,
     )
 
 
@@ -298,16 +344,35 @@ def next_id(a: XAddArgs, last: StreamID, now_ms: int) -> StreamID:
 
 
 def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
-    """Append an entry (XADD); None when NOMKSTREAM met a missing key."""
+    """Append an entry (XADD); None when NOMKSTREAM met a missing key. With IDMP / IDMPAUTO
+    (Redis 8.6) an iid the producer already used answers the ID it appended then, and nothing
+    else happens: no entry, no trim (``idmp`` module)."""
     check_not_zero(a)
     stream = ks.get(a.key)
     if stream is None:
         if a.nomkstream:
             return None
         stream = ks.create(a.key)
-    sid = next_id(a, stream.last_id, ks.clock.now_ms())
+    now = ks.clock.now_ms()
+    iid = None
+    if a.idmp is not None:
+        idmp = stream.idmp
+        iid = a.idmp.iid if a.idmp.iid is not None else auto_iid(a.fields)
+        if idmp is not None:
+            idmp.expire(now)
+            seen = idmp.lookup(a.idmp.producer, iid)
+            if seen is not None:
+                idmp.duplicate()
+                ks.record(IdmpDuplicate(key=a.key, now_ms=now))
+                return seen
+    sid = next_id(a, stream.last_id, now)
     stream.append(sid, a.fields)
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
+    if a.idmp is not None and iid is not None:
+        if stream.idmp is None:
+            stream.idmp = Idmp()
+        stream.idmp.record(a.idmp.producer, iid, sid)
+        ks.record(IdmpRecorded(key=a.key, producer=a.idmp.producer, iid=iid, id=sid, now_ms=now))
     if a.trim is not None:
         trim = with_default_limit(ks, a.trim)
         if trim_stream(stream, trim).changed:
