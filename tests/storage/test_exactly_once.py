@@ -295,7 +295,8 @@ def test_consume_transform_produce_exactly_once(backend: str) -> None:
     assert not extras, f"inputs whose outputs are not exactly 2: {extras}"
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.slow  # three service starts: 10 to 30 s
+@pytest.mark.timeout(LOOP_TIMEOUT_S)
 def test_without_the_key_the_same_kills_duplicate() -> None:
     """The control: only the proxy's kills (after a multi-exec was applied, before its
     answer), no header: each kill makes the retry write the outputs again."""
