@@ -5,7 +5,8 @@ Absolute figures drift on a shared 2-core machine, so every xstreams figure stan
 anchors from the same run (issue 7). Workloads: 1 XADD, 2 batch append, 3 XRANGE, 4
 consume+ack, 5 memory, 6 the Redis backend with 1 and 2 workers (bench/workloads.py), 7
 recovery from the journal and from a snapshot (bench/recovery.py), 8 SCAN / KEYS / REST list
-pages over 100,000 streams (bench/keyspace.py); ``--only 7,8`` picks some. Outputs go to
+pages over 100,000 streams (bench/keyspace.py), 9 the cost of an Idempotency-Key in
+throughput and memory (bench/idempotency.py); ``--only 7,8`` picks some. Outputs go to
 ``--out`` (default bench/results/, git-ignored); the table also replaces the generated part of
 bench/REPORT.md.
 """
@@ -22,19 +23,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import harness, report, workloads
+from bench import harness, idempotency, report, workloads
 from bench.keyspace import keyspace
 from bench.machine import facts
 from bench.recovery import recovery
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
-ALL_STEPS = frozenset(range(1, 9))
+ALL_STEPS = frozenset(range(1, 10))
 
 
 def _steps(text: str) -> frozenset[int]:
     """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory, 6 scale-out,
-    7 recovery, 8 keyspace pages)."""
+    7 recovery, 8 keyspace pages, 9 Idempotency-Key)."""
     try:
         chosen = frozenset(int(x) for x in text.split(","))
     except ValueError:
@@ -88,6 +89,17 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
             workloads.measure(group, plan.rounds, log_stderr)
             cells += group
             rows += group_rows
+        if 9 in only:
+            log_stderr(f"9) Idempotency-Key ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = idempotency.throughput(servers, plan, counts)
+            workloads.measure(group, plan.rounds, log_stderr)
+            if idempotency.replayed(servers.xs_off):
+                raise RuntimeError("workload 9: a key was replayed; keys must be unique")
+            cells += group
+            rows += group_rows
+            group, group_rows = idempotency.memory(fleet, plan, log_stderr)
+            cells += group
+            rows += group_rows
         if 5 in only:
             log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
             group, group_rows = workloads.memory(fleet, plan, log_stderr)
@@ -111,6 +123,7 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
         "(100 per batch; 50 for consume+ack: a read and an ack per 100 entries).",
     ]
     notes += workloads.scaling_notes(cells)
+    notes += idempotency.key_notes(cells)
     if plan.quick:
         notes.append(
             f"--quick: memory measured with {plan.memory_entries:,} entries, recovery with "
@@ -153,7 +166,8 @@ def main() -> None:
         default=ALL_STEPS,
         help="measure only these workloads, e.g. 2,3 (1 XADD, 2 batch append, 3 XRANGE, "
         "4 consume+ack, 5 memory, 6 Redis backend with 1 and 2 workers, 7 recovery from "
-        "journal and snapshot, 8 SCAN/KEYS/REST list pages); implies --no-report",
+        "journal and snapshot, 8 SCAN/KEYS/REST list pages, 9 Idempotency-Key cost); "
+        "implies --no-report",
     )
     args = parser.parse_args()
     if args.only != ALL_STEPS:

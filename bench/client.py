@@ -8,6 +8,7 @@ library, so the client stays well below the server's cost per request.
     python -m bench.client fill --port P --stream s --entries 100000
     python -m bench.client consume --port P --kind cmd|rest|redis --stream s --group g
         --consumers 10 --count 100 --seconds 3
+    python -m bench.client singles --port P --stream s --requests 50000 [--keyed]
     python -m bench.client streams --port P --kind http|redis --streams 100000
     python -m bench.client pages --port P --kind scan|keys|rest|redis-scan|redis-keys|bare
         --streams 100000
@@ -42,10 +43,11 @@ class Http:
     async def open(cls, port: int) -> Http:
         return cls(*await asyncio.open_connection("127.0.0.1", port))
 
-    async def post(self, path: str, body: bytes) -> Any:
+    async def post(self, path: str, body: bytes, key: str | None = None) -> Any:
+        extra = f"Idempotency-Key: {key}\r\n" if key is not None else ""
         self.writer.write(
             f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            f"{extra}Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
         return await self._reply(path)
@@ -207,6 +209,22 @@ async def fill(port: int, stream: str, entries: int, batch: int, connections: in
     return entries
 
 
+async def singles(port: int, stream: str, n: int, keyed: bool, connections: int) -> int:
+    """``n`` single XADDs on the command endpoint, each under a key of its own (``keyed``)
+    or none: what the memory per kept response is measured with (bench/idempotency.py)."""
+    body = orjson.dumps(["XADD", stream, "*", *FIELDS])
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        http = await Http.open(port)
+        for i in counter:
+            await http.post("/", body, f"{stream}-{i}" if keyed else None)
+        http.close()
+
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    return n
+
+
 async def consume(
     kind: str, port: int, stream: str, group: str, consumers: int, count: int, seconds: float
 ) -> dict[str, float]:
@@ -281,6 +299,12 @@ def main() -> None:
     c.add_argument("--consumers", type=int, default=10)
     c.add_argument("--count", type=int, default=100)
     c.add_argument("--seconds", type=float, default=3.0)
+    one = sub.add_parser("singles")
+    one.add_argument("--port", type=int, required=True)
+    one.add_argument("--stream", required=True)
+    one.add_argument("--requests", type=int, required=True)
+    one.add_argument("--keyed", action="store_true", help="an Idempotency-Key per request")
+    one.add_argument("--connections", type=int, default=8)
     k = sub.add_parser("streams")
     k.add_argument("--port", type=int, required=True)
     k.add_argument("--kind", choices=["http", "redis"], required=True)
@@ -302,6 +326,13 @@ def main() -> None:
     elif args.mode == "pages":
         got = asyncio.run(pages(args.kind, args.port, args.streams, args.count, args.calls))
         print(orjson.dumps(got).decode())
+    elif args.mode == "singles":
+        t0 = time.perf_counter()
+        n = asyncio.run(
+            singles(args.port, args.stream, args.requests, args.keyed, args.connections)
+        )
+        elapsed = time.perf_counter() - t0
+        print(orjson.dumps({"requests": n, "seconds": elapsed, "rate": n / elapsed}).decode())
     elif args.mode == "fill":
         t0 = time.perf_counter()
         n = asyncio.run(fill(args.port, args.stream, args.entries, args.batch, args.connections))

@@ -261,14 +261,33 @@ end
 """
 
 
-def wrk_script(folder: Path, name: str, method: str, body: bytes | None) -> Path:
-    """A wrk Lua script sending ``method`` with a JSON ``body`` and printing figures as JSON."""
+# Each request under an Idempotency-Key of its own: a counter after a prefix unique to the
+# script and the run (wrk starts afresh each run, seconds apart), so no key is ever replayed.
+_WRK_KEYED = """
+local counter = 0
+math.randomseed(os.time())
+local prefix = "%s-" .. os.time() .. "-" .. math.random(1000000000) .. "-"
+request = function()
+  counter = counter + 1
+  wrk.headers["Idempotency-Key"] = prefix .. counter
+  return wrk.format()
+end
+"""
+
+
+def wrk_script(
+    folder: Path, name: str, method: str, body: bytes | None, keyed: bool = False
+) -> Path:
+    """A wrk Lua script sending ``method`` with a JSON ``body`` and printing figures as JSON;
+    with ``keyed``, each request carries a unique Idempotency-Key."""
     lines = [f'wrk.method = "{method}"']
     if body is not None:
         text = body.decode()
         if "]==]" in text:
             raise ValueError("body cannot be quoted as a Lua long string")
         lines += [f"wrk.body = [==[{text}]==]", 'wrk.headers["Content-Type"] = "application/json"']
+    if keyed:
+        lines.append(_WRK_KEYED % name)
     path = folder / f"{name}.lua"
     path.write_text("\n".join(lines) + "\n" + _WRK_DONE)
     return path

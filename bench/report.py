@@ -50,8 +50,14 @@ def _ratio(a: dict[str, Any], b: dict[str, Any] | None) -> float | None:
     return float(a["median"] / b["median"]) if b and b["median"] else None
 
 
-def verdict(row: dict[str, Any], xs: dict[str, Any], bare: dict[str, Any] | None) -> str:
-    """'met' or 'missed', with the measured value beside the target."""
+def verdict(
+    row: dict[str, Any],
+    xs: dict[str, Any],
+    bare: dict[str, Any] | None,
+    baseline: dict[str, Any] | None = None,
+) -> str:
+    """'met' or 'missed', with the measured value beside the target. ``baseline``: the cell
+    a ``baseline_ratio`` target compares with (the same request without the feature)."""
     target = row.get("target")
     if not target:
         return ""
@@ -65,6 +71,12 @@ def verdict(row: dict[str, Any], xs: dict[str, Any], bare: dict[str, Any] | None
             raise MissingFigure(f"row {row['label']!r}: a ceiling target needs a ceiling")
         ok, got, want = ratio >= value, f"{ratio:.0%} of ceiling", f"≥ {value:.0%}"
         short = f"{value / ratio:.1f}x short" if not ok else ""
+    elif kind == "baseline_ratio":
+        ratio = _ratio(xs, baseline)
+        if ratio is None:
+            raise MissingFigure(f"row {row['label']!r}: a baseline target needs its baseline")
+        ok, got, want = ratio >= value, f"{ratio:.0%} of the rate without it", f"≥ {value:.0%}"
+        short = f"{value / ratio:.2f}x short" if not ok else ""
     elif kind == "min":
         ok, got, want = xs["median"] >= value, _num(xs["median"]), f"≥ {_num(value)}"
         short = f"{value / xs['median']:.1f}x short" if not ok else ""
@@ -83,6 +95,8 @@ def target_text(row: dict[str, Any]) -> str:
     value, kind = target["value"], target["kind"]
     if kind == "ceiling_ratio":
         return f"≥ {value:.0%} of ceiling"
+    if kind == "baseline_ratio":
+        return f"≥ {value:.0%} of the row without it"
     text = f"{'≥' if kind == 'min' else '≤'} {_num(value)}"
     figure = target.get("figure", "median")
     return text if figure == "median" else f"{figure.removesuffix('_ms')} {text}"
@@ -114,13 +128,14 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
         assert xs is not None  # every row has an xstreams cell (schema, not input)
         redis = _cell(figures, row["redis"], row)
         bare = _cell(figures, row["bare"], row)
+        baseline = _cell(figures, (row.get("target") or {}).get("baseline"), row)
         out.append(
             {
                 **row,
                 "cells": (xs, redis, bare),
                 "vs_bare": _ratio(xs, bare),
                 "vs_redis": _ratio(xs, redis),
-                "verdict": verdict(row, xs, bare),
+                "verdict": verdict(row, xs, bare, baseline),
             }
         )
     return out

@@ -103,7 +103,7 @@ def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None
     assert _steps(text) == steps
 
 
-@pytest.mark.parametrize("text", ["", "0", "9", "2,x", "1;2"])
+@pytest.mark.parametrize("text", ["", "0", "10", "2,x", "1;2"])
 def test_only_refuses_what_names_no_workload(text: str) -> None:
     import argparse
 
@@ -125,3 +125,23 @@ def test_latency_target_is_judged_on_the_p99_and_shown_beside_the_figure() -> No
     assert "| SCAN | ms/page | 0.50 | 0.10 | — | — | 500% | p99 ≤ 5.00 |" in text
     assert "| SCAN | **missed**: p99 7.50 (target ≤ 5.00), 1.5x over |" in text
     assert "| ≥ 70% of ceiling |" in text and "| ≤ 150 |" in text  # the other rows' targets
+
+
+def test_a_baseline_target_compares_with_the_row_without_the_feature() -> None:
+    """Workload 9: the keyed rate against the same request without the key, same run."""
+    figures = copy.deepcopy(FIGURES)
+    figures["cells"]["xs_keyed"] = _cell("xstreams XADD, key", "req/s", [2100, 2200, 2300])
+    target = {"kind": "baseline_ratio", "value": 0.9, "baseline": "xs"}
+    row = {"label": "XADD keyed", "unit": "req/s", "xstreams": "xs_keyed", "redis": "redis",
+           "bare": "bare", "target": target}  # fmt: skip
+    figures["rows"] = [row]
+    text = report.markdown(figures)
+    assert "met: 92% of the rate without it (target ≥ 90%)" in text  # 2200/2400
+    assert "≥ 90% of the row without it" in text
+    figures["rows"] = [{**row, "target": {**row["target"], "value": 0.95}}]
+    assert "**missed**: 92% of the rate without it (target ≥ 95%), 1.04x short" in (
+        report.markdown(figures)
+    )
+    figures["rows"] = [{**row, "target": {**row["target"], "baseline": "nowhere"}}]
+    with pytest.raises(report.MissingFigure):
+        report.markdown(figures)
