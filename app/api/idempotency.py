@@ -25,6 +25,7 @@ response is made durable with the write is the backend's (app/backends/idempoten
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from urllib.parse import unquote_to_bytes
 
@@ -66,14 +67,15 @@ def decode_response(data: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]
     return status, headers, data[start + size :]
 
 
+_KEY = re.compile(rb"[\x20-\x7e]{1,%d}" % MAX_KEY)
+
+
 def parse_key(raw: bytes) -> str | None:
     """The key, or None when it is not 1-255 printable ASCII characters. A structured-field
     string (``"abc"``, as the draft spells it) is taken without its quotes."""
-    if len(raw) >= 2 and raw[:1] == b'"' and raw[-1:] == b'"':
+    if len(raw) >= 2 and raw[0] == raw[-1] == 0x22:  # '"'
         raw = raw[1:-1]
-    if not 1 <= len(raw) <= MAX_KEY or not all(0x20 <= b <= 0x7E for b in raw):
-        return None
-    return raw.decode("ascii")
+    return raw.decode("ascii") if _KEY.fullmatch(raw) else None
 
 
 class Idempotency:
@@ -98,9 +100,6 @@ class Idempotency:
                 400,
                 "ERR Idempotency-Key must be 1 to 255 printable ASCII characters",
             )
-            return
-        if scope["path"].startswith("/v1/") and not _served(self.routes, scope):
-            await self.app(scope, receive, send)  # 404 or 405: nothing runs, nothing kept
             return
         body, more = await _buffer(receive, self.services.settings.max_body_bytes)
         replay = _Replay(body, more, receive)
@@ -128,10 +127,20 @@ class Idempotency:
                     await _send(send, status, [*headers, REPLAYED], kept)
                     return
                 await self.app(scope, replay.receive, captured.send)
-                if captured.status < 500 and captured.status != 499 and captured.complete:
+                routed = scope.get("endpoint") is not unrouted  # the fallback's 404 / 405
+                if (
+                    routed
+                    and captured.complete
+                    and captured.status < 500
+                    and captured.status != 499
+                ):
                     run.keep(encode_response(captured.status, captured.headers, captured.body()))
                     metrics.idempotent("resumed" if run.resumed else "kept")
         except KeyReused:
+            if scope["path"].startswith("/v1/") and not _served(self.routes, scope):
+                # A method or path no route serves: its 404 / 405, not the key's 422.
+                await self.app(scope, replay.receive, send)
+                return
             metrics.idempotent("reused")
             await _answer_error(
                 scope,
@@ -172,17 +181,17 @@ def _served(routes: list[BaseRoute], scope: Scope) -> bool:
 
 
 def _fingerprint(scope: Scope, scope_name: str, body: bytes) -> bytes:
-    h = hashlib.sha256()
-    for part in (
-        scope["method"].encode(),
-        scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape"),
-        scope.get("query_string", b""),
-        scope_name.encode("utf-8", "surrogateescape"),
-    ):
-        h.update(len(part).to_bytes(8, "big"))
-        h.update(part)
-    h.update(body)
-    return h.digest()
+    """What identifies the request: method, path, query, credential, body (lengths first,
+    so no two requests share the bytes hashed)."""
+    method = scope["method"].encode()
+    path = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
+    query = scope.get("query_string", b"")
+    who = scope_name.encode("utf-8", "surrogateescape")
+    head = _LENGTHS.pack(len(method), len(path), len(query), len(who))
+    return hashlib.sha256(b"".join((head, method, path, query, who, body))).digest()
+
+
+_LENGTHS = struct.Struct(">4Q")
 
 
 def _anchor(scope: Scope, body: bytes) -> str | None:
@@ -258,10 +267,8 @@ class _Captured:
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
-            self.headers = [
-                (bytes(k).lower(), bytes(v))
-                for k, v in message.get("headers", [])
-                if bytes(k).lower() not in _NOT_KEPT
+            self.headers = [  # Starlette's names are lower case already
+                (k, v) for k, v in message.get("headers", []) if k not in _NOT_KEPT
             ]
         elif message["type"] == "http.response.body":
             self.chunks.append(message.get("body", b""))

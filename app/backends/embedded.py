@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager, nullcontext
-from contextvars import ContextVar
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from contextvars import ContextVar, Token
 
 from app.backends.base import CommandTimer, Gone, JsonReply
 from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket, blocking_refused
@@ -68,7 +68,7 @@ from app.engine.replies import (
     StreamInfo,
     StreamRead,
 )
-from app.engine.responses import RESPONSES_KEY, remember
+from app.engine.responses import RESPONSES_KEY
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
 from app.engine.waiting import ClientGone, wait
@@ -147,43 +147,14 @@ class EmbeddedBackend:
             _DEFERRED.reset(token)
         await deferred.wait(self.durability)
 
-    @asynccontextmanager
-    async def idempotent(self, ticket: Ticket) -> AsyncIterator[Run]:
+    def idempotent(self, ticket: Ticket) -> AbstractAsyncContextManager[Run]:
         """See ``Backend.idempotent``. The kept response is an engine step
         (``responses.remember``) of its own, appended while the journal is held from the
         request's start (``Durability.holding``), so it commits with what the request wrote
         or neither commits: after a crash a retry replays the response or runs for the first
         time, never both. Like ``answering``, the calls inside wait for nothing; leaving
         waits once for every key they answered about and for the kept response."""
-        responses = self.store.keyspace.responses
-        found = responses.get(ticket.name, self.store.clock.now_ms())
-        if found is not None:
-            if found.fingerprint != ticket.fingerprint:
-                raise KeyReused
-            if self.durability is not None:  # kept a moment ago: replay it once durable
-                await self.durability.wait_visible((RESPONSES_KEY,))
-            yield Run(stored=found.response)
-            return
-        if ticket.name in self._running:
-            raise StillRunning
-        self._running.add(ticket.name)
-        run = Run()
-        deferred = _Deferred(asyncio.current_task(), idempotent=True)
-        token = _DEFERRED.set(deferred)
-        durability = self.durability
-        try:
-            with durability.holding() if durability is not None else nullcontext():
-                try:
-                    yield run
-                finally:
-                    _DEFERRED.reset(token)
-                    if run.kept is not None:
-                        self.store.run(remember, ticket.name, ticket.fingerprint, run.kept)
-                        deferred.add((RESPONSES_KEY,))
-        finally:
-            self._running.discard(ticket.name)
-        if durability is not None:
-            await deferred.wait(durability)
+        return _Idempotent(self, ticket)
 
     def _refuse_blocking(self, blocks: bool) -> None:
         """Inside ``idempotent`` a read that may block is refused (``BLOCKING_REFUSED``)."""
@@ -521,6 +492,60 @@ class EmbeddedBackend:
             return self.store.run(ops.xautoclaim, args)
         finally:
             await self._visible((args.key,))
+
+
+class _Idempotent:
+    """``EmbeddedBackend.idempotent``: a class, not a generator, on the path of every keyed
+    request."""
+
+    __slots__ = ("backend", "deferred", "hold", "run", "ticket", "token")
+
+    def __init__(self, backend: EmbeddedBackend, ticket: Ticket) -> None:
+        self.backend = backend
+        self.ticket = ticket
+        self.run = Run()
+        self.deferred: _Deferred | None = None
+        self.hold: AbstractContextManager[None] | None = None
+        self.token: Token[_Deferred | None] | None = None
+
+    async def __aenter__(self) -> Run:
+        backend, ticket = self.backend, self.ticket
+        store = backend.store
+        found = store.keyspace.responses.get(ticket.name, store.clock.now_ms())
+        if found is not None:
+            if found.fingerprint != ticket.fingerprint:
+                raise KeyReused
+            if backend.durability is not None:  # kept a moment ago: replay it once durable
+                await backend.durability.wait_visible((RESPONSES_KEY,))
+            self.run.stored = found.response
+            return self.run
+        if ticket.name in backend._running:
+            raise StillRunning
+        backend._running.add(ticket.name)
+        self.deferred = _Deferred(asyncio.current_task(), idempotent=True)
+        self.token = _DEFERRED.set(self.deferred)
+        if backend.durability is not None:
+            self.hold = backend.durability.holding()
+            self.hold.__enter__()
+        return self.run
+
+    async def __aexit__(self, *exc: object) -> None:
+        deferred, token = self.deferred, self.token
+        if deferred is None or token is None:
+            return  # a replay: nothing ran
+        backend, run = self.backend, self.run
+        try:
+            _DEFERRED.reset(token)
+            if run.kept is not None:
+                ticket = self.ticket
+                backend.store.remember(ticket.name, ticket.fingerprint, run.kept)
+                deferred.add((RESPONSES_KEY,))
+        finally:
+            if self.hold is not None:
+                self.hold.__exit__(None, None, None)
+            backend._running.discard(self.ticket.name)
+        if backend.durability is not None and exc[0] is None:
+            await deferred.wait(backend.durability)
 
 
 def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
