@@ -259,11 +259,12 @@ def _install_cors(app: FastAPI, origins: list[str]) -> None:
         allow_headers=[
             "Authorization",
             "Content-Type",
+            "Idempotency-Key",
             "Last-Event-ID",
             "Upstash-Encoding",
             "X-Request-ID",
         ],
-        expose_headers=["Location", "Link", "Retry-After", "X-Request-ID"],
+        expose_headers=["Location", "Link", "Retry-After", "X-Request-ID", "Idempotent-Replayed"],
         max_age=600,
     )
 

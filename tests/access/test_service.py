@@ -210,21 +210,25 @@ def test_cors(tmp_path: Path) -> None:
             headers={
                 "Origin": page,
                 "Access-Control-Request-Method": "POST",
-                "Access-Control-Request-Headers": "authorization, content-type, last-event-id",
+                "Access-Control-Request-Headers": (
+                    "authorization, content-type, last-event-id, idempotency-key"
+                ),
             },
         )
         assert pre.status_code == 200
         assert pre.headers["access-control-allow-origin"] == page
         assert pre.headers["access-control-allow-credentials"] == "true"
         allowed = pre.headers["access-control-allow-headers"].lower()
-        assert all(h in allowed for h in ("authorization", "last-event-id", "upstash-encoding"))
+        wanted = ("authorization", "last-event-id", "upstash-encoding", "idempotency-key")
+        assert all(h in allowed for h in wanted)
         r = httpx.post(
             srv.url + "/v1/streams/s/entries",
             json={"fields": {"a": "b"}},
             headers={"Origin": page, "Authorization": "Bearer t"},
         )
         assert r.status_code == 201 and r.headers["access-control-allow-origin"] == page
-        assert "location" in r.headers["access-control-expose-headers"].lower()
+        exposed = r.headers["access-control-expose-headers"].lower()
+        assert "location" in exposed and "idempotent-replayed" in exposed
         # A refusal carries the header too, so the page can read why.
         r = httpx.get(srv.url + "/v1/streams", headers={"Origin": page})
         assert r.status_code == 401 and r.headers["access-control-allow-origin"] == page
