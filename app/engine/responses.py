@@ -2,7 +2,7 @@
 
 A client that retries a write must not apply it twice. The service keeps the response of each
 request that carried a key, so the retry gets it back instead of running again. The engine
-keeps them as state like any other: set by an engine step (``remember``), journaled as an
+keeps them as state like any other: set by an engine step (``Store.remember``), journaled as an
 effect in the same commit as the write it answers, carried by snapshots, expired by the clock.
 The engine knows nothing of HTTP: a response is opaque bytes, a fingerprint is opaque bytes,
 and a key is a string the surface builds (the credential's scope and the client's key).
@@ -16,12 +16,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from app.engine.effects import ResponseKept
-
-if TYPE_CHECKING:
-    from app.engine.keyspace import Keyspace
 
 # The name the journal's visibility rule knows stored responses by: no stream is called this
 # (a stream name with a NUL first is legal, and would only share its waits).
@@ -48,7 +44,7 @@ class Responses:
     max_bytes: int = 64 * 1024 * 1024
     window_ms: int = 24 * 3600 * 1000
     entries: OrderedDict[str, Stored] = field(default_factory=OrderedDict)
-    bytes: int = 0
+    used_bytes: int = 0
     evicted: int = 0  # dropped before their time to stay within the budget
     expired: int = 0
 
@@ -67,13 +63,13 @@ class Responses:
         which never reads the clock), then the oldest past the budget."""
         old = self.entries.pop(key, None)
         if old is not None:
-            self.bytes -= old.size(key)
+            self.used_bytes -= old.size(key)
         self.entries[key] = stored
-        self.bytes += stored.size(key)
+        self.used_bytes += stored.size(key)
         if now_ms is not None:
             self.expire(now_ms)
         while len(self.entries) > 1 and (
-            len(self.entries) > self.max_keys or self.bytes > self.max_bytes
+            len(self.entries) > self.max_keys or self.used_bytes > self.max_bytes
         ):
             self._drop_oldest()
             self.evicted += 1
@@ -93,27 +89,21 @@ class Responses:
 
     def _drop_oldest(self) -> None:
         key, stored = self.entries.popitem(last=False)
-        self.bytes -= stored.size(key)
+        self.used_bytes -= stored.size(key)
+
+    def keep(self, name: str, fingerprint: bytes, response: bytes, now_ms: int) -> ResponseKept:
+        """Store ``response`` under ``name`` for the window from ``now_ms``; the effect that
+        journals it."""
+        stored = Stored(fingerprint, response, now_ms + self.window_ms)
+        self.put(name, stored, now_ms)
+        return ResponseKept(
+            key=RESPONSES_KEY,
+            name=name,
+            fingerprint=fingerprint,
+            response=response,
+            expires_ms=stored.expires_ms,
+        )
 
     def clear(self) -> None:
         self.entries.clear()
-        self.bytes = 0
-
-
-def remember(ks: Keyspace, key: str, fingerprint: bytes, response: bytes) -> Stored:
-    """Store ``response`` under ``key`` for the window, as one journaled step."""
-    responses = ks.responses
-    now = ks.clock.now_ms()
-    stored = Stored(fingerprint, response, now + responses.window_ms)
-    responses.put(key, stored, now)
-    if ks.effects is not None:
-        ks.effects.append(
-            ResponseKept(
-                key=RESPONSES_KEY,
-                name=key,
-                fingerprint=fingerprint,
-                response=response,
-                expires_ms=stored.expires_ms,
-            )
-        )
-    return stored
+        self.used_bytes = 0

@@ -16,12 +16,11 @@ from app.engine.commands import Command, lookup
 from app.engine.commands.bulk import Outcome, run_at, xadd_run
 from app.engine.commands.streams import XAddArgs
 from app.engine.commands.table import resolved
-from app.engine.effects import Effect, JournalSink, Record
+from app.engine.effects import JournalSink, Record
 from app.engine.errors import EXECABORT, CommandError
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.replay import restore
 from app.engine.replies import CommandReply
-from app.engine.responses import remember
 from app.engine.snapshot import SnapshotView, snapshot_view
 
 P = ParamSpec("P")
@@ -110,21 +109,15 @@ class Store:
             return operation(self.keyspace, *args, **kwargs)
 
     def remember(self, name: str, fingerprint: bytes, response: bytes) -> None:
-        """Keep an idempotent request's response (``responses.remember``) as a record of its
-        own. No reader waits on it, so this is ``run`` without serving readers: it is on the
-        path of every request that carries an Idempotency-Key."""
+        """Keep an idempotent request's response (``app.engine.responses``) as a record of
+        its own. No reader waits on it, so this is ``run`` without serving readers: it is on
+        the path of every request that carries an Idempotency-Key."""
         ks = self.keyspace
+        effect = ks.responses.keep(name, fingerprint, response, ks.clock.now_ms())
         if ks.effects is not None:  # inside a step: part of its record
-            remember(ks, name, fingerprint, response)
-            return
-        record: list[Effect] | None = [] if self.journal is not None else None
-        ks.effects = record
-        try:
-            remember(ks, name, fingerprint, response)
-        finally:
-            ks.effects = None
-        if record and self.journal is not None:
-            self.journal.append(record)
+            ks.effects.append(effect)
+        elif self.journal is not None:
+            self.journal.append([effect])
 
     def poke(self, keys: Sequence[str]) -> None:
         """Offer ``keys`` to their blocked readers as if a write had signalled them, in one

@@ -300,7 +300,7 @@ def _responses(ks: Keyspace) -> Iterator[Metric]:
         "xstreams_idempotency_bytes",
         "Bytes the kept responses take (their keys, fingerprints and bodies, and a fixed"
         " overhead each).",
-        value=r.bytes,
+        value=r.used_bytes,
     )
     yield CounterMetricFamily(
         "xstreams_idempotency_expired",

@@ -111,7 +111,7 @@ async def test_a_lease_that_ran_out_passes_to_the_next_attempt(
     redis_backend: RedisBackend,
 ) -> None:
     b = redis_backend
-    first = idempotent(b.router, T, 60_000, lease_ms=50)
+    first = idempotent(b.router.call_plain, False, T, 60_000, lease_ms=50)
     await first.__aenter__()
     with pytest.raises(StillRunning):
         async with b.idempotent(T):

@@ -8,7 +8,7 @@ import orjson
 from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record
 from app.engine.effects import Record
-from app.engine.responses import RESPONSES_KEY, Responses, Stored, remember
+from app.engine.responses import RESPONSES_KEY, Responses, Stored
 from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 
@@ -26,7 +26,7 @@ def test_the_window_ends_a_response() -> None:
     r.put("a", Stored(b"f", b"x", 100), now_ms=0)
     assert r.get("a", 99) is not None
     assert r.get("a", 100) is None
-    assert (len(r.entries), r.bytes, r.expired) == (0, 0, 1)
+    assert (len(r.entries), r.used_bytes, r.expired) == (0, 0, 1)
 
 
 def test_past_the_budget_the_oldest_go_first() -> None:
@@ -39,7 +39,7 @@ def test_past_the_budget_the_oldest_go_first() -> None:
     small = Responses(max_bytes=2 * one)
     for i in range(4):
         small.put(f"k{i}", Stored(b"f", b"x" * 1000, 10**12), now_ms=0)
-    assert list(small.entries) == ["k2", "k3"] and small.bytes == 2 * one
+    assert list(small.entries) == ["k2", "k3"] and small.used_bytes == 2 * one
     # One response larger than the whole budget is still kept: the write it answers ran.
     small.put("big", Stored(b"f", b"x" * 10_000, 10**12), now_ms=0)
     assert list(small.entries) == ["big"]
@@ -51,9 +51,9 @@ def test_kept_responses_survive_the_journal_and_snapshots() -> None:
     store = Store(clock=clock, journal=sink)
     store.keyspace.responses.window_ms = 500
     store.execute(["XADD", "s", "*", "f", "v"])
-    store.run(remember, "key:a\nk1", b"\x00fp", b"\xffresponse")
+    store.remember("key:a\nk1", b"\x00fp", b"\xffresponse")
     clock.advance(100)
-    store.run(remember, "key:a\nk2", b"fp2", b"r2")
+    store.remember("key:a\nk2", b"fp2", b"r2")
     effect = sink.records[-1][0]
     assert effect.key == RESPONSES_KEY  # type: ignore[union-attr]
     expected = encode_snapshot(store.snapshot_view())
@@ -80,6 +80,6 @@ def test_a_snapshot_without_kept_responses_keeps_its_older_format() -> None:
 def test_flushall_leaves_kept_responses() -> None:
     """They are not keys: FLUSHALL empties the keyspace, a retry still replays."""
     store = Store()
-    store.run(remember, "n", b"f", b"r")
+    store.remember("n", b"f", b"r")
     store.execute(["FLUSHALL"])
     assert store.keyspace.responses.get("n", store.clock.now_ms()) is not None

@@ -142,7 +142,8 @@ class RedisBackend:
 
     def idempotent(self, ticket: Ticket) -> AbstractAsyncContextManager[Run]:
         """The record lives in Redis, written by the same script as each write (idempotent.py)."""
-        return idempotent(self.router, ticket, self.idempotency_window_ms)
+        router = self.router
+        return idempotent(router.call_plain, router.cluster, ticket, self.idempotency_window_ms)
 
     # --- command endpoint: Passthrough ------------------------------------------------
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:

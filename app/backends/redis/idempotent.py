@@ -28,10 +28,9 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
@@ -41,8 +40,8 @@ from app.backends.redis.parse import Arg, Raw, encode
 from app.engine.commands.table import COMMANDS
 from app.engine.errors import WrongArgument
 
-if TYPE_CHECKING:
-    from app.backends.redis.routing import Router
+# ``Router.call_plain``: one command routed by a key, never kept.
+Call = Callable[..., Awaitable[Raw]]
 
 LEASE_MS = 10_000
 # Lua 5.1 passes at most about 8,000 values to a call (``unpack``: LUAI_MAXCSTACK).
@@ -297,12 +296,13 @@ LEASE_LOST = "ERR the lease of this Idempotency-Key passed to another attempt"
 
 @asynccontextmanager
 async def idempotent(
-    router: Router, ticket: Ticket, window_ms: int, lease_ms: int = LEASE_MS
+    call: Call, cluster: bool, ticket: Ticket, window_ms: int, lease_ms: int = LEASE_MS
 ) -> AsyncIterator[Run]:
-    """``Backend.idempotent`` in front of Redis (module docstring)."""
-    record = record_key(ticket, router.cluster)
+    """``Backend.idempotent`` in front of Redis (module docstring): ``call`` sends one
+    command (``Router.call_plain``), to a cluster when ``cluster``."""
+    record = record_key(ticket, cluster)
     token = os.urandom(12).hex()
-    begun = await router.call_plain(
+    begun = await call(
         record,
         "EVAL",
         BEGIN,
@@ -329,6 +329,4 @@ async def idempotent(
         yield run
     finally:
         _ATTEMPT.reset(reset)
-        await router.call_plain(
-            record, "EVAL", FINISH, 1, encode(record), token, run.kept if run.kept else b""
-        )
+        await call(record, "EVAL", FINISH, 1, encode(record), token, run.kept if run.kept else b"")
