@@ -60,8 +60,9 @@ behaves as redis-server does.
 xstreams follows Redis 7.0, plus these later stream commands, each named with the Redis
 version that brought it where an operation uses it: XDELEX, XACKDEL and the reference
 policies KEEPREF / DELREF / ACKED on XADD and XTRIM (Redis 8.2), XREADGROUP's CLAIM option
-(Redis 8.4) and XNACK (Redis 8.8). In front of a Redis server older than that, an operation
-that needs one answers that server's error.
+(Redis 8.4), idempotent appends with XADD's IDMP / IDMPAUTO and XCFGSET (Redis 8.6) and XNACK
+(Redis 8.8). In front of a Redis server older than that, an operation that needs one answers
+that server's error.
 
 - Entries are `{"id": "ms-seq", "fields": {...}}`; `?fields=pairs` gives `[[field, value]]`
   pairs instead, keeping repeated field names and their order. Writes accept both forms.

@@ -37,6 +37,7 @@ from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.xcfgset import XCfgSetArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
@@ -146,6 +147,11 @@ class Backend(Protocol):
     async def delete_stream(self, key: str) -> bool: ...
     async def trim(self, key: str, spec: TrimSpec) -> int: ...
     async def set_id(self, args: XSetIdArgs) -> None: ...
+    async def configure_idmp(self, args: XCfgSetArgs) -> None:
+        """XCFGSET (Redis 8.6): the stream's IDMP window and size; a change forgets every
+        producer's iids. ``NoSuchKey`` for a missing stream; ``NotAvailable`` on a Redis
+        server older than 8.6."""
+        ...
 
     # --- entries ----------------------------------------------------------------------
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:

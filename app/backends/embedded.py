@@ -53,6 +53,7 @@ from app.engine.commands.streams import (
     xtrim,
 )
 from app.engine.commands.table import Command, lookup
+from app.engine.commands.xcfgset import XCfgSetArgs, xcfgset
 from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -327,6 +328,13 @@ class EmbeddedBackend:
         self._writable()
         try:
             self.store.run(xsetid, args)
+        finally:
+            await self._visible((args.key,))
+
+    async def configure_idmp(self, args: XCfgSetArgs) -> None:
+        self._writable()
+        try:
+            self.store.run(xcfgset, args)
         finally:
             await self._visible((args.key,))
 

@@ -52,6 +52,8 @@ LINES: list[tuple[list[str], str]] = [
     (["XDEL", "orders", "1-1"], "write"),
     (["XTRIM", "orders", "MAXLEN", "0"], "write"),
     (["XSETID", "orders", "1-1"], "write"),
+    (["XCFGSET", "orders", "IDMP-MAXSIZE", "5"], "write"),
+    (["XADD", "orders", "IDMP", "p", "i", "*", "f", "v"], "write"),
     (["DEL", "orders"], "write"),
     (["XGROUP", "CREATE", "orders", "g", "$"], "write"),
     (["XGROUP", "SETID", "orders", "g", "$"], "write"),

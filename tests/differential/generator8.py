@@ -1,6 +1,6 @@
 """The random runs' generator with the commands Redis added after 7.0 that xstreams takes:
-XDELEX, XACKDEL, KEEPREF / DELREF / ACKED on XADD and XTRIM trims, XREADGROUP ... CLAIM
-(``test_redis8_random``, against redis-server 8.6).
+XDELEX, XACKDEL, KEEPREF / DELREF / ACKED on XADD and XTRIM trims, XREADGROUP ... CLAIM,
+XCFGSET and XADD's IDMP / IDMPAUTO (``test_redis8_random``, against redis-server 8.6).
 
 Two rules keep the runs comparable with a server whose other commands moved on since 7.0:
 
@@ -10,6 +10,9 @@ Two rules keep the runs comparable with a server whose other commands moved on s
 - No ``+`` as an XREAD / XREADGROUP ID (``Generator8._streams``), and no XSETID: on an
   emptied stream redis-server 8.6 refuses an ID below max-deleted-entry-id that 7.0
   (and xstreams) accepts.
+- IDMP / IDMPAUTO only on XADDs with the generator's explicit IDs: refused alike (IDMP takes
+  only ``*``, whose IDs come from each server's clock), in the order of the errors they meet;
+  the appends and repeats themselves are compared in ``test_redis8_idmp``.
 - A CLAIM read with min-idle-time 0 has no COUNT: which entries share a millisecond of
   delivery time is the wall clock's business, so a COUNT could cut the claim at different
   entries on the two servers; without one the claimed set is the same and
@@ -22,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.generator import _BASE_WEIGHTS, CONSUMERS, Command, Generator, Profile
-from tests.differential.redis8 import Pair8, is_claim_read, normalize8
+from tests.differential.redis8 import Pair8, has_idmp, is_claim_read, normalize8
 
 POLICIES = ("KEEPREF", "DELREF", "ACKED")
 
@@ -44,6 +47,7 @@ PROFILE8 = Profile(
         "XCLAIM": 3,
         "XAUTOCLAIM": 2,
         "CONFIG SET": 0.7,
+        "XCFGSET": 1,
     },
     fat=0.03,
     cut=10,
@@ -76,6 +80,24 @@ class Generator8(Generator):
             policy = self.policy()
             at = self.rng.randint(1, len(args)) if self.chance(0.15) else len(args)
             args[at:at] = policy
+        return args
+
+    def cmd_xadd(self) -> list[str]:
+        args = super().cmd_xadd()
+        if self.chance(0.06):  # before the ID: refused, whichever error comes first
+            producer = self.rng.choice(["p", "q", ""])
+            pair = ["IDMPAUTO", producer] if self.chance(0.3) else ["IDMP", producer, "i"]
+            args[2:2] = pair * (2 if self.chance(0.1) else 1)  # first option: before the ID
+        return args
+
+    def cmd_xcfgset(self) -> list[str]:
+        args = ["XCFGSET", self.key()]
+        if self.chance(0.8):
+            args += ["IDMP-DURATION", self.rng.choice(["1", "100", "300", "0", "86401", "x"])]
+        if self.chance(0.6):
+            args += ["IDMP-MAXSIZE", self.rng.choice(["1", "100", "5", "0", "10001"])]
+        if self.chance(0.05):
+            args += self.rng.choice([["IDMP-MAXSIZE", "5"], ["FOO", "1"], ["IDMP-DURATION"]])
         return args
 
     def ids_block(self, key: str, pending: bool) -> list[str]:
@@ -145,7 +167,6 @@ class RandomPair8(Pair8):
     """``Pair8`` comparing CLAIM reads as sets (``sort_claims``)."""
 
     def compare(self, args: tuple[Any, ...], expected: Any, actual: Any) -> Any:
-        super().compare(
-            args, sort_claims(args, normalize8(args, expected)), sort_claims(args, actual)
-        )
+        expected = normalize8(args, expected, has_idmp(actual))  # as ``Pair8.compare``
+        super().compare(args, sort_claims(args, expected), sort_claims(args, actual))
         return actual

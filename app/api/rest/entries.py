@@ -36,8 +36,8 @@ from app.api.rest.schemas.writes import (
 from app.api.services import BackendDep
 from app.backends import Backend
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import RangeArgs, XAddArgs
-from app.engine.errors import CommandError, Conflict, NoSuchEntry
+from app.engine.commands.streams import IDMP_EXPLICIT_ID, RangeArgs, XAddArgs, idmp_key
+from app.engine.errors import CommandError, Conflict, NoSuchEntry, WrongArgument
 from app.engine.ids import (
     INT64_MAX,
     StreamID,
@@ -64,14 +64,20 @@ class Order(StrEnum):
 
 
 def _xadd_args(stream: str, body: Append) -> list[XAddArgs]:
-    """The request as XADD arguments: IDs and the trim clause parsed by the engine's rules."""
+    """The request as XADD arguments: IDs, IDMP and the trim clause checked by the engine's
+    rules, with XADD's texts for its tokens."""
     trim: TrimSpec | None = None if body.trim is None else body.trim.spec()
     out = []
     for e in body.batch():
+        idmp = None
+        if e.producer is not None or e.idempotent_id is not None:
+            idmp = idmp_key(e.producer or "", e.idempotent_id)
         sid, seq_given = (
             (None, True) if e.id == "*" else parse_id(e.id, strict=True, allow_seq_auto=True)
         )
-        out.append(XAddArgs(stream, flatten(e.fields), sid, seq_given, body.nomkstream, trim))
+        if idmp is not None and sid is not None:
+            raise WrongArgument.err(IDMP_EXPLICIT_ID)
+        out.append(XAddArgs(stream, flatten(e.fields), sid, seq_given, body.nomkstream, trim, idmp))
     return out
 
 
@@ -106,16 +112,22 @@ async def append_entries(
     """Append one entry (`fields`), or several atomically (`entries`: all or none), with XADD's
     options: ID `*`, `ms-*` or explicit; NOMKSTREAM (404 when the stream is missing); MAXLEN or
     MINID trimming, `~` and LIMIT, and the trim's reference `policy` (KEEPREF, DELREF, ACKED:
-    Redis 8.2). An ID not greater than the stream's top is a 409 (for a batch, `index` says
-    which entry). `Location` names the new entry, or the range of a batch."""
+    Redis 8.2); `producer` and `idempotent_id` (XADD's IDMP, or IDMPAUTO with `producer`
+    alone: Redis 8.6), with which a repeat appends nothing and answers the first entry's ID,
+    as XADD does (the reply cannot tell a repeat from a new entry). An ID not greater than
+    the stream's top is a 409 (for a batch, `index` says which entry). `Location` names the
+    new entry, or the range of a batch."""
     # One entry goes through XADD itself, so its errors are XADD's exactly.
     added = await backend.append(_xadd_args(stream, body))
     if any(sid is None for sid in added):
         raise no_such_stream()
-    texts = [format_id(sid) for sid in added if sid is not None]
+    ids = [sid for sid in added if sid is not None]
+    texts = [format_id(sid) for sid in ids]
     base = stream_url(stream) + "/entries"
+    # A repeat's ID may be older than the batch's new ones: the range spans them all.
+    first, last = format_id(min(ids)), format_id(max(ids))
     response.headers["Location"] = (
-        f"{base}/{texts[0]}" if len(texts) == 1 else f"{base}?start={texts[0]}&end={texts[-1]}"
+        f"{base}/{first}" if first == last else f"{base}?start={first}&end={last}"
     )
     # ``Appended``, encoded without a model: the answer leaves once the journal committed the
     # entries, so what runs after that wait (this) is kept short; the next group commit fills

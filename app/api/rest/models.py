@@ -24,6 +24,7 @@ MODELS = {
     "delete_stream": "del",
     "trim_stream": "xtrim",
     "set_last_id": "xsetid",
+    "configure_stream": "xcfgset",
     "append_entries": "xadd",
     "list_entries": "xrange",  # its long poll is XREAD BLOCK: the same verb, read
     "get_entry": "xrange",

@@ -1,4 +1,5 @@
-"""Streams: list (SCAN), info (XINFO STREAM [FULL]), delete (DEL), trim (XTRIM), XSETID."""
+"""Streams: list (SCAN), info (XINFO STREAM [FULL]), delete (DEL), trim (XTRIM), XSETID,
+configuration (XCFGSET)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from app.api.rest.schemas.streams import (
     stream_info,
     stream_summary,
 )
-from app.api.rest.schemas.writes import LastId, Trim, Trimmed
+from app.api.rest.schemas.writes import LastId, StreamConfig, Trim, Trimmed
 from app.api.services import BackendDep, ServicesDep
 from app.engine.commands.streams import xsetid_args
+from app.engine.commands.xcfgset import xcfgset_args
 from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX, UINT64_MAX
 
@@ -149,4 +151,26 @@ async def set_last_id(stream: StreamName, body: LastId, backend: BackendDep) -> 
     """Set the last generated ID, and optionally entries-added and max-deleted-ID (XSETID).
     An ID smaller than the stream's top entry is a 409."""
     await backend.set_id(xsetid_args(stream, body.last_id, body.entries_added, body.max_deleted_id))
+    return Response(status_code=204)
+
+
+@api.put(
+    "/{stream}/config",
+    operation_id="configure_stream",
+    summary="Configure a stream's idempotent appends",
+    status_code=204,
+    response_class=Response,
+    responses=errors(404, 413),
+)
+async def configure_stream(stream: StreamName, body: StreamConfig, backend: BackendDep) -> Response:
+    """Set how the stream deduplicates appends that name a `producer` (XCFGSET IDMP-DURATION
+    IDMP-MAXSIZE: Redis 8.6). A setting left out stays as it is; changing either forgets
+    every producer's idempotent IDs. The settings show in the stream's info. A missing
+    stream is a 404; a value out of range a 400 with Redis's text."""
+    try:
+        args = xcfgset_args(stream, body.idmp_duration_s, body.idmp_maxsize)
+    except CommandError as e:
+        await explained(backend, stream, None, e)  # a missing stream's 404 first, as XCFGSET's
+        raise
+    await backend.configure_idmp(args)
     return Response(status_code=204)

@@ -52,6 +52,7 @@ from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest, may_block
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.xcfgset import XCfgSetArgs
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
@@ -182,6 +183,9 @@ class RedisBackend:
 
     async def set_id(self, args: XSetIdArgs) -> None:
         await self._streams.set_id(args)
+
+    async def configure_idmp(self, args: XCfgSetArgs) -> None:
+        await self._streams.configure_idmp(args)
 
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         return await self._streams.append(batch)

@@ -21,9 +21,11 @@ from app.backends.errors import NotAvailable
 Version = tuple[int, int, int]
 
 # The release that added each: XDELEX, XACKDEL and the KEEPREF|DELREF|ACKED policies of
-# XADD / XTRIM in 8.2; XREADGROUP ... CLAIM in 8.4; XNACK in 8.8.
+# XADD / XTRIM in 8.2; XREADGROUP ... CLAIM in 8.4; XADD IDMP / IDMPAUTO and XCFGSET in 8.6;
+# XNACK in 8.8.
 REF_POLICIES: Version = (8, 2, 0)
 READ_CLAIM: Version = (8, 4, 0)
+IDMP: Version = (8, 6, 0)
 XNACK: Version = (8, 8, 0)
 
 
@@ -65,6 +67,10 @@ class Features:
     @property
     def read_claim(self) -> bool:
         return self.has(READ_CLAIM)
+
+    @property
+    def idmp(self) -> bool:
+        return self.has(IDMP)
 
     @property
     def xnack(self) -> bool:

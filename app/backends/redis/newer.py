@@ -1,10 +1,11 @@
 """The stream commands Redis added after 7.0, on a server of any version.
 
 A server that has a command (features.py: XDELEX, XACKDEL and the KEEPREF | DELREF | ACKED
-policies of XADD / XTRIM since 8.2, XREADGROUP ... CLAIM since 8.4, XNACK since 8.8) gets it
-unchanged. On an older one (Redis 7.0, most managed Redis) the backend parses the command
-with the engine's parsers (the engine's errors, in its order) and runs one Lua script
-(scripts.py) over 7.0's commands on the key's slot, where they give the same result exactly:
+policies of XADD / XTRIM since 8.2, XREADGROUP ... CLAIM since 8.4, XADD IDMP / IDMPAUTO and
+XCFGSET since 8.6, XNACK since 8.8) gets it unchanged. On an older one (Redis 7.0, most
+managed Redis) the backend parses the command with the engine's parsers (the engine's
+errors, in its order) and runs one Lua script (scripts.py) over 7.0's commands on the key's
+slot, where they give the same result exactly:
 
 - XDELEX: XDEL per ID; DELREF adds XACK in every group; ACKED deletes only an entry no group
   needs (none holds it pending, every group has delivered it), else answers 2.
@@ -27,6 +28,10 @@ with the engine's parsers (the engine's errors, in its order) and runs one Lua s
   consumer XINFO CONSUMERS and the XPENDING summary list; XPENDING shows its idle as the
   time since the epoch, not -1; released entries are claimed by ID, not in the order they
   were released; a pending ID whose entry was deleted is left with its owner (not counted).
+- XADD IDMP / IDMPAUTO, XCFGSET: refused. A producer's iids would have to live beside the
+  stream, expire by its entries' time and show in XINFO STREAM; 7.0's commands keep none of
+  that with the stream, so no script does it exactly. A malformed IDMP XADD gets the
+  engine's error (7.0 would say another).
 
 What cannot be done exactly is refused with ``NotAvailable`` (400, as the error reply of that
 server), naming the version needed.
@@ -38,7 +43,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from app.backends.redis.features import REF_POLICIES, Features
+from app.backends.redis.features import IDMP, REF_POLICIES, Features
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import (
     Arg,
@@ -208,6 +213,30 @@ def _add_or_trim_command(features: Features, args: list[str], xadd: bool) -> Bou
     return trim(features, args[1], spec, add)
 
 
+# --- XADD IDMP / IDMPAUTO, XCFGSET -------------------------------------------------------------
+_IDMP_WORDS = frozenset(("idmp", "idmpauto"))
+
+
+def idmp_refusal(features: Features, add: XAddArgs) -> CommandError:
+    """The error for an IDMP append on a server older than 8.6, naming the option given."""
+    word = "IDMPAUTO" if add.idmp is not None and add.idmp.iid is None else "IDMP"
+    return features.refuse(f"XADD with {word}", IDMP)
+
+
+def _idmp_command(features: Features, args: list[str]) -> Bounded | None:
+    """XADD naming IDMP / IDMPAUTO on a server older than 8.6: refused (None: it names
+    neither, and goes on as any XADD)."""
+    if not any(a.lower() in _IDMP_WORDS for a in args[2:]):
+        return None
+    try:
+        add = parse_xadd(_scratch(features), args)
+    except CommandError as e:
+        return _raise(e)  # the engine's error: 7.0 knows no IDMP and would say another
+    if add.idmp is None:
+        return None
+    return _raise(idmp_refusal(features, add))
+
+
 # --- XNACK --------------------------------------------------------------------------------
 def nack(a: NackArgs) -> Bounded:
     """XNACK by script on a server older than 8.8 (see this module's docstring)."""
@@ -320,6 +349,12 @@ def older(features: Features, limits: Limits, cmd: Command, args: list[str]) -> 
     """How a command of the command endpoint goes to a server that lacks it (None: as it
     is, because the server has it or it names nothing newer)."""
     name = cmd.name
+    if name == "xcfgset" and not features.idmp:
+        return _raise(features.refuse("XCFGSET", IDMP))
+    if name == "xadd" and not features.idmp:
+        refused = _idmp_command(features, args)
+        if refused is not None:
+            return refused
     if name in ("xdelex", "xackdel"):
         return None if features.ref_policies else _deletes_command(args, name == "xackdel")
     if name in ("xadd", "xtrim"):

@@ -23,7 +23,7 @@ from app.backends.errors import (
 )
 from app.engine.commands.streams import DEFAULT_LIMIT, XAddArgs
 from app.engine.errors import CommandError
-from app.engine.idmp import IdmpInfo
+from app.engine.idmp import DEFAULT_DURATION_S, DEFAULT_MAXSIZE, IdmpInfo
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
 from app.engine.replies import (
@@ -155,11 +155,19 @@ def parse_stream_header(m: dict[str, Raw]) -> StreamHeader:
     )
 
 
+NO_IDMP_STATE = IdmpInfo(DEFAULT_DURATION_S, DEFAULT_MAXSIZE, 0, 0, 0, 0)
+
+
 def parse_idmp_info(m: dict[str, Raw]) -> IdmpInfo | None:
-    """Redis 8.6's IDMP fields of XINFO STREAM; None from an older server, which has none."""
+    """Redis 8.6's IDMP fields of XINFO STREAM; None from an older server, which has none.
+
+    8.6 shows them for every stream; the engine only for a stream with IDMP state. The typed
+    reply follows the engine, so REST answers alike on every backend: the fields of a stream
+    that never had an IDMP append or XCFGSET (the defaults, every counter 0) are None. One
+    case looks the same and is None too: XCFGSET to the defaults before any IDMP append."""
     if "idmp-duration" not in m:
         return None
-    return IdmpInfo(
+    info = IdmpInfo(
         idmp_duration=int(m["idmp-duration"]),
         idmp_maxsize=int(m["idmp-maxsize"]),
         pids_tracked=int(m["pids-tracked"]),
@@ -167,6 +175,7 @@ def parse_idmp_info(m: dict[str, Raw]) -> IdmpInfo | None:
         iids_added=int(m["iids-added"]),
         iids_duplicates=int(m["iids-duplicates"]),
     )
+    return None if info == NO_IDMP_STATE else info
 
 
 def parse_stream_info(raw: Raw) -> StreamInfo:
@@ -236,6 +245,11 @@ def xadd_args(
     args: list[Arg] = []
     if a.nomkstream and nomkstream:
         args.append("NOMKSTREAM")
+    if a.idmp is not None:  # Redis 8.6; its ID is always ``*``
+        if a.idmp.iid is None:
+            args += ["IDMPAUTO", encode(a.idmp.producer)]
+        else:
+            args += ["IDMP", encode(a.idmp.producer), encode(a.idmp.iid)]
     if a.trim is not None and trim:
         args += trim_args(a.trim)
     if sid is not None:

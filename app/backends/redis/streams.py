@@ -4,6 +4,13 @@
 rule (``bulk.xadd_batch`` on a scratch stream that starts at the real stream's last ID, with
 Redis's clock), then one Lua script checks the stream has not moved and adds them with
 explicit IDs (in a cluster the script runs on the key's slot); if it moved, it is retried.
+
+A batch with IDMP entries (Redis 8.6) cannot name its IDs: IDMP takes only ``*``, and only
+Redis knows which iids repeat. The same rule checks the batch as if every entry were
+appended (a repeat appends nothing, so the real run only takes smaller IDs and passes too);
+then the script, after the same guard, sends each entry's own XADD. The one check that
+depends on the clock, an explicit ID after a ``*`` one, holds up to a millisecond the script
+is given (``_deadline``); past it the script does nothing and the batch is planned again.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from app.backends.errors import (
     RedisUnavailable,
 )
 from app.backends.redis import caps, newer
-from app.backends.redis.features import REF_POLICIES, Features
+from app.backends.redis.features import IDMP, REF_POLICIES, Features
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import (
     Arg,
@@ -45,6 +52,7 @@ from app.backends.redis.routing import Router
 from app.backends.redis.scripts import (
     APPEND,
     APPEND_DELREF,
+    APPEND_IDMP,
     DELETE_STREAM,
     PROBE,
 )
@@ -57,6 +65,7 @@ from app.engine.commands.streams import (
     XAddArgs,
     XSetIdArgs,
 )
+from app.engine.commands.xcfgset import XCfgSetArgs
 from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -74,6 +83,7 @@ from app.engine.replies import (
 from app.engine.stream import Entry, TrimSpec, TrimStrategy
 
 APPEND_RETRIES = 32
+DEADLINE_SPAN_MS = 60_000  # an IDMP batch's plan is checked this far ahead at most
 
 
 class Streams:
@@ -190,11 +200,25 @@ class Streams:
             argv += ["MAXDELETEDID", id_arg(args.max_deleted_id)]
         await self._router.write(args.key, *argv)
 
+    async def configure_idmp(self, args: XCfgSetArgs) -> None:
+        features = await self._router.server_features()
+        if not features.idmp:
+            raise features.refuse("XCFGSET", IDMP)
+        argv: list[Arg] = ["XCFGSET", encode(args.key)]
+        if args.duration_s is not None:
+            argv += ["IDMP-DURATION", args.duration_s]
+        if args.maxsize is not None:
+            argv += ["IDMP-MAXSIZE", args.maxsize]
+        await self._router.write(args.key, *argv)
+
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         if not batch:
             return []
         policies = {a.trim.policy for a in batch if a.trim is not None} - {RefPolicy.KEEPREF}
-        features = await self._router.server_features() if policies else None
+        idmp = next((a for a in batch if a.idmp is not None), None)
+        features = await self._router.server_features() if policies or idmp else None
+        if idmp is not None and features is not None and not features.idmp:
+            raise newer.idmp_refusal(features, idmp)
         old = features is not None and not features.ref_policies
         if len(batch) == 1:
             a = batch[0]  # one entry: XADD's own reply and error, as the embedded engine
@@ -220,11 +244,19 @@ class Streams:
             ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
             if all(i is None for i in ids):
                 return ids  # NOMKSTREAM on a missing stream: nothing happens
-            argv: list[Arg] = [last_raw, len(batch), *delref]
-            for a, sid in zip(batch, ids, strict=True):
-                one = xadd_args(a, sid, nomkstream=False, trim=not delref)
-                argv += [len(one), *one]
-            script = APPEND_DELREF if delref else APPEND
+            if idmp is not None:
+                deadline = _deadline(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
+                argv: list[Arg] = [last_raw, len(batch), "" if deadline is None else deadline]
+                for a in batch:
+                    one = xadd_args(a, nomkstream=False)
+                    argv += [len(one), *one]
+                script = APPEND_IDMP
+            else:
+                argv = [last_raw, len(batch), *delref]
+                for a, sid in zip(batch, ids, strict=True):
+                    one = xadd_args(a, sid, nomkstream=False, trim=not delref)
+                    argv += [len(one), *one]
+                script = APPEND_DELREF if delref else APPEND
             raw = await self._router.script(script, key, *argv, write=True)
             if isinstance(raw, list):
                 return [parse_id(x) for x in raw]
@@ -285,6 +317,39 @@ def _batch_delref(features: Features, batch: Sequence[XAddArgs]) -> list[Arg]:
     limit = features.default_limit if spec.limit < 0 else spec.limit
     threshold: Arg = spec.maxlen if spec.strategy is TrimStrategy.MAXLEN else id_arg(spec.minid)
     return [spec.strategy.value, threshold, limit if spec.approx else 0, node]
+
+
+def _deadline(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> int | None:
+    """The last millisecond at which an IDMP batch planned at ``now_ms`` still passes its
+    checks (None: at any time). Only an explicit ID after a ``*`` one depends on the clock:
+    the ``*`` entries take later IDs as time goes on, and a later clock never helps, so the
+    checks pass up to one millisecond, found by halving."""
+    after_auto = False
+    for a in batch:
+        if a.id is None:
+            after_auto = True
+        elif after_auto:
+            break
+    else:
+        return None
+
+    def passes(ms: int) -> bool:
+        try:
+            _decide_ids(batch, last_text, ms)
+        except CommandError:
+            return False
+        return True
+
+    lo, hi = now_ms, now_ms + DEADLINE_SPAN_MS
+    if passes(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _decide_ids(batch: Sequence[XAddArgs], last_text: str, now_ms: int) -> list[StreamID | None]:

@@ -68,7 +68,7 @@ def test_every_operation_of_the_issue_is_there(doc: dict[str, Any]) -> None:
         "set_last_id", "list_groups", "create_group", "get_group", "set_group_id",
         "delete_group", "list_consumers", "create_consumer", "delete_consumer", "read_group",
         "ack_entries", "get_pending", "claim_entries", "autoclaim_entries",
-        "ack_delete_entries", "nack_entries",
+        "ack_delete_entries", "nack_entries", "configure_stream",
     }  # fmt: skip
 
 
@@ -79,7 +79,8 @@ LATER_COMMANDS = {
     "delete_entry": ["XDELEX", "Redis 8.2"],
     "delete_entries": ["XDELEX", "Redis 8.2"],
     "trim_stream": ["DELREF", "Redis 8.2"],
-    "append_entries": ["DELREF", "Redis 8.2"],
+    "append_entries": ["DELREF", "Redis 8.2", "IDMP", "Redis 8.6"],
+    "configure_stream": ["XCFGSET", "Redis 8.6"],
     "read_group": ["CLAIM", "Redis 8.4"],
     "consume_group_events": ["CLAIM", "Redis 8.4"],
 }
@@ -97,7 +98,7 @@ def test_operations_name_the_redis_version_a_later_command_needs(doc: dict[str, 
     assert by_id["ack_delete_entries"]["x-redis-command"] == "XACKDEL"
     info = doc["info"]["description"]
     assert "Redis 7.0" in info
-    assert all(f"Redis {v}" in info for v in ("8.2", "8.4", "8.8"))
+    assert all(f"Redis {v}" in info for v in ("8.2", "8.4", "8.6", "8.8"))
 
 
 def test_operation_ids_make_good_method_names(doc: dict[str, Any]) -> None:

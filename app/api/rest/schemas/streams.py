@@ -10,6 +10,7 @@ from pydantic.config import JsonDict
 from app.api.encoding import rest_entry
 from app.api.rest.schemas.entries import ENTRY_EXAMPLE, Entry, FieldsForm
 from app.engine import replies
+from app.engine.idmp import IdmpInfo
 from app.engine.ids import format_id
 from app.engine.stream import Entry as EngineEntry
 
@@ -70,6 +71,23 @@ class StreamPage(BaseModel):
     next_cursor: int | None = Field(description="Pass as `cursor` for the next page.")
 
 
+class IdmpState(BaseModel):
+    """The stream's idempotent appends (Redis 8.6's IDMP fields of XINFO STREAM)."""
+
+    duration_s: int = Field(description="IDMP-DURATION: seconds an idempotent ID is kept.")
+    maxsize: int = Field(description="IDMP-MAXSIZE: idempotent IDs kept per producer.")
+    pids_tracked: int = Field(description="Producers with idempotent IDs kept now.")
+    iids_tracked: int = Field(description="Idempotent IDs kept now, over all producers.")
+    iids_added: int = Field(description="Appends that recorded a new idempotent ID, ever.")
+    iids_duplicates: int = Field(description="Repeats answered without appending, ever.")
+
+
+IDMP_DOC = (
+    "Idempotent appends (Redis 8.6): present once an append named a `producer` or the "
+    "stream was configured (`PUT .../config`); null before."
+)
+
+
 class _StreamHeader(BaseModel):
     """The stream's name, then the fields XINFO STREAM and XINFO STREAM FULL begin with."""
 
@@ -94,7 +112,19 @@ def _header(name: str, h: replies.StreamHeader) -> dict[str, Any]:
         "max_deleted_entry_id": format_id(h.max_deleted_entry_id),
         "entries_added": h.entries_added,
         "recorded_first_entry_id": format_id(h.recorded_first_entry_id),
+        "idmp": None if h.idmp is None else _idmp(h.idmp),
     }
+
+
+def _idmp(m: IdmpInfo) -> IdmpState:
+    return IdmpState(
+        duration_s=m.idmp_duration,
+        maxsize=m.idmp_maxsize,
+        pids_tracked=m.pids_tracked,
+        iids_tracked=m.iids_tracked,
+        iids_added=m.iids_added,
+        iids_duplicates=m.iids_duplicates,
+    )
 
 
 class StreamInfo(_StreamHeader):
@@ -105,6 +135,7 @@ class StreamInfo(_StreamHeader):
     groups: int
     first_entry: Entry | None
     last_entry: Entry | None
+    idmp: IdmpState | None = Field(None, description=IDMP_DOC)
 
 
 class PendingDelivery(BaseModel):
@@ -188,6 +219,7 @@ class StreamFullInfo(_StreamHeader):
 
     entries: list[Entry]
     groups: list[GroupFull]
+    idmp: IdmpState | None = Field(None, description=IDMP_DOC)
 
 
 def stream_summary(name: str, i: replies.StreamInfo) -> StreamSummary:

@@ -80,11 +80,22 @@ class Trim(Body):
         )
 
 
+PRODUCER_DOC = (
+    "IDMP (Redis 8.6): the producer whose appends are deduplicated. With `idempotent_id` "
+    "(XADD ... IDMP producer idempotent-id), an ID this producer already used on the stream "
+    "appends nothing and answers the entry ID it appended first; alone (IDMPAUTO), the "
+    "idempotent ID is derived from the entry's fields. Only with ID `*`."
+)
+IID_DOC = "IDMP: the idempotent ID, unique per producer (needs `producer`)."
+
+
 class NewEntry(Body):
     """One entry to append; ``id`` is `*` (the default), `ms-*` or an explicit `ms-seq`."""
 
     id: str = Field("*", description="`*` (generated), `ms-*` or an explicit `ms-seq` ID.")
     fields: FieldsIn
+    producer: str | None = Field(None, description=PRODUCER_DOC)
+    idempotent_id: str | None = Field(None, description=IID_DOC)
 
 
 class Append(Body):
@@ -102,12 +113,19 @@ class Append(Body):
                     "nomkstream": True,
                     "trim": {"maxlen": 1000, "approximate": True},
                 },
+                {
+                    "fields": {"order": "1138", "total": "42.00"},
+                    "producer": "checkout-3",
+                    "idempotent_id": "order-1138",
+                },
             ]
         },
     )
 
     id: str = Field("*", description="For one entry: `*`, `ms-*` or an explicit `ms-seq`.")
     fields: FieldsIn | None = None
+    producer: str | None = Field(None, description="For one entry: " + PRODUCER_DOC)
+    idempotent_id: str | None = Field(None, description="For one entry: " + IID_DOC)
     entries: list[NewEntry] | None = Field(
         None, min_length=1, description="Several entries, appended all or none."
     )
@@ -120,13 +138,22 @@ class Append(Body):
             raise ValueError("give either `fields` (one entry) or `entries` (a batch)")
         if self.entries is not None and self.id != "*":
             raise ValueError("in a batch each entry carries its own `id`")
+        if self.entries is not None and (self.producer, self.idempotent_id) != (None, None):
+            raise ValueError("in a batch each entry carries its own `producer`")
         return self
 
     def batch(self) -> list[NewEntry]:
         if self.entries is not None:
             return self.entries
         assert self.fields is not None  # checked by _one_form
-        return [NewEntry(id=self.id, fields=self.fields)]
+        return [
+            NewEntry(
+                id=self.id,
+                fields=self.fields,
+                producer=self.producer,
+                idempotent_id=self.idempotent_id,
+            )
+        ]
 
 
 class Appended(BaseModel):
@@ -203,6 +230,29 @@ class Deleted(BaseModel):
     not_found: int | None = Field(default=None, description="With `policy`: IDs not in the stream.")
     results: list[IdStatus] | None = Field(
         default=None, description="With `policy`: each ID given, in order, and what became of it."
+    )
+
+
+class StreamConfig(Body):
+    """XCFGSET's settings (Redis 8.6): how long and how many idempotent IDs each producer's
+    appends are deduplicated over. A setting left out stays as it is; at least one is given.
+    Changing either forgets every producer's idempotent IDs (the counters stay)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"idmp_duration_s": 300, "idmp_maxsize": 1000}]},
+    )
+
+    idmp_duration_s: int | None = Field(
+        None,
+        ge=INT64_MIN,
+        le=INT64_MAX,
+        description="IDMP-DURATION: seconds an idempotent ID is kept, 1 to 86400 (default 100).",
+    )
+    idmp_maxsize: int | None = Field(
+        None,
+        ge=INT64_MIN,
+        le=INT64_MAX,
+        description="IDMP-MAXSIZE: idempotent IDs kept per producer, 1 to 10000 (default 100).",
     )
 
 
