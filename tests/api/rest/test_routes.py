@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 
-from app.api.rest.fallback import _leaves
+from app.api.rest.fallback import leaves
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
@@ -16,7 +16,7 @@ from app.settings import Settings
 
 def test_every_v1_handler_is_a_coroutine_function() -> None:
     app = create_app(Settings(), store=Store())
-    handlers = [r for r in _leaves(app.router.routes) if r.path.startswith("/v1")]
+    handlers = [r for r in leaves(app.router.routes) if r.path.startswith("/v1")]
     assert len(handlers) >= 24
     sync = [r.path for r in handlers if not inspect.iscoroutinefunction(r.endpoint)]
     assert not sync, sync
