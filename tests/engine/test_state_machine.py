@@ -211,6 +211,49 @@ class EngineMachine(RuleBasedStateMachine):
         for fields in rows:
             self.run("XADD", key, "*", *(x for pair in fields for x in pair))
 
+    @rule(
+        key=keys,
+        producer=st.sampled_from(["p1", "p2"]),
+        iid=st.none() | st.sampled_from(["i1", "i2", "i3", "i4"]),
+        fields=st.lists(st.tuples(field_names, values), min_size=1, max_size=2),
+        maxlen=st.none() | st.integers(0, 4),
+    )
+    def xadd_idmp(
+        self,
+        key: str,
+        producer: str,
+        iid: str | None,
+        fields: list[tuple[str, str]],
+        maxlen: int | None,
+    ) -> None:
+        """Redis 8.6's idempotent XADD (IDMP, or IDMPAUTO without an iid): a repeat within the
+        window answers the first ID and appends nothing."""
+        before = self.stream(key)
+        length = before.length if before is not None else 0
+        idmp = ["IDMP", producer, iid] if iid is not None else ["IDMPAUTO", producer]
+        trim = ["MAXLEN", maxlen] if maxlen is not None else []
+        pairs = [x for pair in fields for x in pair]
+        known = None
+        if iid is not None and before is not None and before.idmp is not None:
+            before.idmp.expire(self.clock.now_ms())
+            known = before.idmp.lookup(producer, iid)
+        reply = self.run("XADD", key, *idmp, *trim, "*", *pairs)
+        if known is not None:
+            assert reply == known and self.stream(key).length == length  # type: ignore[union-attr]
+
+    @rule(
+        key=keys,
+        duration=st.none() | st.integers(1, 5),
+        maxsize=st.none() | st.integers(1, 3),
+    )
+    def xcfgset(self, key: str, duration: int | None, maxsize: int | None) -> None:
+        argv: list[object] = ["XCFGSET", key]
+        if duration is not None:
+            argv += ["IDMP-DURATION", duration]
+        if maxsize is not None:
+            argv += ["IDMP-MAXSIZE", maxsize]
+        self.run(*argv)
+
     @rule(data=st.data(), key=keys, n=st.integers(1, 3))
     def xdel(self, data: st.DataObject, key: str, n: int) -> None:
         self.run("XDEL", key, *(self.some_id(data, key) for _ in range(n)))
@@ -684,10 +727,12 @@ class EngineMachine(RuleBasedStateMachine):
     @invariant()
     def replay_and_snapshot_rebuild_the_state(self) -> None:
         expected = encode_snapshot(self.store.snapshot_view())
-        replayed = Store(clock=ManualClock(0), config=self.config)
+        # Read at the machine's time: XINFO counts the IDMP iids live now.
+        now = self.clock.now_ms()
+        replayed = Store(clock=ManualClock(now), config=self.config)
         replayed.restore(None, (decode_record(encode_record(r)) for r in self.sink.records))
         assert encode_snapshot(replayed.snapshot_view()) == expected
-        loaded = Store(clock=ManualClock(0), config=self.config)
+        loaded = Store(clock=ManualClock(now), config=self.config)
         loaded.restore(expected, [])
         assert encode_snapshot(loaded.snapshot_view()) == expected
         for key, s in self.store.keyspace.streams.items():
