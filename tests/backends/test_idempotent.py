@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.backends.embedded import EmbeddedBackend
-from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket
+from app.backends.idempotency import KeyReused, StillRunning, Ticket
 from app.backends.redis import RedisBackend
 from app.backends.redis.idempotent import idempotent, parse_packed, record_key
 from app.engine.clock import ManualClock
@@ -160,12 +160,6 @@ async def test_embedded_responses_expire_with_the_window() -> None:
     clock.advance(1)
     async with b.idempotent(T) as run:
         assert run.stored is None
-
-
-def test_runs_are_plain_data() -> None:
-    run = Run()
-    run.keep(b"x")
-    assert (run.stored, run.kept, run.resumed) == (None, b"x", False)
 
 
 async def test_a_command_too_long_for_a_script_is_refused_clearly(
