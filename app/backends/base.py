@@ -38,6 +38,7 @@ from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
+from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
@@ -216,3 +217,51 @@ class Backend(Protocol):
     async def pending(self, args: PendingArgs) -> list[PendingRow]: ...
     async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]: ...
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim: ...
+
+    # --- delivery policies and retention (app/engine/delivery.py) ----------------------
+    async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
+        """The group's delivery policy (None: the group is plain Redis); ``NoGroup`` (as
+        ``group``) when the key or the group is missing."""
+        ...
+
+    async def delivery_policies(self, key: str) -> dict[str, DeliveryPolicy]:
+        """Every policy of the stream's groups, by group name ({} for a missing stream)."""
+        ...
+
+    async def set_delivery_policy(
+        self, key: str, group: str, policy: DeliveryPolicy | None
+    ) -> bool:
+        """Set the group's policy, or remove it (None); whether it had one. ``NoGroup`` when
+        the group is missing; ``WrongArgument`` when the policy cannot serve this stream.
+        The policy goes with the group (XGROUP DESTROY, DEL)."""
+        ...
+
+    async def redrive(self, args: RedriveArgs) -> Redriven:
+        """Append dead-letter entries of ``args.key`` back as new entries (fields without the
+        dead-letter ones) and delete them from the dead-letter stream, each move atomic.
+        ``NoSuchKey`` when the dead-letter stream is missing."""
+        ...
+
+    async def retention(self, key: str) -> Retention | None:
+        """The retention set for ``key`` (None: none). Kept by name: it outlives a DEL of
+        the stream and applies when the name holds a stream again."""
+        ...
+
+    async def set_retention(self, key: str, retention: Retention | None) -> bool:
+        """Set or remove (None) the retention of ``key``; whether one was set before."""
+        ...
+
+    async def retentions(self) -> dict[str, Retention]:
+        """Every retention set by name (what the background task walks, beside the
+        settings' glob defaults)."""
+        ...
+
+    async def enforce_retention(self, key: str, retention: Retention, limit: int) -> int:
+        """One bounded step of trimming ``key`` to ``retention`` by the backend's clock
+        (MINID / MAXLEN ``~``, LIMIT ``limit``): how many entries it removed; 0 when the
+        stream is within it or missing. Journaled as any trim."""
+        ...
+
+    async def delivery_stats(self) -> list[DeliveryStats]:
+        """The counters of every group with a policy."""
+        ...
