@@ -30,12 +30,14 @@ node's master entry. After every step the machine checks what must always hold:
   encodes back to the very same bytes.
 
 Besides the 7.0 commands, the rules send XDELEX, XACKDEL (each policy), XADD and XTRIM
-trims with a policy, XNACK (each mode, RETRYCOUNT, FORCE) and XREADGROUP ... CLAIM.
+trims with a policy, XNACK (each mode, RETRYCOUNT, FORCE) and XREADGROUP ... CLAIM; and a
+group's delivery policy (app/engine/delivery.py), whose reads claim and dead-letter.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any
 
 import pytest
@@ -45,8 +47,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record
+from app.engine.commands.policy import set_policy
+from app.engine.delivery import DeliveryPolicy
 from app.engine.effects import Record
-from app.engine.errors import CommandError
+from app.engine.errors import CommandError, NoGroup
 from app.engine.ids import MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import StreamConfig
 from app.engine.listpack import byte_len
@@ -91,13 +95,22 @@ class EngineMachine(RuleBasedStateMachine):
         self.store = Store(clock=self.clock, journal=self.sink)
 
     @initialize(
-        config=st.sampled_from(CONFIGS), seed=st.booleans(), n=st.integers(2, 9), read=small
+        config=st.sampled_from(CONFIGS),
+        seed=st.booleans(),
+        n=st.integers(2, 9),
+        read=small,
+        policy=st.booleans(),
     )
-    def configure(self, config: tuple[int, int], seed: bool, n: int, read: int) -> None:
+    def configure(
+        self, config: tuple[int, int], seed: bool, n: int, read: int, policy: bool
+    ) -> None:
         self.config = StreamConfig(*config)
         self.store = Store(clock=self.clock, config=self.config, journal=self.sink)
         if seed:
             self.seed_groups(n, read + 1)
+            if policy:  # a policy group with entries delivered: its rules act at once
+                every = DeliveryPolicy(100, 2, "t", (50, 400))
+                self.store.run(set_policy, "s", "g1", every)
 
     def seed_groups(self, n: int, read: int) -> None:
         """Half the runs start with both streams holding entries and both groups, part of
@@ -605,7 +618,8 @@ class EngineMachine(RuleBasedStateMachine):
         assert released[len(released) - len(done) :] == done
         for sid in done:
             p = g.pel.get(sid)
-            assert p is not None and p.consumer is None and p.delivered_at_ms == 0
+            at = 0 if g.policy is None else self.clock.now_ms()  # a policy keeps the time
+            assert p is not None and p.consumer is None and p.delivered_at_ms == at
             if retry is not None:
                 assert p.delivery_count == retry
             elif mode == "FATAL":
@@ -643,6 +657,66 @@ class EngineMachine(RuleBasedStateMachine):
         for sid in first:
             p = g.pel.get(sid)
             assert p is not None and p.consumer == consumer and not g.released.get(key_of(sid))
+
+    @rule(
+        key=keys,
+        group=groups,
+        policy=st.none()
+        | st.builds(
+            DeliveryPolicy,
+            visibility_timeout_ms=st.none() | st.sampled_from([1, 100, 2000]),
+            dead_letter_stream=st.none() | st.sampled_from(KEYS),
+            backoff_ms=st.lists(st.sampled_from([0, 50, 1000]), max_size=3).map(tuple),
+        ),
+        max_deliveries=st.none() | st.integers(1, 3),
+    )
+    def set_delivery_policy(
+        self, key: str, group: str, policy: DeliveryPolicy | None, max_deliveries: int | None
+    ) -> None:
+        """A policy (or none) on a group: every later ``>`` read and XNACK follows it, and
+        the dead-letter stream is one of the machine's keys, so its reads are checked too."""
+        if policy is not None and policy.dead_letter_stream is not None and max_deliveries:
+            policy = dataclasses.replace(policy, max_deliveries=max_deliveries)
+        s = self.stream(key)
+        try:
+            self.store.run(set_policy, key, group, policy)
+        except CommandError as e:
+            same = policy is not None and policy.dead_letter_stream == key
+            assert isinstance(e, NoGroup) or same, e
+            return
+        assert s is not None and s.groups[group].policy == policy
+
+    @rule(key=keys, group=groups, consumer=consumers, count=st.none() | st.integers(1, 4))
+    def policy_read(self, key: str, group: str, consumer: str, count: int | None) -> None:
+        """A ``>`` read of a policy group: what it answers first is due pending entries,
+        each now the reader's; what it dead-letters leaves the group."""
+        s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        if g is None or g.policy is None:
+            return
+        before = {sid for sid, _ in g.pel.items()}
+        last = g.last_id
+        argv: list[object] = ["XREADGROUP", "GROUP", group, consumer]
+        if count is not None:
+            argv += ["COUNT", count]
+        reply = self.run(*argv, "STREAMS", key, ">")
+        if isinstance(reply, CommandError) or reply is None:
+            return
+        got = [e.id for read in reply for e in read.entries]
+        if count is not None:
+            assert len(got) <= count
+        for sid in got:
+            p = g.pel.get(sid)
+            assert p is not None and p.consumer == consumer
+            assert p.delivered_at_ms == self.clock.now_ms()
+        # Some split puts due pending entries first and new ones (after last-delivered, in
+        # order) after them; a new entry may be pending already after XGROUP SETID.
+        assert any(
+            all(sid in before for sid in got[:i])
+            and all(sid > last for sid in got[i:])
+            and got[i:] == sorted(got[i:])
+            for i in range(len(got) + 1)
+        ), ("due entries come before new ones", got, before, last)
 
     # -- invariants ----------------------------------------------------------------------
 

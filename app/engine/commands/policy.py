@@ -49,13 +49,15 @@ _NEVER = 1 << 62  # a min-idle-time no owned entry reaches: no visibility timeou
 
 
 def set_policy(ks: Keyspace, key: str, group: str, policy: DeliveryPolicy | None) -> bool:
-    """Set or remove the group's policy; whether it had one. Its counters start again."""
+    """Set or remove the group's policy; whether it had one. The counters go with the
+    policy: kept while one is set (a change keeps them), cleared when it is removed."""
     _, g = find_group(ks, key, group)
     if policy is not None:
         policy.check_for(key)
     had = g.policy is not None
     g.policy = policy
-    g.redelivered = g.dead_lettered = 0
+    if policy is None:
+        g.redelivered = g.dead_lettered = 0
     ks.record(PolicySet(key=key, group=group, policy=policy))
     if policy is not None:
         ks.blocked.signal(key)  # a blocked read may have entries due at once now
