@@ -24,13 +24,15 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from redis.crc import key_slot
 
-from app.backends.redis.idempotent import slot_tag
+from app.backends.redis.idempotent import attempt, slot_tag
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import Arg, Raw, decode, encode, id_arg, parse_id
 from app.backends.redis.policy_scripts import (
@@ -72,6 +74,7 @@ _BATCH = 100  # entries one redrive script moves
 FALLBACK, NO_POLICY, POLICY_READ = 10, 11, 12
 
 
+@functools.lru_cache(maxsize=4096)
 def policy_key(stream: str) -> str:
     """The hash holding the policies of ``stream``'s groups, in its slot (the tag is the
     first ``{...}`` of the name, so the stream's own name never changes the slot)."""
@@ -188,6 +191,28 @@ def _pairs(raw: Raw) -> dict[str, Raw]:
 
 def _same(raw: Raw) -> Raw:
     return raw
+
+
+_SHAS: dict[str, str] = {}
+
+
+async def send_script(router: Router, key: str, line: list[Arg]) -> Raw:
+    """An EVAL ``line`` (a write) as EVALSHA, so the script's text crosses the wire once
+    per server; EVAL when the server does not have it yet (NOSCRIPT), or inside an
+    idempotent request (whose lines are composed into one script)."""
+    if attempt() is not None:
+        return await router.write(key, *line)
+    source = line[1]
+    assert isinstance(source, str)
+    sha = _SHAS.get(source)
+    if sha is None:
+        sha = _SHAS[source] = hashlib.sha1(source.encode()).hexdigest()
+    try:
+        return await router.write(key, "EVALSHA", sha, *line[2:])
+    except CommandError as e:
+        if not str(e).startswith("NOSCRIPT"):
+            raise
+    return await router.write(key, *line)
 
 
 def nack_line(a: NackArgs, native: bool) -> list[Arg]:

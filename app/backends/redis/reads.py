@@ -9,7 +9,7 @@ import time
 from app.backends.base import Gone
 from app.backends.redis import caps
 from app.backends.redis.blocking import BlockingReads, merge, without_block
-from app.backends.redis.delivery import POLICY_POLL_MS, applies, gated_read
+from app.backends.redis.delivery import POLICY_POLL_MS, applies, gated_read, send_script
 from app.backends.redis.limits import (
     Bounded,
     capped_read,
@@ -129,7 +129,7 @@ class Reads:
             slots.setdefault(router.slot(key), []).append(i)
         if len(slots) == 1:
             read = gated_read(self._limits, r, keys, list(r.ids), errors, self._fallback(r, cap))
-            raw = await router.write(keys[0], *read.line)
+            raw = await send_script(router, keys[0], read.line)
             got = read.finish(raw)
             if not read.policy(raw):
                 if got is not None:
@@ -149,7 +149,8 @@ class Reads:
                     None,
                     "probe",
                 )
-                found = probe.policy(await router.call(keys[idx[0]], *probe.line)) or found
+                raw = await send_script(router, keys[idx[0]], probe.line)
+                found = probe.policy(raw) or found
             if not found:
                 return False, []
         return True, await self._policy_read(r, slots, errors, gone)
@@ -182,7 +183,7 @@ class Reads:
                     "force",
                     waiting=True,
                 )
-                got = read.finish(await router.write(keys[idx[0]], *read.line))
+                got = read.finish(await send_script(router, keys[idx[0]], read.line))
                 if isinstance(got, list) and got and got[0] is None:
                     if got[1] >= 0:
                         wait = got[1] if wait < 0 else min(wait, got[1])
