@@ -192,6 +192,21 @@ async def _idle_at_least(b: RedisBackend, key: str, ms: int) -> bool:
     return bool(rows) and all(r.idle_ms >= ms for r in rows)
 
 
+async def test_noack_and_history_reads_under_a_policy(rb: RedisBackend) -> None:
+    ids = await _stream(rb, "s", 2)
+    await rb.set_delivery_policy("s", "g", DeliveryPolicy())
+    await _read(rb, "s", "c1", count=1)
+    await _nack(rb, "s", ids[:1], NackMode.FAIL)
+    # a history read is Redis's: the released entry is no longer c1's
+    history = ReadRequest(["s"], ["0"], group="g", consumer="c1")
+    assert [p.entries for p in await rb.read(history)] == [[]]
+    # NOACK: the claim stays pending, the new entry is not added to the PEL
+    noack = ReadRequest(["s"], [">"], group="g", consumer="c2", noack=True)
+    got = await rb.read(noack)
+    assert [e.id for p in got for e in p.entries] == ids  # type: ignore[union-attr]
+    assert await _pending(rb, "s") == [(ids[0], "c2", 2)]
+
+
 # --- dead letters -----------------------------------------------------------------------------
 async def test_max_deliveries_moves_the_entry_to_the_dead_letter_stream(rb: RedisBackend) -> None:
     ids = await _stream(rb, "s", 1)

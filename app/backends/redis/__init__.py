@@ -27,6 +27,9 @@ docstring says the choices a caller may rely on:
 - features.py: the server's version, learnt at start, and which of the stream commands Redis
   added after 7.0 it has; newer.py: those commands on a server that lacks them (a script
   where 7.0's commands do the same exactly, else ``NotAvailable``).
+- delivery.py: ``Delivery`` over the router: groups' delivery policies (applied by every
+  group read, reads.py and passthrough.py), redrive, retention; policy_scripts.py: their
+  scripts.
 """
 
 from __future__ import annotations
