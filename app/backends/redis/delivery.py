@@ -31,10 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from redis.crc import key_slot
+from redis.exceptions import ResponseError
 
 from app.backends.redis.idempotent import attempt, slot_tag
 from app.backends.redis.limits import Bounded
-from app.backends.redis.parse import Arg, Raw, decode, encode, id_arg, parse_id
+from app.backends.redis.parse import Arg, Raw, decode, encode, id_arg, parse_id, redis_error
 from app.backends.redis.policy_scripts import (
     FORGET_GROUP,
     POLICY,
@@ -346,9 +347,16 @@ class Delivery:
             found = {parse_id(r[0]): r[1] for r in rows}
         else:
             wanted = list(args.ids)
+            unique = list(dict.fromkeys(wanted))
+            lines: list[tuple[str, list[Arg]]] = [
+                (dead, ["XRANGE", encode(dead), id_arg(sid), id_arg(sid)]) for sid in unique
+            ]
             found = {}
-            for sid in dict.fromkeys(wanted):
-                got = await router.call(dead, "XRANGE", encode(dead), id_arg(sid), id_arg(sid))
+            for sid, got in zip(unique, await router.pipelined(lines), strict=True):
+                if isinstance(got, ResponseError):
+                    raise redis_error(got)
+                if isinstance(got, Exception):  # RedisUnavailable
+                    raise got
                 if got:
                     found[sid] = got[0][1]
         plan: list[tuple[StreamID, str | None]] = []
