@@ -401,3 +401,69 @@ async def test_cluster_keeps_the_dead_letter_stream_in_the_slot(cluster: RedisBa
     redriven = done.moved[0][2]
     assert (got[0].key, [e.id for e in got[0].entries]) == ("{orders}", [ids[1], redriven])
     assert [p.key for p in got] == ["{orders}", "plain"]
+
+
+# --- the same scenario on the embedded engine -------------------------------------------------
+def _masked(x: Any) -> Any:
+    """IDs taken by ``*`` (dead letters, redriven entries: the server's clock) as 'new'."""
+    if isinstance(x, StreamID):
+        return x if x.ms < 1000 else "new"
+    if isinstance(x, list | tuple):
+        return [_masked(v) for v in x]
+    return x
+
+
+async def _scenario(b: Any) -> list[Any]:
+    """A policy scenario whose outcome time does not decide (no timeout, no back-off):
+    releases, claims in release order, COUNT across claims and new entries, max_deliveries,
+    FATAL, SILENT, NOACK, the dead letters' fields, the counters, redrive and its retry."""
+    out: list[Any] = []
+    await b.append([XAddArgs("s", ("f", str(i)), id=StreamID(i, 0)) for i in range(1, 6)])
+    await b.create_group("s", "g", "0", False, None)
+    await b.set_delivery_policy("s", "g", DeliveryPolicy(max_deliveries=3, dead_letter_stream="d"))
+
+    async def read(consumer: str, count: int = 0, noack: bool = False) -> None:
+        r = ReadRequest(["s"], [">"], count=count, group="g", consumer=consumer, noack=noack)
+        got = await b.read(r)
+        out.append(_masked([(p.key, [(e.id, e.fields) for e in p.entries]) for p in got]))
+
+    async def nack(mode: NackMode, *ms: int) -> None:
+        out.append(await b.nack(NackArgs("s", "g", mode, [StreamID(m, 0) for m in ms])))
+
+    await read("c1", 3)
+    await nack(NackMode.FAIL, 2, 1)
+    await read("c2", 1)
+    await read("c2", 5)
+    await nack(NackMode.FAIL, 1, 2)
+    await read("c3")
+    await nack(NackMode.FAIL, 1)
+    await nack(NackMode.FATAL, 3)
+    await read("c4")
+    await nack(NackMode.SILENT, 2)
+    await read("c5")
+    await nack(NackMode.FAIL, 2)
+    await read("c6", noack=True)
+    out.append(await _pending(b, "s"))
+    out.append(_masked(await _entries(b, "d")))
+    stats = await b.delivery_stats()
+    out.append(
+        [(s.stream, s.group, s.redelivered, s.dead_lettered, s.dead_letter_length) for s in stats]
+    )
+    done = await b.redrive(RedriveArgs("d"))
+    out.append(_masked([(d, t, n) for d, t, n in done.moved]) + _masked(done.skipped))
+    again = await b.redrive(RedriveArgs("d", ids=tuple(d for d, _, _ in done.moved)))
+    out.append((again.moved, len(again.skipped)))
+    await read("c7")
+    out.append(await b.delivery_policies("s"))
+    out.append(await b.set_delivery_policy("s", "g", None))
+    return out
+
+
+async def test_the_engine_and_redis_agree_on_a_policy_scenario(rb: RedisBackend) -> None:
+    from app.backends.embedded import EmbeddedBackend
+    from app.engine.store import Store
+
+    engine = EmbeddedBackend(Store())
+    want = await _scenario(engine)
+    got = await _scenario(rb)
+    assert got == want

@@ -47,8 +47,11 @@ local function exhausted(p, c)
   end
   return nil
 end
+-- How long after its last delivery an entry is due: its back-off (none for one the policy
+-- dead-letters: no delivery follows), and for an owned one at least the timeout.
 local function need(p, released, c)
   local b = backoff(p, c)
+  if exhausted(p, c) then b = 0 end
   if released then return b end
   local vt = p.visibility_timeout_ms
   if vt > b then return vt end
@@ -138,6 +141,16 @@ local function serve(key, pkey, group, consumer, p, npel, bound)
   end
   return rows
 end
+-- How many candidates of KEY are due now (dead letters included), at most LEFT.
+local function due_count(key, pkey, group, p, npel, left)
+  local n = 0
+  for _, cand in ipairs(candidates(key, pkey, group, p, npel, false)) do
+    if n >= left then break end
+    local row = cand[1]
+    if row[3] >= need(p, cand[2], row[4]) and exists(key, row[1]) then n = n + 1 end
+  end
+  return n
+end
 -- When the next candidate of KEY turns due (ms from now; -1: none).
 local function next_due(key, pkey, group, p, npel)
   local wait = -1
@@ -224,8 +237,17 @@ if rcap > 0 then
     local key, id = KEYS[i], ARGV[base + i]
     local rows
     if id == '>' then
-      rows = redis.call('XRANGE', key, '(' .. field(infos[i], 'last-delivered-id'), '+',
-        'COUNT', left)
+      if policies[i] then
+        local due = due_count(key, KEYS[n + i], group, policies[i], field(infos[i], 'pending'),
+          left)
+        total = total + due
+        left = left - due
+      end
+      rows = {}
+      if left > 0 then
+        rows = redis.call('XRANGE', key, '(' .. field(infos[i], 'last-delivered-id'), '+',
+          'COUNT', left)
+      end
     else
       local ok
       ok, rows = pcall(redis.call, 'XPENDING', key, group, '(' .. id, '+', left, consumer)
