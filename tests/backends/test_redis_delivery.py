@@ -312,13 +312,14 @@ async def test_a_blocked_read_is_woken_by_an_entry_turning_due(rb: RedisBackend)
 
 async def test_concurrent_readers_never_both_get_an_entry(rb: RedisBackend) -> None:
     ids = await _stream(rb, "s", 60)
-    await rb.set_delivery_policy("s", "g", DeliveryPolicy())
-    await _read(rb, "s", "c0")
-    await _nack(rb, "s", ids, NackMode.FAIL)
-    other = RedisBackend.from_url(_url_of(rb), block_connections=4)
+    other = RedisBackend.from_url(_url_of(rb), block_connections=4)  # another front-end
     await other.start()
     try:
-        reads = [_read(b, "s", f"c{i}", count=4) for i in range(1, 21) for b in (rb, other) if b]
+        # a policy set through one front-end applies at once on the other
+        await other.set_delivery_policy("s", "g", DeliveryPolicy())
+        await _read(rb, "s", "c0")
+        await _nack(rb, "s", ids, NackMode.FAIL)
+        reads = [_read(b, "s", f"c{i}", count=4) for i in range(1, 21) for b in (rb, other)]
         got = [i for part in await asyncio.gather(*reads) for i, _ in part]
     finally:
         await other.close()
