@@ -127,6 +127,10 @@ async def test_a_group_without_a_policy_is_plain_redis(rb: RedisBackend) -> None
     assert [i for i, _ in await _read(rb, "s", "c2")] == ids[2:]
     assert await _read(rb, "s", "c2") == []
     assert await rb.command(["XREADGROUP", "GROUP", "g", "c3", "STREAMS", "s", ">"]) is None
+    # the read's script is sent by its SHA: a server that lost it gets it again
+    await rb.router.call(None, "SCRIPT", "FLUSH")
+    [new] = await rb.append([XAddArgs("s", ("f", "new"))])
+    assert await _read(rb, "s", "c3") == [(new, ("f", "new"))]
 
 
 # --- claims -----------------------------------------------------------------------------------

@@ -28,6 +28,10 @@ slot, where they give the same result exactly:
   consumer XINFO CONSUMERS and the XPENDING summary list; XPENDING shows its idle as the
   time since the epoch, not -1; released entries are claimed by ID, not in the order they
   were released; a pending ID whose entry was deleted is left with its owner (not counted).
+  XNACK is one script on every server (delivery.py): on a group with a delivery policy it is
+  this emulation even on 8.8, with the release time as delivery time (the back-off counts
+  from it) and the release recorded beside the policy (FIFO, the holder a dead letter names);
+  without a policy, the server's XNACK where it has one.
 - XADD IDMP / IDMPAUTO, XCFGSET: refused. A producer's iids would have to live beside the
   stream, expire by its entries' time and show in XINFO STREAM; 7.0's commands keep none of
   that with the stream, so no script does it exactly. A malformed IDMP XADD gets the
