@@ -54,7 +54,7 @@ local function need(p, released, c)
   if exhausted(p, c) then b = 0 end
   if released then return b end
   local vt = p.visibility_timeout_ms
-  if vt > b then return vt end
+  if type(vt) == 'number' and vt > b then return vt end
   return b
 end
 local function release_field(group, id) return 'o:' .. group .. '\\0' .. id end
@@ -94,8 +94,6 @@ local function candidates(key, pkey, group, p, npel, all)
     for _, r in ipairs(owned) do
       if r[2] ~= '' then out[#out + 1] = {r, false} end
     end
-  else
-    p.visibility_timeout_ms = 0
   end
   return out
 end
@@ -151,16 +149,27 @@ local function due_count(key, pkey, group, p, npel, left)
   end
   return n
 end
--- When the next candidate of KEY turns due (ms from now; -1: none).
-local function next_due(key, pkey, group, p, npel)
+-- When the next pending entry of KEY turns due (ms from now; -1: none), an entry gone from
+-- the stream aside: a blocked read's wait. Every pending entry is looked at (no order).
+local function next_due(key, group, p, npel)
   local wait = -1
-  for _, cand in ipairs(candidates(key, pkey, group, p, npel, true)) do
-    local row, released = cand[1], cand[2]
-    local ms = need(p, released, row[4]) - row[3]
-    if ms > 1e12 then ms = 1e12 end
-    if ms > 0 or exists(key, row[1]) then
-      if ms < 0 then ms = 0 end
-      if wait < 0 or ms < wait then wait = ms end
+  if npel == 0 then return wait end
+  local vt = p.visibility_timeout_ms
+  local rows
+  if type(vt) == 'number' then
+    rows = redis.call('XPENDING', key, group, '-', '+', npel)
+  else
+    rows = redis.call('XPENDING', key, group, '-', '+', npel, '')
+  end
+  for _, row in ipairs(rows) do
+    local released = row[2] == ''
+    if released or type(vt) == 'number' then
+      local ms = need(p, released, row[4]) - row[3]
+      if ms > 1e12 then ms = 1e12 end
+      if ms > 0 or exists(key, row[1]) then
+        if ms < 0 then ms = 0 end
+        if wait < 0 or ms < wait then wait = ms end
+      end
     end
   end
   return wait
@@ -171,7 +180,8 @@ end
 # XREADGROUP (no CLAIM, some ``>``) over n streams of one slot, the policies first. KEYS:
 # the n streams, their n policy hashes, then the fallback's keys. ARGV: n, mode ('read':
 # the fallback when no stream has a policy for the group, else the policy read; 'probe':
-# only whether one has; 'force': the policy read whatever), group, consumer, COUNT (0:
+# only whether one has; 'force': the policy read whatever; 'wait': that, and when nothing
+# was there the time to the next due entry), group, consumer, COUNT (0:
 # none), NOACK ('1'), max_group_consumers, max_reply_entries (0: none), the fallback's kind
 # ('': none, 'c': a command, 's': the script inlined as ``fallback``), its number of keys,
 # then the n IDs, the n ID-error flags ('1': the engine found this key's ID invalid), the
@@ -199,7 +209,7 @@ if mode == 'probe' then
   if any then return {12} end
   return {11}
 end
-if not any and mode ~= 'force' then
+if not any and mode == 'read' then
   if kind == '' then return {11} end
   local r
   local first = base + 2 * n + 1
@@ -292,10 +302,11 @@ for i = 1, n do
   if id == '>' and #rows > 0 then out[#out + 1] = {key, rows} end
 end
 if #out > 0 then return {12, 1, out} end
+if mode ~= 'wait' then return {12, 1, false, -1} end
 local wait = -1
 for i = 1, n do
   if policies[i] then
-    local ms = next_due(KEYS[i], KEYS[n + i], group, policies[i], field(infos[i], 'pending'))
+    local ms = next_due(KEYS[i], group, policies[i], field(infos[i], 'pending'))
     if ms >= 0 and (wait < 0 or ms < wait) then wait = ms end
   end
 end

@@ -180,7 +180,7 @@ class Reads:
                     [r.ids[i] for i in idx],
                     [errors[i] for i in idx],
                     None,
-                    "force",
+                    "force" if r.block_ms is None else "wait",
                     waiting=True,
                 )
                 got = read.finish(await send_script(router, keys[idx[0]], read.line))
