@@ -67,7 +67,7 @@ end
 -- The candidates of a read, in order: released entries (consumer ''), oldest release
 -- first (ties: release number, then ID); then, with a visibility timeout, owned entries
 -- idle at least that long, longest idle first (ties by ID). Each {row, released, seq}.
-local function candidates(key, pkey, group, p, npel, all)
+local function candidates(key, pkey, group, p, npel)
   local out = {}
   if npel == 0 then return out end
   local rel = redis.call('XPENDING', key, group, '-', '+', npel, '')
@@ -81,12 +81,7 @@ local function candidates(key, pkey, group, p, npel, all)
   for _, r in ipairs(rel) do out[#out + 1] = {r, true} end
   local vt = p.visibility_timeout_ms
   if type(vt) == 'number' then
-    local owned
-    if all then
-      owned = redis.call('XPENDING', key, group, '-', '+', npel)
-    else
-      owned = redis.call('XPENDING', key, group, 'IDLE', vt, '-', '+', npel)
-    end
+    local owned = redis.call('XPENDING', key, group, 'IDLE', vt, '-', '+', npel)
     table.sort(owned, function(a, b)
       if a[3] ~= b[3] then return a[3] > b[3] end
       return id_before(a[1], b[1])
@@ -97,11 +92,11 @@ local function candidates(key, pkey, group, p, npel, all)
   end
   return out
 end
--- Serve the due candidates of KEY for CONSUMER, at most BOUND claimed (0: no bound):
+-- Serve the due candidates (CANDS) of KEY for CONSUMER, at most BOUND claimed (0: no bound):
 -- rows {id, fields} claimed; dead letters moved (XADD + XACK) on the way.
-local function serve(key, pkey, group, consumer, p, npel, bound)
+local function serve(key, pkey, group, consumer, p, cands, bound)
   local rows = {}
-  for _, cand in ipairs(candidates(key, pkey, group, p, npel, false)) do
+  for _, cand in ipairs(cands) do
     if bound > 0 and #rows >= bound then break end
     local row, released = cand[1], cand[2]
     local id, c = row[1], row[4]
@@ -139,10 +134,10 @@ local function serve(key, pkey, group, consumer, p, npel, bound)
   end
   return rows
 end
--- How many candidates of KEY are due now (dead letters included), at most LEFT.
-local function due_count(key, pkey, group, p, npel, left)
+-- How many of the candidates of KEY are due now (dead letters included), at most LEFT.
+local function due_count(key, p, cands, left)
   local n = 0
-  for _, cand in ipairs(candidates(key, pkey, group, p, npel, false)) do
+  for _, cand in ipairs(cands) do
     if n >= left then break end
     local row = cand[1]
     if row[3] >= need(p, cand[2], row[4]) and exists(key, row[1]) then n = n + 1 end
@@ -238,6 +233,12 @@ for i = 1, n do
   if ARGV[base + n + i] == '1' then return {12, 3, i} end
   infos[i] = g
 end
+local cands = {}
+for i = 1, n do
+  if policies[i] then
+    cands[i] = candidates(KEYS[i], KEYS[n + i], group, policies[i], field(infos[i], 'pending'))
+  end
+end
 if rcap > 0 then
   local total = 0
   for i = 1, n do
@@ -248,8 +249,7 @@ if rcap > 0 then
     local rows
     if id == '>' then
       if policies[i] then
-        local due = due_count(key, KEYS[n + i], group, policies[i], field(infos[i], 'pending'),
-          left)
+        local due = due_count(key, policies[i], cands[i], left)
         total = total + due
         left = left - due
       end
@@ -277,8 +277,7 @@ for i = 1, n do
   local key, id = KEYS[i], ARGV[base + i]
   local rows = {}
   if policies[i] then
-    rows = serve(key, KEYS[n + i], group, consumer, policies[i], field(infos[i], 'pending'),
-      bound)
+    rows = serve(key, KEYS[n + i], group, consumer, policies[i], cands[i], bound)
   end
   local argv = {'XREADGROUP', 'GROUP', group, consumer}
   local left = 0
