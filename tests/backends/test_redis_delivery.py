@@ -236,6 +236,9 @@ async def test_max_deliveries_moves_the_entry_to_the_dead_letter_stream(rb: Redi
     [stats] = await rb.delivery_stats()
     assert (stats.redelivered, stats.dead_lettered) == (1, 1)
     assert (stats.dead_letter_stream, stats.dead_letter_length) == ("dl", 1)
+    # a group destroyed behind xstreams' back (redis-cli) has no counters to show
+    await rb.router.call("s", "XGROUP", "DESTROY", "s", "g")
+    assert await rb.delivery_stats() == []
 
 
 async def test_fatal_moves_the_entry_at_the_next_read(rb: RedisBackend) -> None:

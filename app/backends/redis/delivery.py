@@ -295,13 +295,11 @@ class Delivery:
         out: list[DeliveryStats] = []
         for pkey in await self._policy_keys():
             stream = _stream_of(pkey)
-            raw = await self._router.call(stream, "HGETALL", encode(pkey))
-            fields = _pairs(raw)
-            for name, value in sorted(fields.items()):
-                if not name.startswith("p:"):
-                    continue
-                group = name[2:]
-                policy = DeliveryPolicy.from_json(json.loads(value))
+            policies = await self.delivery_policies(stream)  # of the groups still there
+            if not policies:
+                continue
+            fields = _pairs(await self._router.call(stream, "HGETALL", encode(pkey)))
+            for group, policy in sorted(policies.items()):
                 dead = policy.dead_letter_stream
                 length = None
                 if dead is not None:
