@@ -508,11 +508,17 @@ def test_each_command_follows_the_version_that_added_it() -> None:
         ("8.8.0", set()),
         ("255.255.255", set()),
     ):
-        for name, argv in (("xnack", xnack), ("claim", claim), ("xdelex", xdelex), ("trim", trim)):
+        for name, argv in (("claim", claim), ("xdelex", xdelex), ("trim", trim)):
             sent = _older(version, *argv)
             assert (sent is not None) == (name in emulated), (version, name)
             if sent is not None:
                 assert sent.line[0] == "EVAL"
+        # XNACK is one script on every server (a group's delivery policy decides inside
+        # it): the server's own XNACK without a policy where it has one (the native flag)
+        sent = _older(version, *xnack)
+        assert sent is not None and sent.line[0] == "EVAL"
+        native = sent.line[3 + 2 + 4]
+        assert native == ("0" if "xnack" in emulated else "1"), version
     # what names nothing newer goes as it is, on any server
     assert _older("7.0.15", "XTRIM", "s", "MAXLEN", "1") is None
     assert _older("7.0.15", "XREADGROUP", "GROUP", "g", "c", "STREAMS", "claim", ">") is None

@@ -27,6 +27,9 @@ docstring says the choices a caller may rely on:
 - features.py: the server's version, learnt at start, and which of the stream commands Redis
   added after 7.0 it has; newer.py: those commands on a server that lacks them (a script
   where 7.0's commands do the same exactly, else ``NotAvailable``).
+- delivery.py: ``Delivery`` over the router: groups' delivery policies (applied by every
+  group read, reads.py and passthrough.py), redrive, retention; policy_scripts.py: their
+  scripts.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from redis.asyncio.cluster import RedisCluster
 from app.backends.base import Gone
 from app.backends.idempotency import Run, Ticket, blocking_refused
 from app.backends.redis.blocking import BlockingReads
+from app.backends.redis.delivery import Delivery
 from app.backends.redis.groups import Groups
 from app.backends.redis.idempotent import attempt, idempotent
 from app.backends.redis.passthrough import Passthrough
@@ -53,6 +57,7 @@ from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest, may_block
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
+from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
@@ -98,7 +103,8 @@ class RedisBackend:
         blocking = BlockingReads(router, block_pools, block_connections)
         reads = Reads(router, blocking, limits)
         self.router, self.blocking_reads = router, blocking
-        self._passthrough = Passthrough(router, reads, limits)
+        self._delivery = delivery = Delivery(router)
+        self._passthrough = Passthrough(router, reads, limits, delivery)
         self._streams = Streams(router, reads, limits)
         self._groups = Groups(router, limits)
         self.name = router.name
@@ -176,7 +182,9 @@ class RedisBackend:
         return await self._streams.stream_full_info(key, count)
 
     async def delete_stream(self, key: str) -> bool:
-        return await self._streams.delete_stream(key)
+        gone = await self._streams.delete_stream(key)
+        await self._delivery.forget_stream(key)
+        return gone
 
     async def trim(self, key: str, spec: TrimSpec) -> int:
         return await self._streams.trim(key, spec)
@@ -223,7 +231,10 @@ class RedisBackend:
         await self._groups.set_group_id(key, name, id_text, entries_read)
 
     async def destroy_group(self, key: str, name: str) -> bool:
-        return await self._groups.destroy_group(key, name)
+        gone = await self._groups.destroy_group(key, name)
+        if gone:
+            await self._delivery.forget_group(key, name)
+        return gone
 
     async def consumers(
         self, key: str, group: str, start: str = "", count: int = 0
@@ -258,6 +269,36 @@ class RedisBackend:
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         return await self._groups.autoclaim(args)
+
+    # --- delivery policies and retention: Delivery ------------------------------------
+    async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
+        return await self._delivery.delivery_policy(key, group)
+
+    async def delivery_policies(self, key: str) -> dict[str, DeliveryPolicy]:
+        return await self._delivery.delivery_policies(key)
+
+    async def set_delivery_policy(
+        self, key: str, group: str, policy: DeliveryPolicy | None
+    ) -> bool:
+        return await self._delivery.set_delivery_policy(key, group, policy)
+
+    async def redrive(self, args: RedriveArgs) -> Redriven:
+        return await self._delivery.redrive(args)
+
+    async def retention(self, key: str) -> Retention | None:
+        return await self._delivery.retention(key)
+
+    async def set_retention(self, key: str, retention: Retention | None) -> bool:
+        return await self._delivery.set_retention(key, retention)
+
+    async def retentions(self) -> dict[str, Retention]:
+        return await self._delivery.retentions()
+
+    async def enforce_retention(self, key: str, retention: Retention, limit: int) -> int:
+        return await self._delivery.enforce_retention(key, retention, limit)
+
+    async def delivery_stats(self) -> list[DeliveryStats]:
+        return await self._delivery.delivery_stats()
 
 
 def _refuse_blocking(blocks: bool) -> None:

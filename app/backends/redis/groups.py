@@ -164,16 +164,9 @@ class Groups:
         return [int(code) for code in raw]
 
     async def nack(self, args: NackArgs) -> int:
-        if not (await self._router.server_features()).xnack:
-            line = newer.nack(args).line
-            return int(await self._router.write(args.key, *line))
-        argv: list[Arg] = [encode(args.key), encode(args.group), args.mode.value, "IDS"]
-        argv += [len(args.ids), *map(id_arg, args.ids)]
-        if args.retry_count is not None:
-            argv += ["RETRYCOUNT", args.retry_count]
-        if args.force:
-            argv.append("FORCE")
-        return int(await self._router.write(args.key, "XNACK", *argv))
+        # One script on every server: a group with a delivery policy releases at now.
+        native = (await self._router.server_features()).xnack
+        return int(await self._router.write(args.key, *newer.nack(args, native).line))
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
         count, first, last, consumers = await self._router.call(

@@ -148,13 +148,13 @@ def record_key(ticket: Ticket, cluster: bool) -> str:
     if not cluster:
         return f"xs:idem:{digest}"
     slot = key_slot(encode(ticket.anchor or ticket.name))
-    return f"xs:idem:{{{_tag(slot)}}}:{digest}"
+    return f"xs:idem:{{{slot_tag(slot)}}}:{digest}"
 
 
 _TAGS: list[str] = []
 
 
-def _tag(slot: int) -> str:
+def slot_tag(slot: int) -> str:
     """A short text whose hash slot is ``slot`` (the table is built once, on first use)."""
     if not _TAGS:
         table: list[str | None] = [None] * 16384

@@ -28,6 +28,10 @@ slot, where they give the same result exactly:
   consumer XINFO CONSUMERS and the XPENDING summary list; XPENDING shows its idle as the
   time since the epoch, not -1; released entries are claimed by ID, not in the order they
   were released; a pending ID whose entry was deleted is left with its owner (not counted).
+  XNACK is one script on every server (delivery.py): on a group with a delivery policy it is
+  this emulation even on 8.8, with the release time as delivery time (the back-off counts
+  from it) and the release recorded beside the policy (FIFO, the holder a dead letter names);
+  without a policy, the server's XNACK where it has one.
 - XADD IDMP / IDMPAUTO, XCFGSET: refused. A producer's iids would have to live beside the
   stream, expire by its entries' time and show in XINFO STREAM; 7.0's commands keep none of
   that with the stream, so no script does it exactly. A malformed IDMP XADD gets the
@@ -43,6 +47,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from app.backends.redis.delivery import nack_line
 from app.backends.redis.features import IDMP, REF_POLICIES, Features
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import (
@@ -58,7 +63,6 @@ from app.backends.redis.scripts import (
     TRIM_DELREF,
     XACKDEL,
     XDELEX,
-    XNACK_CLAIM,
     eval_keys,
 )
 from app.engine.clock import ManualClock
@@ -238,12 +242,10 @@ def _idmp_command(features: Features, args: list[str]) -> Bounded | None:
 
 
 # --- XNACK --------------------------------------------------------------------------------
-def nack(a: NackArgs) -> Bounded:
-    """XNACK by script on a server older than 8.8 (see this module's docstring)."""
-    retry: Arg = "" if a.retry_count is None else str(a.retry_count)
-    words: list[Arg] = [encode(a.group), a.mode.value, retry, "1" if a.force else "0"]
-    line = eval_keys(XNACK_CLAIM, [a.key], [*words, *map(id_arg, a.ids)])
-    return Bounded(line, _same, writes=True)
+def nack(a: NackArgs, native: bool = False) -> Bounded:
+    """XNACK by script (see this module's docstring): the server's own XNACK (``native``)
+    for a group without a delivery policy, else the emulation (delivery.py)."""
+    return Bounded(nack_line(a, native), _same, writes=True)
 
 
 # --- XREADGROUP ... CLAIM -----------------------------------------------------------------------
@@ -362,12 +364,10 @@ def older(features: Features, limits: Limits, cmd: Command, args: list[str]) -> 
             None if features.ref_policies else _add_or_trim_command(features, args, name == "xadd")
         )
     if name == "xnack":
-        if features.xnack:
-            return None
         try:
-            return nack(parse_xnack(args))
+            return nack(parse_xnack(args), features.xnack)
         except CommandError as e:
-            return _raise(e)
+            return None if features.xnack else _raise(e)
     if name in ("xread", "xreadgroup") and not features.read_claim and names_claim(args):
         return _claim_command(limits, args)
     return None

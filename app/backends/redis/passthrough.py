@@ -27,8 +27,10 @@ from app.backends.errors import (
     BlockPoolExhausted,
     RedisUnavailable,
 )
+from app.backends.redis.blocking import without_block
+from app.backends.redis.delivery import Delivery, applies, gated_read
 from app.backends.redis.features import Features
-from app.backends.redis.limits import Bounded, within_limits
+from app.backends.redis.limits import Bounded, read_head, read_request, within_limits
 from app.backends.redis.newer import older
 from app.backends.redis.parse import (
     Arg,
@@ -38,7 +40,7 @@ from app.backends.redis.parse import (
     encode,
     redis_error,
 )
-from app.backends.redis.reads import Reads
+from app.backends.redis.reads import Reads, id_errors
 from app.backends.redis.routing import Router
 from app.engine.commands.reads import may_block
 from app.engine.commands.table import Command, lookup
@@ -53,15 +55,33 @@ class Passthrough:
     """Raw commands, routed by their keys on ``router``, within the limits (limits.py);
     XREAD / XREADGROUP through ``reads``."""
 
-    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
+    def __init__(self, router: Router, reads: Reads, limits: Limits, delivery: Delivery) -> None:
         self._router = router
         self._reads = reads
         self._limits = limits
+        self._delivery = delivery
 
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         args = list(argv)
         cmd = _known(args)
-        return command_reply(cmd.name, args, await self._run(cmd, args, gone))
+        raw = await self._run(cmd, args, gone)
+        await self._delivery.forget(cmd.name, args)
+        return command_reply(cmd.name, args, raw)
+
+    async def _forget(
+        self, parsed: list[list[str]], answers: Sequence[CommandReply | CommandError]
+    ) -> None:
+        """The policies of what a pipeline's or a transaction's DEL, UNLINK, XGROUP
+        DESTROY removed (delivery.py)."""
+        for args, answer in zip(parsed, answers, strict=False):
+            if isinstance(answer, CommandError) or not args:
+                continue
+            if args[0].lower() in ("del", "unlink", "xgroup"):
+                try:
+                    name = _known(args).name
+                except CommandError:
+                    continue
+                await self._delivery.forget(name, args)
 
     async def _run(self, cmd: Command, args: list[str], gone: Gone | None) -> Raw:
         name = cmd.name
@@ -96,7 +116,17 @@ class Passthrough:
     def _bound(self, features: Features, cmd: Command, args: list[str]) -> Bounded | None:
         """How ``args`` is sent: a command newer than the server by newer.py, else within
         the limits (limits.py); None: as it is."""
-        return older(features, self._limits, cmd, args) or within_limits(self._limits, cmd, args)
+        bounded = older(features, self._limits, cmd, args) or within_limits(self._limits, cmd, args)
+        if cmd.name == "xreadgroup" and (bounded is None or bounded.line != ["PING"]):
+            r = read_request(args)
+            if r is not None and applies(r):  # the group's policy first (delivery.py)
+                keys, ids = list(r.keys), list(r.ids)
+                head = without_block(read_head(r, r.count))
+                plain: list[Arg] = [*head, "STREAMS", *map(encode, keys), *map(encode, ids)]
+                fallback = bounded if bounded is not None else plain
+                read = gated_read(self._limits, r, keys, ids, id_errors(r), fallback)
+                return Bounded(read.line, read.finish, writes=True)
+        return bounded
 
     async def _everywhere(self, name: str, args: list[str], raw: list[Arg]) -> Raw:
         """A whole-keyspace command in a cluster (see this module's docstring)."""
@@ -161,6 +191,7 @@ class Passthrough:
             answers[i] = _answer(parsed[i], line, r, finish.get(i))
         if wait:
             self._router.check_acked(replies[-1])
+        await self._forget(parsed, answers)
         return _unless_unavailable(answers)
 
     async def multi_exec(
@@ -208,10 +239,12 @@ class Passthrough:
             raise redis_error(result)
         if writes:
             self._router.check_acked(replies[-1])
-        return [
+        answers = [
             _answer(args, line, r, f)
             for args, line, r, f in zip(parsed, lines[1:], result or [], finish, strict=False)
         ]
+        await self._forget(parsed, answers)
+        return answers
 
 
 def _unless_unavailable(

@@ -8,8 +8,10 @@ import time
 
 from app.backends.base import Gone
 from app.backends.redis import caps
-from app.backends.redis.blocking import BlockingReads, merge
+from app.backends.redis.blocking import BlockingReads, merge, without_block
+from app.backends.redis.delivery import POLICY_POLL_MS, applies, gated_read, send_script
 from app.backends.redis.limits import (
+    Bounded,
     capped_read,
     group_line,
     group_reply,
@@ -27,8 +29,16 @@ from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
 from app.engine.clock import ManualClock
 from app.engine.commands.reads import ReadRequest, parse_read_request
+from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
+
+
+def id_errors(r: ReadRequest) -> list[CommandError | None]:
+    """Each key's ID error, as the engine finds it (none for ``>``)."""
+    if all(text == ">" for text in r.ids):
+        return [None] * len(r.ids)
+    return claim_id_errors(r)
 
 
 class Reads:
@@ -61,10 +71,18 @@ class Reads:
         group = r.group is not None
         block = r.block_ms is not None
         cap = limits.reply_cap(r.count, len(keys))
-        if group and cap is None and limits.group_consumers:
+        gated = False
+        if applies(r):
+            done, raw = await self._policy_first(r, cap, gone)
+            if done:
+                return raw
+            gated = raw is None  # the fallback ran and found nothing: only the wait is left
+            if gated and not block:
+                return None
+        if group and cap is None and limits.group_consumers and not gated:
             await self._room_for(r)
         if cap is not None and group:
-            raw = await self._group_read(r, cap)
+            raw = None if gated else await self._group_read(r, cap)
             if raw is not None or not block:
                 return raw
             # Nothing to serve now: wait, each stream's part within its share of the limit.
@@ -79,6 +97,117 @@ class Reads:
         if cap is not None:
             raw = capped_read(limits, r.command, cap)(raw)
         return raw
+
+    def _fallback(self, r: ReadRequest, cap: int | None) -> Bounded | list[Arg]:
+        """What a group read without a policy sends (non-blocking; one slot): the limit
+        script, the consumer cap's, or the plain XREADGROUP."""
+        limits = self._limits
+        keys = list(r.keys)
+        if cap is not None:
+            line = group_line(r, keys, list(r.ids), cap, "read", limits.group_consumers)
+            return Bounded(line, group_reply(limits, r), writes=True)
+        head = without_block(read_head(r, r.count))
+        plain: list[Arg] = [*head, "STREAMS", *map(encode, keys), *map(encode, r.ids)]
+        if limits.group_consumers:
+            assert r.group is not None and r.consumer is not None
+            encoded = [encode(k) for k in keys]
+            return Bounded(*caps.room_then(limits, encoded, r.group, encode(r.consumer), plain))
+        return plain
+
+    async def _policy_first(
+        self, r: ReadRequest, cap: int | None, gone: Gone | None
+    ) -> tuple[bool, Raw]:
+        """A group read of new entries with the policies first (delivery.py): (True, reply)
+        when answered; (False, None) when no stream has a policy and the fallback ran and
+        found nothing (a blocking read then waits); (False, [...]) when nothing ran (several
+        slots, none with a policy): the usual path follows."""
+        router = self._router
+        keys = list(r.keys)
+        errors = id_errors(r)
+        slots: dict[int, list[int]] = {}
+        for i, key in enumerate(keys):
+            slots.setdefault(router.slot(key), []).append(i)
+        if len(slots) == 1:
+            read = gated_read(self._limits, r, keys, list(r.ids), errors, self._fallback(r, cap))
+            raw = await send_script(router, keys[0], read.line)
+            got = read.finish(raw)
+            if not read.policy(raw):
+                if got is not None:
+                    return True, got
+                return False, None
+            if got is not None or r.block_ms is None:
+                return True, got
+        else:
+            found = False
+            for idx in slots.values():
+                probe = gated_read(
+                    self._limits,
+                    r,
+                    [keys[i] for i in idx],
+                    [r.ids[i] for i in idx],
+                    [errors[i] for i in idx],
+                    None,
+                    "probe",
+                )
+                raw = await send_script(router, keys[idx[0]], probe.line)
+                found = probe.policy(raw) or found
+            if not found:
+                return False, []
+        return True, await self._policy_read(r, slots, errors, gone)
+
+    async def _policy_read(
+        self,
+        r: ReadRequest,
+        slots: dict[int, list[int]],
+        errors: list[CommandError | None],
+        gone: Gone | None,
+    ) -> Raw:
+        """The policy read on each slot; with BLOCK and nothing there, a plain blocking
+        XREADGROUP for new entries, for no longer than until the next pending entry turns
+        due (``POLICY_POLL_MS`` at most), then again, until the timeout."""
+        router = self._router
+        keys = list(r.keys)
+        loop = asyncio.get_running_loop()
+        deadline = None if not r.block_ms else loop.time() + r.block_ms / 1000
+        while True:
+            replies = []
+            wait = -1
+            for idx in slots.values():
+                read = gated_read(
+                    self._limits,
+                    r,
+                    [keys[i] for i in idx],
+                    [r.ids[i] for i in idx],
+                    [errors[i] for i in idx],
+                    None,
+                    "force" if r.block_ms is None else "wait",
+                    waiting=True,
+                )
+                got = read.finish(await send_script(router, keys[idx[0]], read.line))
+                if isinstance(got, list) and got and got[0] is None:
+                    if got[1] >= 0:
+                        wait = got[1] if wait < 0 else min(wait, got[1])
+                else:
+                    replies.append(got)
+            reply = merge(keys, replies)
+            if reply is not None or r.block_ms is None:
+                return reply
+            nap = POLICY_POLL_MS if wait < 0 else min(wait, POLICY_POLL_MS)
+            if deadline is not None:
+                left = (deadline - loop.time()) * 1000
+                if left <= 0:
+                    return None
+                nap = min(nap, int(left))
+            nap = max(nap, 1)  # BLOCK 0 would wait for ever
+            count = r.count
+            if self._limits.reply_entries:
+                share = max(1, self._limits.reply_entries // len(keys))
+                count = min(count, share) if count else share
+            head = read_head(dataclasses.replace(r, block_ms=nap), count)
+            ids: list[Arg] = [b">"] * len(keys)
+            fresh = await self._blocking.xread(head, keys, ids, True, True, gone)
+            if fresh is not None:
+                return fresh
 
     async def _claim_read(self, r: ReadRequest, gone: Gone | None) -> Raw:
         """XREADGROUP ... CLAIM on a server older than 8.4 (newer.py): the script; with

@@ -619,55 +619,6 @@ return {1, false, wait}
 """
 )
 
-# XNACK KEYS[1] ARGV[1] (the group) ARGV[2] (SILENT | FAIL | FATAL) IDS ARGV[5..]
-# [RETRYCOUNT ARGV[3] ('': none)] [FORCE (ARGV[4] '1')], as Redis 8.8 answers it: each
-# pending ID (or, with FORCE, each ID in the stream) is claimed by the consumer '' with
-# delivery time 0, so every claim sees it as the longest idle; its delivery count is set by
-# the mode. An ID gone from the stream is left as it is (XCLAIM would drop it).
-XNACK_CLAIM = (
-    NEWER_HELPERS
-    + """
-local key, group, mode, retry, force = KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
-local t = stream_type(key)
-if not t then return redis.error_reply(WRONGTYPE) end
-if t == 'none' or not find_group(redis.call('XINFO', 'GROUPS', key), group) then
-  return redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
-    group .. "'")
-end
-local n = 0
-for i = 5, #ARGV do
-  local id = ARGV[i]
-  local row = redis.call('XPENDING', key, group, id, id, 1)[1]
-  if (row or force) and exists(key, id) then
-    local rc = nil
-    if retry ~= '' then
-      rc = retry
-    elseif mode == 'FATAL' then
-      rc = '9223372036854775807'
-    elseif not row then
-      rc = '0'
-    elseif mode == 'SILENT' then
-      local c = row[4]
-      if c >= 9.2e18 then rc = '9223372036854775806'
-      elseif c > 0 then rc = count_text(c - 1)
-      else rc = '0' end
-    end
-    local argv = {'XCLAIM', key, group, '', 0, id, 'TIME', 0}
-    if rc then
-      argv[#argv + 1] = 'RETRYCOUNT'
-      argv[#argv + 1] = rc
-    end
-    if not row then argv[#argv + 1] = 'FORCE' end
-    argv[#argv + 1] = 'JUSTID'
-    redis.call(unpack(argv))
-    n = n + 1
-  end
-end
-return n
-"""
-)
-
-
 # APPEND (above) whose entries all carry one DELREF trim (ARGV[3..6], as ``delref_trim``
 # takes it; the entries from ARGV[7]), on a server older than 8.2: trimming once after the
 # last entry removes what trimming after each would (the oldest live entries past the
