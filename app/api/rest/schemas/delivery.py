@@ -51,7 +51,7 @@ class Policy(Body):
         "Cluster it must share the stream's hash slot (a hash tag: `{orders}` and "
         "`{orders}:dead`).",
     )
-    backoff_ms: Annotated[list[Int], Field(max_length=MAX_BACKOFF_STEPS)] | None = Field(
+    backoff_ms: list[Int] | None = Field(
         None,
         description="The n-th redelivery of an entry (after XNACK FAIL or a visibility "
         "timeout) waits at least `backoff_ms[min(n, len) - 1]` since its last delivery; the "
