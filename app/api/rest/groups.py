@@ -85,7 +85,8 @@ async def create_group(
             await explained(backend, stream, None, e)
         raise
     response.headers["Location"] = f"{stream_url(stream)}/groups/{segment(body.name)}"
-    return await _shown(backend, stream, body.name)
+    # A group is created without a policy (and a policy goes with its group).
+    return schema.group(await backend.group(stream, body.name), None)
 
 
 async def _shown(backend: Backend, stream: str, group: str) -> Group:
