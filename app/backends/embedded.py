@@ -37,6 +37,7 @@ from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
+from app.engine.commands import policy as policies
 from app.engine.commands.bulk import run_at, xadd_batch
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
@@ -54,6 +55,7 @@ from app.engine.commands.streams import (
 )
 from app.engine.commands.table import Command, lookup
 from app.engine.commands.xcfgset import XCfgSetArgs, xcfgset
+from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
 from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -500,6 +502,64 @@ class EmbeddedBackend:
             return self.store.run(ops.xautoclaim, args)
         finally:
             await self._visible((args.key,))
+
+    # --- delivery policies and retention ---------------------------------------------
+    async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
+        try:
+            return ops.find_group(self.store.keyspace, key, group)[1].policy
+        finally:
+            await self._visible((key,))
+
+    async def delivery_policies(self, key: str) -> dict[str, DeliveryPolicy]:
+        try:
+            stream = self.store.keyspace.get(key)
+            if stream is None:
+                return {}
+            return {n: g.policy for n, g in stream.groups.items() if g.policy is not None}
+        finally:
+            await self._visible((key,))
+
+    async def set_delivery_policy(
+        self, key: str, group: str, policy: DeliveryPolicy | None
+    ) -> bool:
+        self._writable()
+        try:
+            return self.store.run(policies.set_policy, key, group, policy)
+        finally:
+            await self._visible((key,))
+
+    async def redrive(self, args: RedriveArgs) -> Redriven:
+        self._writable()
+        try:
+            return self.store.run(policies.redrive, args)
+        finally:
+            await self._visible((args.key,))
+
+    async def retention(self, key: str) -> Retention | None:
+        try:
+            return self.store.keyspace.retention.get(key)
+        finally:
+            await self._visible((key,))
+
+    async def set_retention(self, key: str, retention: Retention | None) -> bool:
+        self._writable()
+        try:
+            return self.store.run(policies.set_retention, key, retention)
+        finally:
+            await self._visible((key,))
+
+    async def retentions(self) -> dict[str, Retention]:
+        return dict(self.store.keyspace.retention)
+
+    async def enforce_retention(self, key: str, retention: Retention, limit: int) -> int:
+        self._writable()
+        try:
+            return self.store.run(policies.enforce_retention, key, retention, limit)
+        finally:
+            await self._visible((key,))
+
+    async def delivery_stats(self) -> list[DeliveryStats]:
+        return policies.delivery_stats(self.store.keyspace)
 
 
 class _Idempotent:

@@ -41,6 +41,14 @@ requests that carried an Idempotency-Key (``app.engine.responses``; key is
     ["xcfgset", key, duration_s, maxsize]          IdmpConfigured (XCFGSET)
     ["remember", key, name, [fingerprint, response], expires_ms]  ResponseKept
 
+Record format 4 adds delivery policies and retention (``app.engine.delivery``; the policy and
+the retention in their ``as_json`` form, null when removed) and a release's time under a
+policy (migration 0006):
+
+    ["policy", key, group, {...} | null]           PolicySet
+    ["retention", key, {...} | null]               RetentionSet
+    ["nack", key, group, [id, ...], [count, ...], at_ms]  Released under a policy
+
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
 stops recovery where it is instead of building a state that differs from the one recorded.
@@ -67,6 +75,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from app.engine.delivery import DeliveryPolicy, Retention
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -88,16 +97,19 @@ from app.engine.effects import (
     KeyRenamed,
     LastIdSet,
     PendingSet,
+    PolicySet,
     Record,
     RefsDropped,
     Released,
     ReplayError,
     ResponseKept,
+    RetentionSet,
     StreamCreated,
     StreamRestored,
     Trimmed,
     Unstorable,
 )
+from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.int64 import INT64_MIN, UINT64_MAX, is_i64, is_u64
 from app.engine.refs import RefPolicy
@@ -341,7 +353,42 @@ def _released(w: list[Any]) -> Released:
     ids = _sids(w[3])
     if not isinstance(w[4], list) or len(w[4]) != len(ids):
         raise ReplayError(f"a release needs one delivery count per ID: {w!r}")
-    return Released(key=_str(w[1]), group=_str(w[2]), ids=ids, counts=tuple(u64(c) for c in w[4]))
+    counts = tuple(u64(c) for c in w[4])
+    at = i64(w[5]) if len(w) > 5 else 0
+    return Released(key=_str(w[1]), group=_str(w[2]), ids=ids, counts=counts, at_ms=at)
+
+
+def _released_wire(e: Released) -> list[Any]:
+    """A release's stored form: format 2's five items, and its time after them when it is
+    not 0 (a release under a policy, format 4)."""
+    w: list[Any] = [
+        "nack",
+        e.key,
+        e.group,
+        sid_texts(e.ids),
+        [put_u64(c, "a delivery count") for c in e.counts],
+    ]
+    if e.at_ms:
+        w.append(put_i64(e.at_ms, "a release time"))
+    return w
+
+
+def _policy(value: Any) -> DeliveryPolicy | None:
+    if value is None:
+        return None
+    try:
+        return DeliveryPolicy.from_json(value)
+    except CommandError as e:
+        raise ReplayError(f"malformed delivery policy {value!r}: {e}") from e
+
+
+def _retention(value: Any) -> Retention | None:
+    if value is None:
+        return None
+    try:
+        return Retention.from_json(value)
+    except CommandError as e:
+        raise ReplayError(f"malformed retention {value!r}: {e}") from e
 
 
 def _entries_added(w: list[Any]) -> EntriesAdded:
@@ -565,19 +612,7 @@ KINDS: tuple[Kind[Any], ...] = (
         lambda e: ["unref", e.key, sid_texts(e.ids)],
         lambda w: RefsDropped(key=_str(w[1]), ids=_sids(w[2])),
     ),
-    _kind(
-        "nack",
-        Released,
-        5,
-        lambda e: [
-            "nack",
-            e.key,
-            e.group,
-            sid_texts(e.ids),
-            [put_u64(c, "a delivery count") for c in e.counts],
-        ],
-        _released,
-    ),
+    _kind("nack", Released, (5, 6), _released_wire, _released),
     # Record format 3 (idempotent requests):
     _kind(
         "remember",
@@ -637,6 +672,21 @@ KINDS: tuple[Kind[Any], ...] = (
             put_u64(e.maxsize, "an IDMP size"),
         ],
         lambda w: IdmpConfigured(key=_str(w[1]), duration_s=u64(w[2]), maxsize=u64(w[3])),
+    ),
+    # Record format 4 (delivery policies and retention):
+    _kind(
+        "policy",
+        PolicySet,
+        4,
+        lambda e: ["policy", e.key, e.group, None if e.policy is None else e.policy.as_json()],
+        lambda w: PolicySet(key=_str(w[1]), group=_str(w[2]), policy=_policy(w[3])),
+    ),
+    _kind(
+        "retention",
+        RetentionSet,
+        3,
+        lambda e: ["retention", e.key, None if e.retention is None else e.retention.as_json()],
+        lambda w: RetentionSet(key=_str(w[1]), retention=_retention(w[2])),
     ),
 )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.engine.delivery import DeliveryPolicy, Retention
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.stream import Fields, TrimSpec
@@ -216,6 +217,7 @@ class Released:
     group: str
     ids: tuple[StreamID, ...]
     counts: tuple[int, ...]
+    at_ms: int = 0  # their delivery time: 0 as Redis, the release time under a policy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,6 +264,23 @@ class IdmpConfigured:
     maxsize: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicySet:
+    """A group's delivery policy was set, or removed (None)."""
+
+    key: str
+    group: str
+    policy: DeliveryPolicy | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetentionSet:
+    """The retention kept for the stream name ``key`` was set, or removed (None)."""
+
+    key: str
+    retention: Retention | None
+
+
 Effect = (
     StreamCreated
     | KeyDeleted
@@ -288,6 +307,8 @@ Effect = (
     | IdmpRecorded
     | IdmpDuplicate
     | IdmpConfigured
+    | PolicySet
+    | RetentionSet
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened
 

@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from app.engine.delivery import DeliveryPolicy
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import utf8
@@ -45,8 +46,15 @@ class ConsumerGroup:
     entries_read: int | None
     pel: Pel = field(default_factory=Pel)
     consumers: dict[str, Consumer] = field(default_factory=dict)
-    # Packed IDs released by XNACK and not claimed since, oldest release first (an ordered set).
-    released: dict[int, None] = field(default_factory=dict)
+    # Packed IDs released by XNACK and not claimed since, oldest release first, each with
+    # the consumer that held it before (None: unknown), which a dead letter names.
+    released: dict[int, str | None] = field(default_factory=dict)
+    # The delivery policy (app/engine/delivery.py); None: the group is exactly Redis's.
+    policy: DeliveryPolicy | None = None
+    # What the policy did since it was set (not journaled: /metrics counters restart with
+    # the process, as Prometheus counters do).
+    redelivered: int = 0
+    dead_lettered: int = 0
 
     def consumer(self, name: str, now_ms: int, *, refresh: bool = True) -> Consumer:
         """Look a consumer up, creating it if needed; a lookup refreshes its seen-time."""
@@ -92,18 +100,20 @@ class ConsumerGroup:
                 self.released.pop(key, None)
         return pending
 
-    def release(self, sid: StreamID, delivery_count: int) -> None:
-        """XNACK: the entry stays pending with no owner, delivery time 0 (claimable at any
-        min-idle-time) and ``delivery_count``, at the end of the released FIFO; created
-        when it was not pending (FORCE)."""
+    def release(self, sid: StreamID, delivery_count: int, at_ms: int = 0) -> None:
+        """XNACK: the entry stays pending with no owner, delivery time ``at_ms`` (0, as
+        Redis: claimable at any min-idle-time; a policy's release time, which its back-off
+        counts from) and ``delivery_count``, at the end of the released FIFO; created when
+        it was not pending (FORCE)."""
         key = key_of(sid)
-        old = self.pel.put(key, PendingEntry(None, 0, delivery_count))
+        old = self.pel.put(key, PendingEntry(None, at_ms, delivery_count))
+        holder = self.released.pop(key, None)
         if old is not None and old.consumer is not None:
+            holder = old.consumer
             previous = self.consumers.get(old.consumer)
             if previous is not None:
                 previous.pel.discard(key)
-        self.released.pop(key, None)
-        self.released[key] = None
+        self.released[key] = holder
 
     def released_ids(self) -> list[StreamID]:
         """The released entries in the order claims serve them (oldest release first)."""

@@ -15,6 +15,7 @@ from sortedcontainers import SortedList
 
 from app.engine.blocking import BlockedClients
 from app.engine.clock import Clock, SystemClock
+from app.engine.delivery import Retention
 from app.engine.effects import (
     ConfigSet,
     Effect,
@@ -122,6 +123,9 @@ class Keyspace:
     # Responses kept for requests that carried an Idempotency-Key (not keys: FLUSHALL and
     # SCAN never see them).
     responses: Responses = field(default_factory=Responses)
+    # Retention by stream name (app/engine/delivery.py): it outlives a DEL of the stream,
+    # not a FLUSHALL.
+    retention: dict[str, Retention] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.started_ms < 0:
@@ -173,6 +177,7 @@ class Keyspace:
     def flush(self) -> None:
         keys = list(self.streams)
         self.streams.clear()
+        self.retention.clear()
         self.record(Flushed())
         for key in keys:
             self.blocked.signal(key)

@@ -36,11 +36,13 @@ from app.engine.effects import (
     KeyRenamed,
     LastIdSet,
     PendingSet,
+    PolicySet,
     Record,
     RefsDropped,
     Released,
     ReplayError,
     ResponseKept,
+    RetentionSet,
     StreamCreated,
     StreamRestored,
     Trimmed,
@@ -213,6 +215,7 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                 raise ReplayError(f"deletion of missing stream {key!r}")
         case Flushed():
             ks.streams.clear()
+            ks.retention.clear()
         case KeyRenamed(key=key, new_key=new_key):
             if key not in ks.streams:
                 raise ReplayError(f"rename of missing stream {key!r}")
@@ -240,10 +243,17 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             trim_stream(_stream(ks, key), trim)
         case RefsDropped(key=key, ids=ids):
             drop_refs(_stream(ks, key), ids)
-        case Released(key=key, group=group, ids=ids, counts=counts):
+        case Released(key=key, group=group, ids=ids, counts=counts, at_ms=at_ms):
             g = _group(ks, key, group)
             for sid, count in zip(ids, counts, strict=True):
-                g.release(sid, count)
+                g.release(sid, count, at_ms)
+        case PolicySet(key=key, group=group, policy=policy):
+            _group(ks, key, group).policy = policy
+        case RetentionSet(key=key, retention=retention):
+            if retention is None:
+                ks.retention.pop(key, None)
+            else:
+                ks.retention[key] = retention
         case IdmpRecorded(key=key, producer=producer, iid=iid, id=sid, now_ms=now_ms):
             s = _stream(ks, key)
             if s.idmp is None:

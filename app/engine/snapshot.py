@@ -26,19 +26,24 @@ from app.engine.codec import (
     sid_text,
     u64,
 )
+from app.engine.delivery import DeliveryPolicy, Retention
 from app.engine.effects import ReplayError
+from app.engine.errors import CommandError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.idmp import Idmp
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.pel import MASK64, key_of
+from app.engine.pel import MASK64, key_of, sid_of
 from app.engine.responses import Stored
 from app.engine.stream import Node, Stream
 
-SNAPSHOT_FORMAT = 4
+SNAPSHOT_FORMAT = 5
 # 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
 # 4: a stream may carry "idmp", its IDMP state (Redis 8.6: ``idmp_view``); the document may
 #    carry "responses", the kept responses of Idempotency-Key (``app.engine.responses``).
+# 5: a group with a delivery policy carries it as a seventh item (the sixth, its released
+#    entries, then [id, consumer that held it] pairs); the document may carry "retention",
+#    [[stream name, retention], ...] (``app.engine.delivery``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,7 @@ class SnapshotView:
     config_set: dict[str, int]  # what CONFIG SET changed (restored; the rest is the start's)
     # Idempotent requests' kept responses, oldest first: (name, fingerprint, response, expiry).
     responses: list[tuple[str, bytes, bytes, int]] = field(default_factory=list)
+    retention: list[tuple[str, dict[str, int]]] = field(default_factory=list)
 
 
 def _node_view(n: Node) -> NodeView:
@@ -114,7 +120,8 @@ def snapshot_view(ks: Keyspace) -> SnapshotView:
     responses = [
         (name, r.fingerprint, r.response, r.expires_ms) for name, r in ks.responses.entries.items()
     ]
-    return SnapshotView(config, streams, dict(ks.config_set), responses)
+    retention = [(name, r.as_json()) for name, r in ks.retention.items()]
+    return SnapshotView(config, streams, dict(ks.config_set), responses, retention)
 
 
 def _pack(values: array[int], n: int) -> list[str]:
@@ -192,18 +199,27 @@ def encode_snapshot(view: SnapshotView) -> bytes:
             sd["idmp"] = sv.idmp
         streams.append(sd)
     released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
+    policy = view.retention or any(len(g) > 6 for sv in view.streams for g in sv.groups)
     idmp = any(sv.idmp is not None for sv in view.streams)
     doc: dict[str, Any] = {
         # The oldest format that can hold the state: 2, then 3 with released (XNACK)
         # entries, then 4 with IDMP state or kept responses (Idempotency-Key), so an older
         # xstreams still loads a snapshot without the newer state and a database that never
         # used the newer commands can move back a version.
-        "format": SNAPSHOT_FORMAT if idmp or view.responses else 3 if released else 2,
+        "format": SNAPSHOT_FORMAT
+        if policy
+        else 4
+        if idmp or view.responses
+        else 3
+        if released
+        else 2,
         "config": [view.config.node_max_entries, view.config.node_max_bytes],
         "streams": streams,
     }
     if view.config_set:
         doc["config_set"] = view.config_set
+    if view.retention:
+        doc["retention"] = [[name, r] for name, r in view.retention]
     if view.responses:
         doc["responses"] = [
             [name, _b64(fingerprint), _b64(response), expires_ms]
@@ -282,12 +298,12 @@ def configure(ks: Keyspace, name: Any, value: Any) -> None:
 
 
 def decode_snapshot(data: bytes, ks: Keyspace) -> None:
-    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1-4)."""
+    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1-5)."""
     try:
         doc = decode_json(data)
     except ValueError as e:
         raise ReplayError(f"snapshot is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, SNAPSHOT_FORMAT):
+    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, 4, SNAPSHOT_FORMAT):
         raise ReplayError("unknown snapshot format")
     decode_node = _decode_node if doc["format"] != 1 else _decode_node_v1
     try:
@@ -316,6 +332,12 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 raise ValueError(f"a kept response {name!r}")
             stored = Stored(a2b_base64(fingerprint), a2b_base64(response), i64(expires_ms))
             ks.responses.put(name, stored)
+        for name, value in doc.get("retention", []):
+            if not isinstance(name, str):
+                raise ValueError(f"a retention's stream name {name!r}")
+            ks.retention[name] = Retention.from_json(value)
+    except CommandError as e:
+        raise ReplayError(f"malformed snapshot: {e}") from e
     except (KeyError, IndexError, TypeError, ValueError, OverflowError) as e:
         raise ReplayError(f"malformed snapshot: {e!r}") from e
 
@@ -363,7 +385,11 @@ def group_views(s: Stream) -> list[Any]:
         ]
         consumers = [[c.name, c.seen_time_ms] for c in g.consumers.values()]
         group: list[Any] = [g.name, sid_text(g.last_id), g.entries_read, consumers, pel]
-        if g.released:
+        if g.policy is not None:
+            # Format 5: the released entries with who held them (a dead letter names it).
+            group.append([[sid_text(sid_of(k)), holder] for k, holder in g.released.items()])
+            group.append(g.policy.as_json())
+        elif g.released:
             group.append([sid_text(sid) for sid in g.released_ids()])
         groups.append(group)
     return groups
@@ -388,7 +414,7 @@ def _checked_groups(groups: list[Any]) -> list[Any]:
 
 def load_groups(s: Stream, groups: list[Any]) -> None:
     for name, last_id, entries_read, consumers, pel, *more in groups:
-        if not isinstance(name, str) or len(more) > 1:
+        if not isinstance(name, str) or len(more) > 2:
             raise ReplayError(f"malformed snapshot: group name {name!r}")
         read = None if entries_read is None else i64(entries_read)
         g = s.groups[name] = ConsumerGroup(name, sid_from_text(last_id), read)
@@ -408,9 +434,17 @@ def load_groups(s: Stream, groups: list[Any]) -> None:
                 last = pending
             entries[key] = last
         g.pel.load(entries)
-        for text in more[0] if more else ():
+        for item in more[0] if more else ():
+            text, holder = item if isinstance(item, list) else (item, None)
+            if holder is not None and not isinstance(holder, str):
+                raise ReplayError(f"malformed snapshot: released {text!r} held by {holder!r}")
             key = key_of(sid_from_text(text))
             unowned = entries.get(key)
             if unowned is None or unowned.consumer is not None:
                 raise ReplayError(f"malformed snapshot: released {text!r} is not an unowned entry")
-            g.released[key] = None
+            g.released[key] = holder
+        if len(more) > 1:
+            try:
+                g.policy = DeliveryPolicy.from_json(more[1])
+            except CommandError as e:
+                raise ReplayError(f"malformed snapshot: group {name!r}'s policy: {e}") from e

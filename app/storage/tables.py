@@ -70,7 +70,7 @@ meta = Table(
 )
 
 # What the rows above hold; recovery refuses a database written in another format.
-RECORD_FORMAT = "3"
+RECORD_FORMAT = "4"
 GROUP_MAX_RECORDS = 5000
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from app.engine import effects
 from app.engine.codec import KINDS, decode_record, effect_from_wire, encode_record
+from app.engine.delivery import DeliveryPolicy, Retention
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -36,10 +37,12 @@ from app.engine.effects import (
     KeyRenamed,
     LastIdSet,
     PendingSet,
+    PolicySet,
     RefsDropped,
     Released,
     ReplayError,
     ResponseKept,
+    RetentionSet,
     StreamCreated,
     StreamRestored,
     Trimmed,
@@ -169,6 +172,35 @@ STORED: list[tuple[list[Any], Effect]] = [
     ),
     (["idmpdup", "s", 7], IdmpDuplicate(key="s", now_ms=7)),
     (["xcfgset", "s", 86400, 10000], IdmpConfigured(key="s", duration_s=86400, maxsize=10000)),
+    # Record format 4:
+    (
+        [
+            "policy",
+            "s",
+            "g",
+            {
+                "visibility_timeout_ms": 30000,
+                "max_deliveries": 5,
+                "dead_letter_stream": "s:dead",
+                "backoff_ms": [1000, 5000],
+            },
+        ],
+        PolicySet(
+            key="s",
+            group="g",
+            policy=DeliveryPolicy(30000, 5, "s:dead", (1000, 5000)),
+        ),
+    ),
+    (["policy", "s", "g", None], PolicySet(key="s", group="g", policy=None)),
+    (
+        ["retention", "s", {"max_age_ms": 60000, "max_bytes": 4096}],
+        RetentionSet(key="s", retention=Retention(max_age_ms=60000, max_bytes=4096)),
+    ),
+    (["retention", "s", None], RetentionSet(key="s", retention=None)),
+    (
+        ["nack", "s", "g", ["3-0"], [1], 1700000000000],
+        Released(key="s", group="g", ids=(StreamID(3, 0),), counts=(1,), at_ms=1700000000000),
+    ),
 ]
 
 

@@ -181,7 +181,7 @@ def test_format_1_database_is_upgraded_and_loads(db_url: str) -> None:
         with engine.connect() as conn:
             before = conn.execute(text("select records from xstreams_journal")).all()
         assert migrate.upgrade(engine) == migrate.head_revision()
-        assert db.record_format() == RECORD_FORMAT == "3"
+        assert db.record_format() == RECORD_FORMAT == "4"
         with engine.connect() as conn:
             assert conn.execute(text("select records from xstreams_journal")).all() == before
         store = Store(clock=ManualClock(T0))
@@ -276,13 +276,13 @@ def test_downgrade_of_0005_refused_with_format_3_records(db_url: str, command: l
     """0005 cannot be undone while the journal holds a record format 2 cannot express."""
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0005")
         db = Database(engine)
         assert db.record_format() == "3"
         db.append(_records(*FORMAT_1_COMMANDS, command))
         with pytest.raises(RuntimeError, match="format 3"):
             _downgrade(engine, "0004")
-        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert migrate.current_revision(engine) == "0005"
         assert db.record_format() == "3"
     finally:
         engine.dispose()
@@ -293,7 +293,7 @@ def test_downgrade_of_0005_refused_with_a_format_4_snapshot(db_url: str) -> None
 
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0005")
         db = Database(engine)
         store = Store()
         for argv in [*FORMAT_1_COMMANDS, ["XCFGSET", "s", "IDMP-MAXSIZE", "7"]]:
@@ -310,11 +310,65 @@ def test_downgrade_of_0005_with_format_2_records_only(db_url: str) -> None:
     """Without IDMP records the format goes back to 2, and 0004's checks still run below."""
     engine = create_db_engine(db_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, "0005")
         db = Database(engine)
         db.append(_records(*FORMAT_1_COMMANDS, ["XADD", "s", "*", "f", "v"]))
         _downgrade(engine, "0004")
         assert migrate.current_revision(engine) == "0004"
         assert db.record_format() == "2"
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("change", ["policy", "retention", "release"])
+def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: str) -> None:
+    """0006 cannot be undone while the journal holds a policy, a retention, or a release
+    under a policy (its time): format 3 cannot express them."""
+    from app.engine.codec import encode_record
+    from app.engine.commands.policy import set_policy, set_retention
+    from app.engine.delivery import DeliveryPolicy, Retention
+    from app.engine.effects import Record
+
+    written: list[Record] = []
+
+    class Sink:
+        def append(self, record: Record) -> None:
+            written.append(record)
+
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        assert db.record_format() == "4"
+        store = Store(clock=ManualClock(T0), journal=Sink())
+        for argv in [*FORMAT_1_COMMANDS, ["XGROUP", "CREATE", "s", "p", "0"]]:
+            store.execute(argv)
+        if change == "retention":
+            store.run(set_retention, "s", Retention(max_len=5))
+        else:
+            store.run(set_policy, "s", "p", DeliveryPolicy(backoff_ms=(10,)))
+        if change == "release":
+            store.execute(["XREADGROUP", "GROUP", "p", "c", "STREAMS", "s", ">"])
+            del written[:]  # only the release: its time alone is format 4
+            store.execute(["XNACK", "s", "p", "FAIL", "IDS", "1", "2-0"])
+        db.append([(i, encode_record(r)) for i, r in enumerate(written, 1)])
+        with pytest.raises(RuntimeError, match="format 4"):
+            _downgrade(engine, "0005")
+        assert migrate.current_revision(engine) == migrate.head_revision()
+        assert db.record_format() == "4"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0006_with_format_3_records_only(db_url: str) -> None:
+    """A release without a policy (time 0) is format 2's: the format goes back to 3."""
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        db.append(_records(*FORMAT_1_COMMANDS, ["XNACK", "s", "g", "FAIL", "IDS", "1", "2-0"]))
+        _downgrade(engine, "0005")
+        assert migrate.current_revision(engine) == "0005"
+        assert db.record_format() == "3"
     finally:
         engine.dispose()

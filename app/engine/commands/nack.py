@@ -106,6 +106,8 @@ def xnack(ks: Keyspace, a: NackArgs) -> int:
     stream, group = find_group(ks, a.key, a.group)
     ids: list[StreamID] = []
     counts: list[int] = []
+    # Under a delivery policy the release time is kept (the back-off counts from it).
+    at = ks.clock.now_ms() if group.policy is not None else 0
     for sid in a.ids:
         pending = group.pending(sid)
         if pending is None and not (a.force and stream.exists(sid)):
@@ -113,11 +115,13 @@ def xnack(ks: Keyspace, a: NackArgs) -> int:
         count = next_count(
             a.mode, None if pending is None else pending.delivery_count, a.retry_count
         )
-        group.release(sid, count)
+        group.release(sid, count, at)
         ids.append(sid)
         counts.append(count)
     if ids:
-        ks.record(Released(key=a.key, group=a.group, ids=tuple(ids), counts=tuple(counts)))
+        ks.record(
+            Released(key=a.key, group=a.group, ids=tuple(ids), counts=tuple(counts), at_ms=at)
+        )
         ks.blocked.signal(a.key)
     return len(ids)
 

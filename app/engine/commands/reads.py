@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
+from app.engine.commands.policy import due_count, next_due_ms, redeliver
 from app.engine.commands.table import Access, Flag, command, streams_keys
 from app.engine.effects import Delivered, consumer_seen, group_updated, pending_set
 from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
@@ -234,6 +235,8 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             claimed: list[Entry | MissingEntry | ClaimedEntry] = []
             if claim_ms is not None:
                 claimed.extend(claim_idle(ks, key, group, a.consumer, claim_ms, a.count))
+            elif group.policy is not None and a.claim_ms is None:
+                claimed.extend(redeliver(ks, key, group, a.consumer, a.count))
             left = a.count - len(claimed) if a.count else 0
             if (a.count and not left) or (
                 not stream.length or stream.last_valid_id() <= group.last_id
@@ -291,19 +294,40 @@ def as_claimed(entries: list[Entry]) -> list[ClaimedEntry]:
 
 
 def _claim_wake(ks: Keyspace, a: ReadArgs) -> int | None:
-    """When a blocked CLAIM read should look again although nothing was written: the
-    earliest time an owned pending entry of one of its groups turns idle enough."""
-    if a.claim_ms is None or a.group is None:
+    """When a blocked CLAIM read (or a read of a group with a delivery policy) should look
+    again although nothing was written: the earliest time a pending entry of one of its
+    groups turns idle enough (due again, under a policy)."""
+    if a.group is None:
         return None
     times = []
     for key in a.keys:
         stream = ks.get(key)
         group = stream.groups.get(a.group) if stream is not None else None
-        if stream is not None and group is not None:
+        if stream is None or group is None:
+            continue
+        if a.claim_ms is not None:
             at = group.next_claimable_ms(a.claim_ms, _exists(stream))
-            if at is not None:
-                times.append(at)
+        elif group.policy is not None:
+            at = next_due_ms(ks, key, group)
+        else:
+            continue
+        if at is not None:
+            times.append(at)
     return min(times, default=None)
+
+
+def _timed(ks: Keyspace, a: ReadArgs) -> bool:
+    """Whether a blocked read is also woken by time: CLAIM, or a group with a policy."""
+    if a.group is None:
+        return False
+    if a.claim_ms is not None:
+        return True
+    for key in a.keys:
+        stream = ks.get(key)
+        group = stream.groups.get(a.group) if stream is not None else None
+        if group is not None and group.policy is not None:
+            return True
+    return False
 
 
 def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
@@ -327,13 +351,16 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
                         if not left:
                             break
                 continue
+            claimed = 0
             if a.claim_ms is not None:
                 now = ks.clock.now_ms()
                 claimed = len(group.claimable(a.claim_ms, now, left, _exists(stream)))
-                total += claimed
-                left -= claimed
-                if not left:
-                    continue
+            elif group.policy is not None:
+                claimed = due_count(ks, key, group, left)
+            total += claimed
+            left -= claimed
+            if not left:
+                continue
             gt = group.last_id
         start = gt.incr()
         if start is not None:
@@ -377,7 +404,7 @@ def _blocked(ks: Keyspace, a: ReadArgs, timeout_ms: int) -> Block:
     """The wait of a read that found nothing: served by ``retry`` when one of its keys is
     signalled (``serveClientsBlockedOnKey``), and with CLAIM also woken by time."""
     block = Block(list(a.keys), timeout_ms, _retry(ks, a), _claim_wake(ks, a))
-    if a.claim_ms is not None:
+    if _timed(ks, a):
         serve = block.retry
 
         def retry(key: str) -> list[StreamRead] | None:
@@ -419,6 +446,8 @@ def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
         claimed: list[Entry | MissingEntry | ClaimedEntry] = []
         if a.claim_ms is not None:
             claimed.extend(claim_idle(ks, key, group, a.consumer, a.claim_ms, count))
+        elif group.policy is not None:
+            claimed.extend(redeliver(ks, key, group, a.consumer, count))
         left = count - len(claimed)
         if left and stream.last_id > group.last_id:
             fresh = deliver_new(ks, key, group, a.consumer, left, a.noack)
