@@ -13,6 +13,7 @@ import pytest
 
 from app.engine.delivery import DEAD_LETTER_FIELDS, MAX_POLICY_MS
 from tests.api.rest.conftest import add, problem
+from tests.conftest import Commands
 from tests.support.targets import CLUSTER, Target
 from tests.support.waiting import until
 
@@ -171,6 +172,39 @@ def test_a_dead_letter_stream_must_share_the_slot_on_a_cluster(
         assert r.status_code == 200, r.text
 
 
+# --- redelivery, dead letters and redrive ----------------------------------------------
+
+
+def test_a_released_entry_comes_back_to_the_next_reader_then_goes_dead(
+    api: httpx.Client,
+) -> None:
+    stream(api, 1)
+    body = {"max_deliveries": 2, "dead_letter_stream": DEAD}
+    assert api.put(f"{G}/policy", json=body).status_code == 200
+    assert read(api, "a") == ["1-0"]
+    nack(api, "FAIL", "1-0")
+    assert read(api, "b") == ["1-0"]  # claimed by the policy: a second delivery
+    row = api.get(f"{G}/pending", params={"count": 10}).json()["entries"][0]
+    assert (row["consumer"], row["delivery_count"]) == ("b", 2)
+    nack(api, "FAIL", "1-0")
+    assert read(api, "c") == []  # delivered twice already: dead-lettered instead
+    [(_, fields)] = pairs(api, DEAD)
+    assert dict(map(tuple, fields))["xs-dl-deliveries"] == "2"
+    assert metric(api, "xstreams_redelivered_total") == 1
+    assert metric(api, "xstreams_dead_lettered_total") == 1
+
+
+def test_an_entry_pending_past_the_visibility_timeout_goes_to_the_next_reader(
+    api: httpx.Client,
+) -> None:
+    stream(api, 1)
+    assert api.put(f"{G}/policy", json={"visibility_timeout_ms": 1}).status_code == 200
+    assert read(api, "a") == ["1-0"]
+    until(lambda: read(api, "b") == ["1-0"], 10, "a claim past the visibility timeout")
+    row = api.get(f"{G}/pending", params={"count": 10}).json()["entries"][0]
+    assert (row["consumer"], row["delivery_count"]) == ("b", 2)
+
+
 # --- dead letters and redrive ----------------------------------------------------------
 
 
@@ -325,3 +359,19 @@ def test_metrics_count_dead_letters(api: httpx.Client) -> None:
     assert metric(api, "xstreams_dead_lettered_total") == 2
     assert metric(api, "xstreams_redelivered_total") == 0
     assert metric(api, "xstreams_dead_letter_entries") == 2
+
+
+def test_info_stats_count_dead_letters(api: httpx.Client, xs: Commands, target: Target) -> None:
+    if target.redis:
+        pytest.skip("INFO is the Redis server's own in front of Redis")
+    dead_letter(api)
+    text = xs("INFO", "stats")
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    assert fields["xstreams_policy_groups"] == "1"
+    assert fields["xstreams_dead_lettered"] == "2"
+    assert fields["xstreams_redelivered"] == "0"
+    assert fields["xstreams_dead_letter_entries"] == "2"
+    assert fields["xstreams_policy_group0"] == (
+        f"stream={S},group=g,redelivered=0,dead_lettered=2,dead_letter_stream={DEAD},"
+        "dead_letter_length=2"
+    )
