@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from app.backends import Backend
+from app.backends.embedded import EmbeddedBackend
 from app.delivery import Retainer
+from app.engine.clock import ManualClock
 from app.engine.delivery import Retention
 from app.engine.errors import CommandError, WrongType
 from app.engine.replies import ScanPage
+from app.engine.store import Store
 
 DAY = Retention(max_age_ms=86_400_000)
 SHORT = Retention(max_len=10)
@@ -163,3 +166,21 @@ async def test_the_task_sweeps_only_once_ready_and_survives_a_failing_listing() 
         await asyncio.sleep(0.002)
     task.cancel()
     assert trimmed == [5]
+
+
+async def test_on_the_embedded_engine_a_sweep_trims_by_age_in_steps() -> None:
+    """The sweep over the real backend: entries older than max_age_ms by the backend's clock
+    go, whole nodes at a time, in steps of at most ``step``."""
+    clock = ManualClock(1_000)
+    store = Store(clock=clock)
+    backend = EmbeddedBackend(store)
+    for ms in range(1, 501):  # 5 nodes of 100 entries, IDs 1-0 .. 500-0
+        store.execute(["XADD", "logs", f"{ms}-0", "n", str(ms)])
+    await backend.set_retention("logs", Retention(max_age_ms=1_000))
+    clock.set(1_250)  # entries before 250-0 are too old: two whole nodes (1..200) go
+    steps: list[int] = []
+    r = Retainer(cast(Backend, backend), step=100, trimmed=steps.append)
+    assert await r.sweep() == 200
+    assert steps == [100, 100]  # one node a step
+    assert store.execute(["XLEN", "logs"]) == 300
+    assert await r.sweep() == 0
