@@ -9,6 +9,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import pytest
+from pydantic import ValidationError
+
 from app.backends import Backend
 from app.backends.embedded import EmbeddedBackend
 from app.delivery import Retainer
@@ -17,6 +20,7 @@ from app.engine.delivery import Retention
 from app.engine.errors import CommandError, WrongType
 from app.engine.replies import ScanPage
 from app.engine.store import Store
+from app.settings import Settings
 
 DAY = Retention(max_age_ms=86_400_000)
 SHORT = Retention(max_len=10)
@@ -184,3 +188,18 @@ async def test_on_the_embedded_engine_a_sweep_trims_by_age_in_steps() -> None:
     assert steps == [100, 100]  # one node a step
     assert store.execute(["XLEN", "logs"]) == 300
     assert await r.sweep() == 0
+
+
+def test_glob_defaults_come_from_the_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    both = '{"logs-*": {"max_age_ms": 60000}, "*": {"max_len": 5}}'
+    monkeypatch.setenv("XSTREAMS_RETENTION", both)
+    assert Settings().retention_defaults() == [
+        ("logs-*", Retention(max_age_ms=60_000)),
+        ("*", Retention(max_len=5)),
+    ]
+    monkeypatch.setenv("XSTREAMS_RETENTION", '{"logs-*": {"max_len": -1}}')
+    with pytest.raises(ValidationError, match="retention for 'logs-\\*': ERR max_len must be"):
+        Settings()
+    monkeypatch.setenv("XSTREAMS_RETENTION", '{"logs-*": {}}')
+    with pytest.raises(ValidationError, match="needs max_age_ms, max_len or max_bytes"):
+        Settings()
