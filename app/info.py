@@ -3,7 +3,9 @@
 The engine writes INFO's sections from what it holds (blocked clients, command counts, keys);
 these sources add, per section, the fields of the process (``process_id``, ``tcp_port``,
 resident memory, CPU time) and of durability (the journal's mode and backlog, whether the
-keyspace is still loading). Read when INFO runs, never cached.
+keyspace is still loading), and, in ``stats``, the delivery policies' counters (the same
+figures as /metrics: totals, then one line per policy group, at most ``metrics_max_groups``).
+Read when INFO runs, never cached.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 
 from app import __version__
 from app.durability import Readiness, ReadyState
+from app.engine.commands.policy import delivery_stats
 from app.engine.keyspace import InfoFields, Keyspace
 from app.settings import Settings
 from app.storage import Storage
@@ -87,4 +90,23 @@ def install(
             ("used_cpu_user", f"{usage.ru_utime:.6f}"),
         ]
 
-    ks.info.update(server=server, memory=memory, persistence=persistence, cpu=cpu)
+    def stats() -> InfoFields:
+        groups = sorted(delivery_stats(ks), key=lambda s: (s.stream, s.group))
+        lengths = {s.dead_letter_stream: s.dead_letter_length or 0 for s in groups}
+        lengths.pop(None, None)
+        fields: InfoFields = [
+            ("xstreams_policy_groups", len(groups)),
+            ("xstreams_redelivered", sum(s.redelivered for s in groups)),
+            ("xstreams_dead_lettered", sum(s.dead_lettered for s in groups)),
+            ("xstreams_dead_letter_entries", sum(lengths.values())),
+        ]
+        for i, s in enumerate(groups[: settings.metrics_max_groups]):
+            line = (
+                f"stream={s.stream},group={s.group},redelivered={s.redelivered},"
+                f"dead_lettered={s.dead_lettered},dead_letter_stream={s.dead_letter_stream or ''},"
+                f"dead_letter_length={s.dead_letter_length or 0}"
+            )
+            fields.append((f"xstreams_policy_group{i}", line))
+        return fields
+
+    ks.info.update(server=server, memory=memory, persistence=persistence, cpu=cpu, stats=stats)

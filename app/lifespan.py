@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from app.api.services import Services
 from app.backends import Backend
+from app.delivery import Retainer
 from app.durability import ReadyState
 from app.engine.store import Store
 from app.settings import Settings
@@ -47,6 +48,8 @@ class Runtime:
     # Why the API keys could not be read (None: read); /readyz shows it in front of Redis.
     keys_problem: str | None = None
     keys_refresh: asyncio.Task[None] | None = None
+    # The background retention sweeps (app/delivery), on either backend.
+    retention: asyncio.Task[None] | None = None
 
     def lifespan(self, app: FastAPI) -> contextlib.AbstractAsyncContextManager[None]:
         """FastAPI's ``lifespan``: this runtime's start and stop, whatever app runs it."""
@@ -66,14 +69,15 @@ async def lifespan(run: Runtime) -> AsyncIterator[None]:
         task = asyncio.create_task(_recover(run, storage))
     elif readiness.state is not ReadyState.READY:
         task = asyncio.create_task(_connect(run, backend))
+    run.retention = asyncio.create_task(retainer(run).run(), name="retention")
     try:
         yield
     finally:
-        refresh = run.keys_refresh
-        if refresh is not None:
-            refresh.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await refresh
+        for background in (run.keys_refresh, run.retention):
+            if background is not None:
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -83,6 +87,22 @@ async def lifespan(run: Runtime) -> AsyncIterator[None]:
         await backend.close()
         if storage is None and run.keys is not None:
             run.keys.close()  # Redis: the keys' own database (Storage closes its own)
+
+
+def retainer(run: Runtime) -> Retainer:
+    """The retention sweeps for this service: its backend, the settings' glob defaults,
+    counted in its metrics, idle until the backend is ready (recovered, connected)."""
+    services = run.services
+    settings, metrics, readiness = services.settings, services.metrics, services.readiness
+    return Retainer(
+        services.backend,
+        settings.retention_defaults(),
+        settings.retention_interval_s,
+        settings.retention_step,
+        ready=lambda: readiness.state is ReadyState.READY,
+        trimmed=metrics.retention_trimmed,
+        failed=metrics.retention_failed,
+    )
 
 
 async def _connect(run: Runtime, backend: Backend) -> None:

@@ -25,6 +25,7 @@ from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.rest import (
     consumers,
+    delivery,
     entries,
     fallback,
     groups,
@@ -95,6 +96,12 @@ TAGS = [
     {
         "name": "pending entries",
         "description": "The PEL: XACK, XACKDEL, XNACK, XPENDING, XCLAIM, XAUTOCLAIM.",
+    },
+    {
+        "name": "delivery",
+        "description": 'What the service adds to Redis (README "Delivery policies and '
+        "retention\"): a group's delivery policy (visibility timeout, back-off, dead-letter "
+        "stream), a dead-letter stream's redrive, a stream's retention.",
     },
     {"name": "access", "description": "The caller's own grant: ACL WHOAMI."},
 ]
@@ -222,7 +229,7 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
     the /v1 fallback, the command endpoint's catch-all path route last."""
     errors.install(app)
     probes.install(app, run)
-    for resource in (streams, entries, reads, groups, consumers, pel, whoami):
+    for resource in (streams, entries, reads, groups, consumers, pel, delivery, whoami):
         app.include_router(resource.api)
     events.install(app)
     metrics.install(app)

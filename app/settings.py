@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from pydantic import Field, PositiveInt, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.engine.delivery import Retention
+from app.engine.errors import CommandError
 from app.observe.logs import LogFormat
 
 
@@ -169,6 +171,17 @@ class Settings(BaseSettings):
     idempotency_max_keys: PositiveInt = 100_000
     idempotency_max_bytes: PositiveInt = 64 * 1024 * 1024
 
+    # Retention (README "Delivery policies and retention"): a default for every stream whose
+    # name matches a glob, as a JSON object of glob -> {"max_age_ms", "max_len", "max_bytes"}
+    # (XSTREAMS_RETENTION='{"logs-*": {"max_age_ms": 86400000}}'); the first glob that
+    # matches applies, and a stream's own retention (PUT /v1/streams/{s}/retention) wins.
+    # Every ``retention_interval_s`` the service trims each such stream in steps of at most
+    # ``retention_step`` entries (XTRIM ... LIMIT), letting other requests run between steps.
+    # A step smaller than a node (stream_node_max_entries) trims nothing: `~` drops whole nodes.
+    retention: dict[str, dict[str, int]] = {}
+    retention_interval_s: float = Field(default=1.0, gt=0)
+    retention_step: PositiveInt = 1_000
+
     @field_validator("backend")
     @classmethod
     def _backend(cls, value: str) -> str:
@@ -191,6 +204,20 @@ class Settings(BaseSettings):
                 " origins that may call with credentials"
             )
         return value
+
+    @field_validator("retention")
+    @classmethod
+    def _retention(cls, value: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        for glob, doc in value.items():
+            try:
+                Retention.from_json(doc)
+            except CommandError as e:
+                raise ValueError(f"retention for {glob!r}: {e.text}") from None
+        return value
+
+    def retention_defaults(self) -> list[tuple[str, Retention]]:
+        """The glob-wide default retentions, in the order they are tried."""
+        return [(glob, Retention.from_json(doc)) for glob, doc in self.retention.items()]
 
     @property
     def embedded(self) -> bool:

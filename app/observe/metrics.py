@@ -38,6 +38,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from app import __version__
+from app.engine.delivery import DeliveryStats
 from app.engine.glob import glob_match
 from app.engine.keyspace import Keyspace
 from app.observe.tallies import Counts, Histogram, Timings
@@ -84,10 +85,15 @@ class Metrics:
     journal_commit: Timings = field(default_factory=Timings)  # ()
     journal_group: Timings = field(default_factory=lambda: Timings(GROUP_BUCKETS))  # ()
     idempotency: Counts = field(default_factory=Counts)  # (outcome,)
+    # Retention (app/delivery): entries the background sweeps trimmed, and steps that failed.
+    retention_trimmed_entries: int = 0
+    retention_failures: int = 0
     keyspace: Keyspace | None = None
     sse: Callable[[], SseFigures] | None = None
     journal: Callable[[], JournalFigures] | None = None
     registry: CollectorRegistry = field(init=False)
+    # The delivery policies' counters of the scrape under way (``exposition``'s argument).
+    delivery: Sequence[DeliveryStats] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -112,13 +118,24 @@ class Metrics:
         request's key: 422) or ``running`` (409)."""
         self.idempotency.add((outcome,))
 
+    def retention_trimmed(self, entries: int) -> None:
+        self.retention_trimmed_entries += entries
+
+    def retention_failed(self) -> None:
+        self.retention_failures += 1
+
     def journal_committed(self, seconds: float, records: int) -> None:
         self.journal_commit.observe((), seconds)
         self.journal_group.observe((), float(records))
 
-    def exposition(self) -> bytes:
-        """The text format a Prometheus server scrapes."""
-        return generate_latest(self.registry)
+    def exposition(self, delivery: Sequence[DeliveryStats] | None = None) -> bytes:
+        """The text format a Prometheus server scrapes; ``delivery``: the backend's
+        ``delivery_stats`` read for this scrape (None: not available, left out)."""
+        self.delivery = delivery
+        try:
+            return generate_latest(self.registry)
+        finally:
+            self.delivery = None
 
 
 class ServiceCollector(Collector):
@@ -226,6 +243,19 @@ class ServiceCollector(Collector):
             ["outcome"],
             m.idempotency,
         )
+        yield CounterMetricFamily(
+            "xstreams_retention_trimmed",
+            "Entries the background retention removed (XTRIM steps, app/delivery).",
+            value=m.retention_trimmed_entries,
+        )
+        yield CounterMetricFamily(
+            "xstreams_retention_failures",
+            "Retention steps (or listings of the streams to trim) that failed; retried at the"
+            " next sweep.",
+            value=m.retention_failures,
+        )
+        if m.delivery is not None:
+            yield from _delivery(m, m.delivery)
         if m.keyspace is not None:
             yield from _keyspace(m, m.keyspace)
             yield from _responses(m.keyspace)
@@ -286,6 +316,72 @@ def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "xstreams_metrics_groups_omitted",
         "Groups of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
+        value=omitted,
+    )
+
+
+def _delivery(m: Metrics, stats: Sequence[DeliveryStats]) -> Iterator[Metric]:
+    """Delivery policies (issue 27): totals over every policy group, always; per group and
+    per dead-letter stream only for streams matching XSTREAMS_METRICS_GROUP_STREAMS, at most
+    ``metrics_max_groups`` groups, as the other per-group series."""
+    yield CounterMetricFamily(
+        "xstreams_redelivered",
+        "Entries delivered again by a group's delivery policy (claimed past the visibility"
+        " timeout or after XNACK), over every group with a policy.",
+        value=sum(s.redelivered for s in stats),
+    )
+    yield CounterMetricFamily(
+        "xstreams_dead_lettered",
+        "Entries moved to a dead-letter stream by a group's delivery policy, over every group.",
+        value=sum(s.dead_lettered for s in stats),
+    )
+    lengths = {s.dead_letter_stream: s.dead_letter_length for s in stats if s.dead_letter_stream}
+    yield GaugeMetricFamily(
+        "xstreams_dead_letter_entries",
+        "Entries in the dead-letter streams the delivery policies name, together.",
+        value=sum(n or 0 for n in lengths.values()),
+    )
+    if not m.group_streams:
+        return
+    redelivered = CounterMetricFamily(
+        "xstreams_group_redelivered",
+        "Entries a group's delivery policy delivered again, for streams matching"
+        " XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group"],
+    )
+    dead = CounterMetricFamily(
+        "xstreams_group_dead_lettered",
+        "Entries a group's delivery policy moved to its dead-letter stream, for streams"
+        " matching XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group"],
+    )
+    length = GaugeMetricFamily(
+        "xstreams_dead_letter_stream_length",
+        "Entries in a dead-letter stream (XLEN), named by a policy of a group of a stream"
+        " matching XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream"],
+    )
+    shown = omitted = 0
+    seen: set[str] = set()
+    for s in sorted(stats, key=lambda s: (s.stream, s.group)):
+        if not any(glob_match(pattern, s.stream) for pattern in m.group_streams):
+            continue
+        if shown >= m.max_groups:
+            omitted += 1
+            continue
+        shown += 1
+        redelivered.add_metric([s.stream, s.group], s.redelivered)
+        dead.add_metric([s.stream, s.group], s.dead_lettered)
+        dls = s.dead_letter_stream
+        if dls is not None and s.dead_letter_length is not None and dls not in seen:
+            seen.add(dls)
+            length.add_metric([dls], s.dead_letter_length)
+    yield redelivered
+    yield dead
+    yield length
+    yield GaugeMetricFamily(
+        "xstreams_metrics_policy_groups_omitted",
+        "Policy groups of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
         value=omitted,
     )
 

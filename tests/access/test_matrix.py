@@ -19,6 +19,8 @@ import jwt
 import pytest
 
 from app.access import Grant, KeyRecord, Verb, hash_secret, new_key
+from app.engine.delivery import DeadLetter, DeliveryPolicy, Retention, dead_letter_fields
+from app.engine.ids import StreamID
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
@@ -150,6 +152,21 @@ OPS = [
         {"ids": ["1-1"], "mode": "FAIL"},
     ),
     Op("get_pending", "consume", "GET", "/v1/streams/orders/groups/g/pending"),
+    # Delivery policies, retention, redrive (``prepare`` sets a policy and a retention, and
+    # fills orders:dead with a dead letter from orders).
+    Op("get_policy", "read", "GET", "/v1/streams/orders/groups/g/policy"),
+    Op(
+        "set_policy",
+        "admin",
+        "PUT",
+        "/v1/streams/orders/groups/g/policy",
+        {"max_deliveries": 2, "dead_letter_stream": "orders:dead"},
+    ),
+    Op("delete_policy", "admin", "DELETE", "/v1/streams/orders/groups/g/policy"),
+    Op("get_retention", "read", "GET", "/v1/streams/orders/retention"),
+    Op("set_retention", "admin", "PUT", "/v1/streams/orders/retention", {"max_len": 5}),
+    Op("delete_retention", "admin", "DELETE", "/v1/streams/orders/retention"),
+    Op("redrive_entries", "write", "POST", "/v1/streams/orders:dead/redrive", {}),
     Op(
         "claim_entries",
         "consume",
@@ -266,6 +283,20 @@ def fresh_app() -> Any:
     return app, store
 
 
+DEAD_LETTER = dead_letter_fields(
+    ("f", "v"), DeadLetter("orders", StreamID(1, 1), "g", "c", 3, "max_deliveries")
+)
+
+
+async def prepare(app: Any, store: Store) -> None:
+    """What the delivery operations act on: a policy, a retention, a dead letter."""
+    backend = app.state.services.backend
+    policy = DeliveryPolicy(max_deliveries=3, dead_letter_stream="orders:dead")
+    await backend.set_delivery_policy("orders", "g", policy)
+    await backend.set_retention("orders", Retention(max_len=100))
+    store.execute(["XADD", "orders:dead", "5-5", *DEAD_LETTER])
+
+
 def snapshot(store: Store) -> Any:
     view = store.snapshot_view()
     return repr(view)
@@ -277,6 +308,7 @@ async def test_matrix(op: Op) -> None:
     cases = callers(op.verb)
     for caller, (credential, refused, noperm) in cases.items():
         app, store = fresh_app()
+        await prepare(app, store)
         app.state.services.access.keys.replace(RING)
         headers = {"Authorization": f"Bearer {credential}"} if credential else {}
         before = snapshot(store)

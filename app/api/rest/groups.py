@@ -22,6 +22,7 @@ from app.api.rest.explain import explained, on_group
 from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.groups import Group, GroupList, GroupUpdate, NewGroup
 from app.api.services import BackendDep
+from app.backends import Backend
 from app.engine.commands.groups import no_such_group
 from app.engine.errors import CommandError, NotFound
 from app.engine.replies import GroupInfo
@@ -52,7 +53,9 @@ async def list_groups(
         return backend.groups(stream, start, n)
 
     rows, nxt = await name_page(request, response, after, count, fetch, lambda g: g.name)
-    return GroupList(groups=[schema.group(g) for g in rows], next=nxt)
+    # One call for the stream's policies, not one per group (one round trip on Redis).
+    policies = await backend.delivery_policies(stream) if rows else {}
+    return GroupList(groups=[schema.group(g, policies.get(g.name)) for g in rows], next=nxt)
 
 
 @api.post(
@@ -82,7 +85,16 @@ async def create_group(
             await explained(backend, stream, None, e)
         raise
     response.headers["Location"] = f"{stream_url(stream)}/groups/{segment(body.name)}"
-    return schema.group(await backend.group(stream, body.name))
+    # A group is created without a policy (and a policy goes with its group).
+    return schema.group(await backend.group(stream, body.name), None)
+
+
+async def _shown(backend: Backend, stream: str, group: str) -> Group:
+    """The group as XINFO GROUPS shows it and its policy: two calls, each of its own point
+    (a policy removed with the group in between answers the group without one)."""
+    info = await backend.group(stream, group)
+    policies = await backend.delivery_policies(stream)
+    return schema.group(info, policies.get(group))
 
 
 @api.get(
@@ -93,8 +105,8 @@ async def create_group(
     responses=errors(404),
 )
 async def get_group(stream: StreamName, group: GroupName, backend: BackendDep) -> Group:
-    """One group as XINFO GROUPS shows it."""
-    return schema.group(await backend.group(stream, group))
+    """One group as XINFO GROUPS shows it, with its delivery policy."""
+    return await _shown(backend, stream, group)
 
 
 @api.patch(
@@ -110,7 +122,7 @@ async def set_group_id(
     """Move the group's last-delivered ID and entries-read counter (XGROUP SETID
     [ENTRIESREAD]); `$` is the stream's last ID."""
     await backend.set_group_id(stream, group, body.last_delivered_id, body.entries_read)
-    return schema.group(await backend.group(stream, group))
+    return await _shown(backend, stream, group)
 
 
 @api.delete(

@@ -9,6 +9,8 @@ route, registered before the command endpoint's path-style catch-all.
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.routing import Route
@@ -19,6 +21,8 @@ from app.api.errors import json_response
 from app.api.services import services_of
 from app.observe import CONTENT_TYPE
 
+log = logging.getLogger("xstreams")
+
 __all__ = ["install"]
 
 
@@ -27,9 +31,14 @@ async def metrics(request: Request) -> Response:
         text = NoPerm.command("metrics").text
         services_of(request).metrics.error(text)
         return json_response({"error": text}, 403)
-    figures = services_of(request).metrics
+    services = services_of(request)
+    try:
+        delivery = await services.backend.delivery_stats()
+    except Exception as e:  # Redis away: the rest of the figures are still worth a scrape
+        log.warning("/metrics without the delivery policies' figures: %s", e)
+        delivery = None
     # On the event loop, as every tally is kept: the scrape reads a consistent keyspace.
-    return Response(figures.exposition(), media_type=CONTENT_TYPE)
+    return Response(services.metrics.exposition(delivery), media_type=CONTENT_TYPE)
 
 
 def install(app: FastAPI) -> None:

@@ -8,15 +8,36 @@ missing here cannot be registered (``RestRoute`` raises), so no operation goes u
 
 from __future__ import annotations
 
-from app.engine.commands.table import Access, Command, named
+from app.engine.commands.table import Access, Command, Flag, named
 
-__all__ = ["CALLER", "MODELS", "model_of"]
+__all__ = ["CALLER", "MODELS", "SERVICE", "model_of"]
 
 CALLER = {"acl|whoami": Command("acl|whoami", 2, frozenset(), access=Access.NONE)}
 """Operations about the caller rather than a stream, modelled on Redis's ACL WHOAMI, which
 any authenticated connection may run. The engine knows no callers, so the command is not in
 its table (the command endpoint does not answer it); its entry here says what the one check
 needs: no verb, no key."""
+
+_READS = frozenset({Flag.READONLY})
+_WRITES = frozenset({Flag.WRITE})
+SERVICE = {
+    c.name: c
+    for c in (
+        Command("xpolicy|get", 4, _READS, access=Access.READ),
+        Command("xpolicy|set", -5, _WRITES, access=Access.ADMIN),
+        Command("xpolicy|del", 4, _WRITES, access=Access.ADMIN),
+        Command("xretention|get", 3, _READS, access=Access.READ),
+        Command("xretention|set", -4, _WRITES, access=Access.ADMIN),
+        Command("xretention|del", 3, _WRITES, access=Access.ADMIN),
+        Command("xredrive", -2, _WRITES, access=Access.WRITE),
+    )
+}
+"""The service's own operations (issue 27: delivery policies, retention, redrive), which no
+Redis command models and the command endpoint does not answer: their entries say what the
+one check needs. Reading a policy or a retention is ``read`` on the stream; setting or
+removing one is ``admin`` (a policy also needs ``write`` on its dead-letter stream, checked
+by the route, as that stream is in the body); a redrive is ``write`` on the dead-letter
+stream here and, in its route, on every stream it appends to."""
 
 MODELS = {
     "list_streams": "scan",
@@ -50,6 +71,13 @@ MODELS = {
     "tail_streams_events": "xread",
     "consume_group_events": "xreadgroup",
     "whoami": "acl|whoami",
+    "get_policy": "xpolicy|get",
+    "set_policy": "xpolicy|set",
+    "delete_policy": "xpolicy|del",
+    "get_retention": "xretention|get",
+    "set_retention": "xretention|set",
+    "delete_retention": "xretention|del",
+    "redrive_entries": "xredrive",
 }
 
 
@@ -57,7 +85,7 @@ def model_of(operation_id: str) -> Command:
     """The command table's entry for the command an operation models."""
     try:
         name = MODELS[operation_id]
-        return CALLER[name] if name in CALLER else named(name)
+        return CALLER.get(name) or SERVICE.get(name) or named(name)
     except KeyError:
         raise LookupError(
             f"REST operation {operation_id!r} names no Redis command in app/api/rest/models.py"

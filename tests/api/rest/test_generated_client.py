@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.engine.delivery import DEAD_LETTER_FIELDS
 from tests.conftest import Commands
 
 SPEC = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
@@ -55,9 +56,12 @@ def test_the_generated_client_drives_every_resource(sdk: ModuleType, xs: Command
     groups = _module(sdk, "api.groups")
     consumers = _module(sdk, "api.consumers")
     pel = _module(sdk, "api.pending_entries")
+    delivery = _module(sdk, "api.delivery")
     with sdk.Client(base_url=str(xs.client.base_url), raise_on_unexpected_status=True) as client:
         _drive(m, streams, entries, groups, consumers, pel, client)
+        _drive_delivery(m, streams, entries, groups, delivery, client)
     assert xs("EXISTS", "s") == 0
+    assert xs("EXISTS", "{d}") == 0
 
 
 def _drive(m: Any, streams: Any, entries: Any, groups: Any, consumers: Any, pel: Any,
@@ -134,3 +138,33 @@ def _drive(m: Any, streams: Any, entries: Any, groups: Any, consumers: Any, pel:
     assert entries.delete_entry.sync_detailed("s", "3-0", client=client).status_code == 204
     assert groups.delete_group.sync_detailed("s", "g", client=client).status_code == 204
     assert streams.delete_stream.sync_detailed("s", client=client).status_code == 204
+
+
+def _drive_delivery(
+    m: Any, streams: Any, entries: Any, groups: Any, delivery: Any, client: Any
+) -> None:
+    """A group's policy, a redrive (of a dead letter written by hand) and a retention."""
+    made = groups.create_group.sync("{d}", client=client,
+                                    body=m.NewGroup(name="g", id="0", mkstream=True))  # fmt: skip
+    assert made.policy is None
+    body = m.Policy(max_deliveries=3, dead_letter_stream="{d}:dead", backoff_ms=[10, 20])
+    assert delivery.set_policy.sync("{d}", "g", client=client, body=body).max_deliveries == 3
+    assert delivery.get_policy.sync("{d}", "g", client=client).backoff_ms == [10, 20]
+    assert groups.get_group.sync("{d}", "g", client=client).policy.dead_letter_stream == "{d}:dead"
+    assert delivery.delete_policy.sync_detailed("{d}", "g", client=client).status_code == 204
+    missing = delivery.get_policy.sync("{d}", "g", client=client)
+    assert isinstance(missing, m.Problem) and missing.status == 404
+    origin = ["{d}", "1-0", "g", "c", "3", "fatal"]
+    dead = [["f", "v"], *([k, v] for k, v in zip(DEAD_LETTER_FIELDS, origin, strict=True))]
+    one = m.Append(id="5-0", fields=dead)
+    assert entries.append_entries.sync("{d}:dead", client=client, body=one).ids == ["5-0"]
+    redriven = delivery.redrive_entries.sync("{d}:dead", client=client, body=m.Redrive())
+    assert [(x.id, x.stream) for x in redriven.moved] == [("5-0", "{d}")]
+    assert redriven.skipped == []
+    keep = m.Retention(max_len=10)
+    assert delivery.set_retention.sync("{d}", client=client, body=keep).max_len == 10
+    assert delivery.get_retention.sync("{d}", client=client).max_len == 10
+    assert delivery.delete_retention.sync_detailed("{d}", client=client).status_code == 204
+    assert groups.delete_group.sync_detailed("{d}", "g", client=client).status_code == 204
+    for key in ("{d}", "{d}:dead"):
+        assert streams.delete_stream.sync_detailed(key, client=client).status_code == 204

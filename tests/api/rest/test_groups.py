@@ -22,6 +22,7 @@ def test_create_group_answers_201_with_location(api: httpx.Client) -> None:
         "last_delivered_id": "1-0",
         "entries_read": None,  # as redis-server 7.0 says after CREATE ... $
         "lag": 0,
+        "policy": None,  # a plain Redis group
     }
     assert api.get(r.headers["location"]).json() == r.json()
 

@@ -21,7 +21,7 @@ from app.settings import Settings
 ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "openapi" / "openapi.json"
 # Operations of this issue's resources (the SSE routes document themselves elsewhere).
-REST_TAGS = {"streams", "entries", "groups", "consumers", "pending entries"}
+REST_TAGS = {"streams", "entries", "groups", "consumers", "pending entries", "delivery"}
 REDIS_COMMAND = re.compile(r"\b(X[A-Z]{2,}|SCAN|DEL)\b")
 
 
@@ -69,6 +69,8 @@ def test_every_operation_of_the_issue_is_there(doc: dict[str, Any]) -> None:
         "delete_group", "list_consumers", "create_consumer", "delete_consumer", "read_group",
         "ack_entries", "get_pending", "claim_entries", "autoclaim_entries",
         "ack_delete_entries", "nack_entries", "configure_stream",
+        "get_policy", "set_policy", "delete_policy", "redrive_entries",
+        "get_retention", "set_retention", "delete_retention",
     }  # fmt: skip
 
 

@@ -87,6 +87,17 @@ CASES: list[tuple[str, str, Any, int, list[str]]] = [
     ("POST", "/v1/streams/none/trim", {"maxlen": 1}, 404, ["trim", "stream_info"]),
     ("GET", "/v1/streams/s/entries", None, 200, ["range"]),
     ("GET", "/v1/streams?count=100", None, 200, ["scan", "stream_infos"]),
+    # A group shown with its policy: the stream's policies in one call, for a page too.
+    ("GET", G, None, 200, ["group", "delivery_policies"]),
+    ("GET", "/v1/streams/s/groups", None, 200, ["groups", "delivery_policies"]),
+    ("GET", f"{G}/policy", None, 404, ["delivery_policy"]),
+    ("GET", f"{N}/policy", None, 404, ["delivery_policy"]),
+    ("PUT", f"{G}/policy", {"visibility_timeout_ms": 10}, 200, ["set_delivery_policy"]),
+    ("PUT", f"{N}/policy", {"visibility_timeout_ms": 0}, 404, ["group"]),  # the path's 404
+    ("DELETE", f"{G}/policy", None, 404, ["set_delivery_policy"]),
+    ("PUT", "/v1/streams/s/retention", {"max_len": 5}, 200, ["set_retention"]),
+    ("DELETE", "/v1/streams/s/retention", None, 404, ["set_retention"]),
+    ("POST", "/v1/streams/none/redrive", {}, 404, ["redrive"]),
 ]
 
 

@@ -31,6 +31,12 @@ const ackDeleteRefs: Schemas["AckDelete"] = { ids: ["1-0"], policy: "DELREF" };
 const release: Schemas["Nack"] = { ids: ["1-0"], mode: "FAIL" };
 const releaseFatal: Schemas["Nack"] = { ids: ["1-0"], mode: "FATAL", retry_count: 3, force: true };
 const claimingRead: Schemas["Read"] = { count: 10, claim_idle_ms: 30000 };
+// Delivery policies, redrive, retention: every part optional.
+const policy: Schemas["Policy"] = { max_deliveries: 5, dead_letter_stream: "{orders}:dead" };
+const timeoutOnly: Schemas["Policy"] = { visibility_timeout_ms: 30000, backoff_ms: [1000, 5000] };
+const redriveAll: Schemas["Redrive"] = {};
+const redriveSome: Schemas["Redrive"] = { ids: ["1-0"], to: "{orders}:retry" };
+const keepADay: Schemas["Retention"] = { max_age_ms: 86400000 };
 
 const base = "http://127.0.0.1:8000";
 
@@ -93,6 +99,18 @@ async function scenario(): Promise<void> {
   const deleted = await call<Schemas["Deleted"]>(
     "DELETE", "/v1/streams/orders/entries?id=1-0&policy=ACKED");
   console.log(deleted.deleted, deleted.kept, deleted.results?.[0]?.status);
+  const set = await call<Schemas["Policy"]>("PUT", `${workers}/policy`, policy);
+  await call<Schemas["Policy"]>("PUT", `${workers}/policy`, timeoutOnly);
+  const dead: string | null | undefined = set.dead_letter_stream;
+  const shown = await call<Schemas["Group"]>("GET", workers);
+  const groupPolicy: Schemas["Policy"] | null = shown.policy;
+  console.log(dead, groupPolicy?.max_deliveries);
+  const moved = await call<Schemas["RedriveResult"]>(
+    "POST", "/v1/streams/%7Borders%7D%3Adead/redrive", redriveAll);
+  await call<Schemas["RedriveResult"]>("POST", "/v1/streams/%7Borders%7D%3Adead/redrive", redriveSome);
+  for (const m of moved.moved) console.log(m.id, m.stream, m.new_id);
+  console.log(moved.skipped.length);
+  await call<Schemas["Retention"]>("PUT", "/v1/streams/orders/retention", keepADay);
 }
 
 // The event streams' errors are problem documents, not events.

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
 from app.api.rest.schemas.body import KEEP_BYTES, Body
+from app.api.rest.schemas.delivery import POLICY_EXAMPLE, Policy, policy_json
 from app.engine import replies
+from app.engine.delivery import DeliveryPolicy
 from app.engine.ids import INT64_MAX, format_id
 
 _GROUP_EXAMPLE: JsonDict = {
@@ -18,6 +20,7 @@ _GROUP_EXAMPLE: JsonDict = {
     "last_delivered_id": "1526569495631-0",
     "entries_read": 7,
     "lag": 0,
+    "policy": POLICY_EXAMPLE,  # null for a plain Redis group (the document cannot say null)
 }
 
 
@@ -32,6 +35,9 @@ class Group(BaseModel):
     last_delivered_id: str
     entries_read: int | None
     lag: int | None
+    policy: Policy | None = Field(
+        description="The group's delivery policy (`/policy`); null: none, the group is plain Redis."
+    )
 
 
 _NEXT = (
@@ -146,7 +152,7 @@ class Read(Body):
     )
 
 
-def group(g: replies.GroupInfo) -> Group:
+def group(g: replies.GroupInfo, policy: DeliveryPolicy | None) -> Group:
     return Group(
         name=g.name,
         consumers=g.consumers,
@@ -154,6 +160,7 @@ def group(g: replies.GroupInfo) -> Group:
         last_delivered_id=format_id(g.last_delivered_id),
         entries_read=g.entries_read,
         lag=g.lag,
+        policy=None if policy is None else policy_json(policy),
     )
 
 

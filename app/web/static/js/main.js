@@ -6,6 +6,7 @@
 //   #/s/{stream}                     one stream: entries, live tail, append, trim
 //   #/s/{stream}/groups              its consumer groups and consumers
 //   #/s/{stream}/groups/{group}/pending   a group's pending entries
+//   #/s/{stream}/dead                a dead-letter stream's entries, with redrive
 
 import { ApiError, quote as quoteHash, session, unauthorized, unquote, whoami } from "./api.js";
 import { h, notice, replace, shown } from "./dom.js";
@@ -13,6 +14,7 @@ import * as streamsPage from "./pages/streams.js";
 import * as streamPage from "./pages/stream.js";
 import * as groupsPage from "./pages/groups.js";
 import * as pendingPage from "./pages/pending.js";
+import * as deadPage from "./pages/dead.js";
 
 const main = document.getElementById("main");
 let me = null; // the signed-in principal (GET /v1/whoami)
@@ -28,6 +30,7 @@ function route() {
     const stream = unquote(parts[1]);
     if (parts.length === 2) return { page: streamPage, params: { stream }, query };
     if (parts[2] === "groups" && parts.length === 3) return { page: groupsPage, params: { stream }, query };
+    if (parts[2] === "dead" && parts.length === 3) return { page: deadPage, params: { stream }, query };
     if (parts[2] === "groups" && parts[4] === "pending") {
       return { page: pendingPage, params: { stream, group: unquote(parts[3]) }, query };
     }
@@ -44,6 +47,7 @@ function nav(current) {
       h("a", { href: `#/s/${s}`, "aria-current": page === streamPage ? "page" : null }, "Stream"),
       h("a", { href: `#/s/${s}/groups`, "aria-current": page === groupsPage ? "page" : null }, "Groups"),
     );
+    if (page === deadPage) links.push(h("a", { href: location.hash, "aria-current": "page" }, "Dead letters"));
     if (params.group !== undefined) {
       links.push(h("a", { href: location.hash, "aria-current": "page" }, "Pending"));
     }

@@ -73,6 +73,7 @@ export async function render(main, ctx) {
         ["Lag", g.lag === null ? "unknown" : number(g.lag)],
         ["Pending", number(g.pending)],
         ["Consumers", number(g.consumers)],
+        ["Delivery policy", policyText(g.policy)],
       ].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))));
       replace(card.chart, lines(lag, pending, `${shown(g.name)}: lag ${g.lag ?? "unknown"}, pending ${g.pending}, over the last ${lag.length} seconds`),
         h("p", { class: "legend" }, h("span", { class: "key-a" }, "lag"), " ", h("span", { class: "key-b" }, "pending")));
@@ -135,6 +136,21 @@ export async function render(main, ctx) {
 
   await refresh();
   every(REFRESH_MS, ctx.alive, () => (dialogOpen() ? null : refresh()));
+}
+
+/** A group's delivery policy in words, its dead-letter stream a link to its view. */
+function policyText(p) {
+  if (!p) return "none (plain Redis)";
+  const parts = [];
+  if (p.visibility_timeout_ms !== null && p.visibility_timeout_ms !== undefined) {
+    parts.push(`visibility timeout ${duration(p.visibility_timeout_ms)}`);
+  }
+  if (p.backoff_ms && p.backoff_ms.length) parts.push(`back-off ${p.backoff_ms.map(duration).join(", ")}`);
+  if (p.max_deliveries !== null && p.max_deliveries !== undefined) parts.push(`at most ${number(p.max_deliveries)} deliveries`);
+  const text = parts.join(" · ") || "set";
+  if (p.dead_letter_stream === null || p.dead_letter_stream === undefined) return text;
+  return h("span", { class: "policy" }, `${text} · dead letters to `,
+    h("a", { href: `#/s/${quote(p.dead_letter_stream)}/dead` }, shown(p.dead_letter_stream)));
 }
 
 function createForm(path, refresh) {
