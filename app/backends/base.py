@@ -38,7 +38,14 @@ from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
-from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
+from app.engine.delivery import (
+    DeliveryPolicy,
+    DeliveryStats,
+    RedriveArgs,
+    Redriven,
+    Retention,
+    Webhook,
+)
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
@@ -264,4 +271,19 @@ class Backend(Protocol):
 
     async def delivery_stats(self) -> list[DeliveryStats]:
         """The counters of every group with a policy."""
+        ...
+
+    # --- webhooks (app/engine/delivery.py ``Webhook``; run by app/delivery) -----------
+    async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Webhook]:
+        """The webhooks set: every one (``key`` None), a stream's, or a group's; in order
+        of stream, group, name. Secrets included: the caller never shows them."""
+        ...
+
+    async def set_webhook(self, hook: Webhook) -> bool:
+        """Create or replace the webhook ``hook.name`` of its group; whether it was new.
+        ``NoGroup`` when the group is missing. It goes with the group (XGROUP DESTROY, DEL)."""
+        ...
+
+    async def delete_webhook(self, key: str, group: str, name: str) -> bool:
+        """Remove a webhook; whether there was one (its consumer and PEL stay)."""
         ...

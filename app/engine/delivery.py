@@ -22,6 +22,8 @@ again.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -42,6 +44,7 @@ __all__ = [
     "RedriveArgs",
     "Redriven",
     "Retention",
+    "Webhook",
     "dead_letter_fields",
     "split_dead_letter",
 ]
@@ -275,3 +278,91 @@ class DeliveryStats:
     dead_lettered: int
     dead_letter_stream: str | None
     dead_letter_length: int | None
+
+
+# -- webhooks (a group's push consumers) -------------------------------------------------------
+
+WEBHOOK_SECRET_PREFIX: Final = "whsec_"
+MAX_WEBHOOK_TIMEOUT_MS: Final = 600_000
+MAX_WEBHOOK_CONCURRENCY: Final = 256
+MAX_WEBHOOK_BATCH: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A consumer of ``group`` named ``name`` that POSTs what it takes to ``url``, signed
+    with ``secret`` (Standard Webhooks: ``whsec_`` + base64). Checked when built; where it
+    may send (the allow-list, addresses) is the delivery runner's check, not this one's.
+    ``paused`` stops it (PATCH, or a 410 from the receiver, ``paused_reason`` says which)."""
+
+    stream: str
+    group: str
+    name: str
+    url: str
+    secret: str
+    timeout_ms: int = 5000
+    concurrency: int = 8
+    batch: int = 1
+    paused: bool = False
+    paused_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise WrongArgument.err("a webhook needs a name")
+        if not self.url.lower().startswith(("https://", "http://")):
+            raise WrongArgument.err("a webhook url must be an http(s) URL")
+        if not self.secret.startswith(WEBHOOK_SECRET_PREFIX):
+            raise WrongArgument.err("a webhook secret must be whsec_ followed by base64")
+        try:
+            key = base64.b64decode(self.secret[len(WEBHOOK_SECRET_PREFIX) :], validate=True)
+        except (binascii.Error, ValueError):
+            key = b""
+        if len(key) < 16:
+            raise WrongArgument.err(
+                "a webhook secret must be whsec_ and 16 or more bytes in base64"
+            )
+        for name, value, high in (
+            ("timeout_ms", self.timeout_ms, MAX_WEBHOOK_TIMEOUT_MS),
+            ("concurrency", self.concurrency, MAX_WEBHOOK_CONCURRENCY),
+            ("batch", self.batch, MAX_WEBHOOK_BATCH),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise WrongArgument.err(f"{name} must be an integer from 1 to {high}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The stored form (the secret included: never shown by REST, never logged)."""
+        out: dict[str, Any] = {
+            "url": self.url,
+            "secret": self.secret,
+            "timeout_ms": self.timeout_ms,
+            "concurrency": self.concurrency,
+            "batch": self.batch,
+            "paused": self.paused,
+        }
+        if self.paused_reason is not None:
+            out["paused_reason"] = self.paused_reason
+        return out
+
+    @classmethod
+    def from_json(cls, stream: str, group: str, name: str, data: object) -> Webhook:
+        if not isinstance(data, dict):
+            raise WrongArgument.err("a webhook is a JSON object")
+        url, secret = data.get("url"), data.get("secret")
+        if not isinstance(url, str) or not isinstance(secret, str):
+            raise WrongArgument.err("a webhook needs a url and a secret (strings)")
+        reason = data.get("paused_reason")
+        return cls(
+            stream,
+            group,
+            name,
+            url,
+            secret,
+            data.get("timeout_ms", 5000),
+            data.get("concurrency", 8),
+            data.get("batch", 1),
+            bool(data.get("paused", False)),
+            reason if isinstance(reason, str) else None,
+        )
+
+    def __repr__(self) -> str:  # never the secret, in logs or tracebacks
+        return f"Webhook({self.stream!r}, {self.group!r}, {self.name!r}, {self.url!r})"
