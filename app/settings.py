@@ -182,6 +182,20 @@ class Settings(BaseSettings):
     retention_interval_s: float = Field(default=1.0, gt=0)
     retention_step: PositiveInt = 1_000
 
+    # Webhooks (README "Webhooks", app/delivery/outbound.py): where they may POST. Host name
+    # globs (none: no destination allowed; XSTREAMS_WEBHOOK_ALLOW_HOSTS='hooks.example.com,
+    # *.example.net'), https only unless ``webhook_allow_http``, public addresses only unless
+    # ``webhook_allow_private`` (loopback, private, link-local; never the cloud metadata ones).
+    webhook_allow_hosts: Annotated[list[str], NoDecode] = []
+    webhook_allow_http: bool = False
+    webhook_allow_private: bool = False
+    # How often the runner reads the webhooks again (and each webhook its group's policy and
+    # its orphaned entries), how long one read of a webhook waits for entries, and the
+    # longest Retry-After a receiver gets honoured.
+    webhook_refresh_s: float = Field(default=5.0, gt=0)
+    webhook_block_ms: PositiveInt = 1_000
+    webhook_retry_after_max_ms: int = Field(default=60_000, ge=0)
+
     @field_validator("backend")
     @classmethod
     def _backend(cls, value: str) -> str:
@@ -224,7 +238,7 @@ class Settings(BaseSettings):
         """Whether the in-process engine serves (not a Redis server or cluster)."""
         return self.backend == EMBEDDED
 
-    @field_validator("metrics_group_streams", mode="before")
+    @field_validator("metrics_group_streams", "webhook_allow_hosts", mode="before")
     @classmethod
     def _globs(cls, value: Any) -> Any:
         if isinstance(value, str):

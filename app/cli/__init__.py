@@ -80,6 +80,20 @@ def serve(
     insecure_no_auth: Annotated[
         bool, typer.Option(help="Serve a non-loopback address with no credentials anyway.")
     ] = False,
+    webhook_allow_host: Annotated[
+        list[str] | None,
+        typer.Option(help="A host glob webhooks may POST to (repeatable; none: no host)."),
+    ] = None,
+    webhook_allow_http: Annotated[
+        bool, typer.Option(help="Let webhooks POST over plain http (default: https only).")
+    ] = False,
+    webhook_allow_private: Annotated[
+        bool,
+        typer.Option(
+            help="Let webhooks reach loopback, private and link-local addresses (never the"
+            " cloud metadata ones)."
+        ),
+    ] = False,
     ssl_certfile: Annotated[Path | None, typer.Option(help="TLS certificate (PEM).")] = None,
     ssl_keyfile: Annotated[Path | None, typer.Option(help="TLS private key (PEM).")] = None,
     backend: Annotated[
@@ -148,6 +162,9 @@ def serve(
             "auth_cookie": auth_cookie,
             "cors_origins": cors_origin or None,
             "insecure_no_auth": insecure_no_auth or None,
+            "webhook_allow_hosts": webhook_allow_host or None,
+            "webhook_allow_http": webhook_allow_http or None,
+            "webhook_allow_private": webhook_allow_private or None,
             "ssl_certfile": ssl_certfile,
             "ssl_keyfile": ssl_keyfile,
             "backend": backend,

@@ -13,7 +13,8 @@ Two kinds of figures, kept apart so the request path stays cheap:
 Cardinality is bounded by construction: routes are path templates, commands come from the
 command table (an unknown name counts as ``unknown``), an error's kind is its Redis code.
 Per-group series (pending, lag) exist only for streams matching the opt-in globs
-(``XSTREAMS_METRICS_GROUP_STREAMS``), at most ``metrics_max_groups`` of them.
+(``XSTREAMS_METRICS_GROUP_STREAMS``), at most ``metrics_max_groups`` of them; so do the
+per-webhook series (at most ``metrics_max_groups`` webhooks), beside totals always shown.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from app import __version__
-from app.engine.delivery import DeliveryStats
+from app.engine.delivery import DeliveryStats, Webhook
 from app.engine.glob import glob_match
 from app.engine.keyspace import Keyspace
 from app.observe.tallies import Counts, Histogram, Timings
@@ -88,6 +89,11 @@ class Metrics:
     # Retention (app/delivery): entries the background sweeps trimmed, and steps that failed.
     retention_trimmed_entries: int = 0
     retention_failures: int = 0
+    # Webhooks (app/delivery/hook.py): by (stream, group, webhook, outcome), latency by
+    # (stream, group, webhook), requests in flight by (stream, group, webhook).
+    webhook_deliveries: Counts = field(default_factory=Counts)
+    webhook_latency: Timings = field(default_factory=Timings)
+    webhook_requests: dict[tuple[str, str, str], int] = field(default_factory=dict)
     keyspace: Keyspace | None = None
     sse: Callable[[], SseFigures] | None = None
     journal: Callable[[], JournalFigures] | None = None
@@ -123,6 +129,19 @@ class Metrics:
 
     def retention_failed(self) -> None:
         self.retention_failures += 1
+
+    def webhook_delivered(self, hook: Webhook, outcome: str, seconds: float) -> None:
+        """One webhook request ended: ok, failed, timeout, refused or gone (410)."""
+        self.webhook_deliveries.add((hook.stream, hook.group, hook.name, outcome))
+        self.webhook_latency.observe((hook.stream, hook.group, hook.name), seconds)
+
+    def webhook_in_flight(self, hook: Webhook, delta: int) -> None:
+        key = (hook.stream, hook.group, hook.name)
+        n = self.webhook_requests.get(key, 0) + delta
+        if n:
+            self.webhook_requests[key] = n
+        else:
+            self.webhook_requests.pop(key, None)
 
     def journal_committed(self, seconds: float, records: int) -> None:
         self.journal_commit.observe((), seconds)
@@ -254,6 +273,7 @@ class ServiceCollector(Collector):
             " next sweep.",
             value=m.retention_failures,
         )
+        yield from _webhooks(m)
         if m.delivery is not None:
             yield from _delivery(m, m.delivery)
         if m.keyspace is not None:
@@ -382,6 +402,92 @@ def _delivery(m: Metrics, stats: Sequence[DeliveryStats]) -> Iterator[Metric]:
     yield GaugeMetricFamily(
         "xstreams_metrics_policy_groups_omitted",
         "Policy groups of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
+        value=omitted,
+    )
+
+
+def _webhooks(m: Metrics) -> Iterator[Metric]:
+    """Webhook deliveries (issue 28): totals by outcome, latency and requests in flight over
+    every webhook, always; per webhook only for streams matching
+    XSTREAMS_METRICS_GROUP_STREAMS, at most ``metrics_max_groups`` webhooks."""
+    outcomes: dict[str, int] = {}
+    for labels, n in m.webhook_deliveries:
+        outcomes[labels[3]] = outcomes.get(labels[3], 0) + n
+    total = CounterMetricFamily(
+        "xstreams_webhook_deliveries",
+        "Webhook requests ended, by outcome: ok (2xx, acknowledged), failed (another status or"
+        " no connection), timeout, refused (outbound rules), gone (410: paused).",
+        labels=["outcome"],
+    )
+    for outcome in sorted(outcomes):
+        total.add_metric([outcome], outcomes[outcome])
+    yield total
+    merged: Histogram | None = None
+    for _, h in m.webhook_latency:
+        if merged is None:
+            merged = Histogram(list(h.counts), h.total)
+        else:
+            merged.counts = [a + b for a, b in zip(merged.counts, h.counts, strict=True)]
+            merged.total += h.total
+    latency = HistogramMetricFamily(
+        "xstreams_webhook_duration_seconds",
+        "Time from a webhook request's start to its answer's status (or its failure).",
+        labels=[],
+    )
+    if merged is not None:
+        latency.add_metric([], merged.cumulative(m.webhook_latency.bounds), merged.total)
+    yield latency
+    yield GaugeMetricFamily(
+        "xstreams_webhook_in_flight",
+        "Webhook requests in flight now.",
+        value=sum(m.webhook_requests.values()),
+    )
+    if not m.group_streams:
+        return
+    hooks = sorted(
+        {labels[:3] for labels, _ in m.webhook_deliveries} | set(m.webhook_requests),
+    )
+    shown: set[tuple[str, ...]] = set()
+    omitted = 0
+    for key in hooks:
+        if not any(glob_match(pattern, key[0]) for pattern in m.group_streams):
+            continue
+        if len(shown) >= m.max_groups:
+            omitted += 1
+            continue
+        shown.add(key)
+    by_hook = CounterMetricFamily(
+        "xstreams_webhook_group_deliveries",
+        "Webhook requests ended, by webhook and outcome, for streams matching"
+        " XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group", "webhook", "outcome"],
+    )
+    for labels, n in m.webhook_deliveries:
+        if labels[:3] in shown:
+            by_hook.add_metric(list(labels), n)
+    yield by_hook
+    hook_latency = HistogramMetricFamily(
+        "xstreams_webhook_group_duration_seconds",
+        "Webhook request time, by webhook, for streams matching XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group", "webhook"],
+    )
+    for labels, h in m.webhook_latency:
+        if labels in shown:
+            hook_latency.add_metric(list(labels), h.cumulative(m.webhook_latency.bounds), h.total)
+    yield hook_latency
+    in_flight = GaugeMetricFamily(
+        "xstreams_webhook_group_in_flight",
+        "Webhook requests in flight now, by webhook, for streams matching"
+        " XSTREAMS_METRICS_GROUP_STREAMS.",
+        labels=["stream", "group", "webhook"],
+    )
+    for key, n in m.webhook_requests.items():
+        if key in shown:
+            in_flight.add_metric(list(key), n)
+    yield in_flight
+    yield GaugeMetricFamily(
+        "xstreams_metrics_webhooks_omitted",
+        "Webhooks of matching streams left out past XSTREAMS_METRICS_MAX_GROUPS.",
         value=omitted,
     )
 

@@ -1,0 +1,186 @@
+"""Where webhooks may send: an allow-list of host globs, https only, public addresses only.
+
+The checks, in order, for every request (not once per webhook: a name may resolve elsewhere
+tomorrow):
+
+1. the scheme: ``https``, or also ``http`` with ``webhook_allow_http``;
+2. the host name (lower case, IDNA) against the ``webhook_allow_hosts`` globs (Redis glob
+   syntax, ``*.example.com``); none set means no destination is allowed;
+3. the addresses it resolves to (an IP literal is its own): every one must be a public
+   unicast address. Loopback, private (RFC 1918, fc00::/7), link-local, carrier-grade NAT,
+   reserved, documentation, unspecified and multicast addresses are refused unless
+   ``webhook_allow_private``, which allows the unicast ones among them; the cloud metadata
+   addresses (169.254.169.254, fd00:ec2::254) and multicast / unspecified addresses are
+   refused even then. A name with one refused address among several is refused whole (a
+   rebinding answer mixes them).
+
+No time-of-check to time-of-use gap: ``GuardedTransport`` resolves the name itself, checks
+the addresses, and connects to the address it checked (the request's URL carries the IP; the
+``Host`` header and the TLS server name, which the certificate is verified against, stay the
+host name). Redirects are never followed (``follow_redirects=False``): a 3xx is an answer
+like any other non-2xx. Proxies from the environment are ignored (``trust_env=False``), so
+nothing routes around the checks.
+
+A refusal raises ``Refused`` (text says which rule); the runner counts it as a failed
+delivery (outcome ``refused``), never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import httpx
+
+from app.engine.glob import glob_match
+
+__all__ = [
+    "METADATA_ADDRESSES",
+    "GuardedTransport",
+    "OutboundRules",
+    "Refused",
+    "Resolver",
+    "client_for",
+]
+
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
+)
+DNS_CACHE_S = 5.0  # a checked answer is reused this long (the connection goes to it)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+class Refused(Exception):
+    """A destination the outbound rules refuse; the text says which rule."""
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses of ``host`` (getaddrinfo, off the loop), in the system's order."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundRules:
+    """The settings' ``webhook_allow_hosts``, ``webhook_allow_http``, ``webhook_allow_private``."""
+
+    allow_hosts: Sequence[str] = ()
+    allow_http: bool = False
+    allow_private: bool = False
+
+    def check_url(self, url: str | httpx.URL) -> tuple[str, int]:
+        """The static part (scheme, host glob): the host and port to resolve, or ``Refused``.
+        A REST resource may call it to refuse a webhook's URL when it is set."""
+        u = httpx.URL(url) if isinstance(url, str) else url
+        scheme = u.scheme
+        if scheme != "https" and not (scheme == "http" and self.allow_http):
+            raise Refused(
+                f"{scheme}:// is refused: webhooks go over https"
+                + ("" if scheme != "http" else " (unless --webhook-allow-http)")
+            )
+        host = u.host.lower().rstrip(".")
+        if not host:
+            raise Refused("the URL has no host")
+        if not any(glob_match(g.lower(), host) for g in self.allow_hosts):
+            raise Refused(f"host {host!r} matches no --webhook-allow-host glob")
+        port = u.port or (443 if scheme == "https" else 80)
+        return host, port
+
+    def check_address(self, ip: IPAddress) -> None:
+        """``Refused`` unless ``ip`` may be connected to."""
+        mapped = getattr(ip, "ipv4_mapped", None)
+        if mapped is not None:  # ::ffff:127.0.0.1 is 127.0.0.1
+            ip = mapped
+        if ip in METADATA_ADDRESSES:
+            raise Refused(f"{ip} is a cloud metadata address")
+        if ip.is_unspecified or ip.is_multicast:
+            kind = "unspecified" if ip.is_unspecified else "multicast"
+            raise Refused(f"{ip} is a {kind} address")
+        if ip.is_global or self.allow_private:
+            return
+        kind = (
+            "loopback"
+            if ip.is_loopback
+            else "link-local"
+            if ip.is_link_local
+            else "private"
+            if ip.is_private
+            else "non-public"
+        )
+        raise Refused(f"{ip} is a {kind} address (unless --webhook-allow-private)")
+
+
+@dataclass(slots=True)
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that checks each request's destination (``OutboundRules``) and
+    connects to the address it checked."""
+
+    rules: OutboundRules
+    inner: httpx.AsyncBaseTransport = field(default_factory=httpx.AsyncHTTPTransport)
+    resolver: Resolver = system_resolver
+    _cache: dict[tuple[str, int], tuple[float, str]] = field(default_factory=dict)
+
+    async def address(self, host: str, port: int) -> str:
+        """The checked address to connect to for ``host``, or ``Refused``."""
+        try:
+            literal: IPAddress | None = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            literal = None
+        if literal is not None:
+            self.rules.check_address(literal)
+            return str(literal)
+        now = time.monotonic()
+        cached = self._cache.get((host, port))
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            found = await self.resolver(host, port)
+        except OSError as e:
+            raise Refused(f"cannot resolve {host!r}: {e}") from None
+        if not found:
+            raise Refused(f"{host!r} resolves to no address")
+        for text in found:
+            self.rules.check_address(ipaddress.ip_address(text.split("%", 1)[0]))
+        self._cache[(host, port)] = (now + DNS_CACHE_S, found[0])
+        return found[0]
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        host, port = self.rules.check_url(request.url)
+        ip = await self.address(host, port)
+        # The Host header was set from the URL when the request was built: it stays the name.
+        request.url = request.url.copy_with(host=ip)
+        request.extensions = {**request.extensions, "sni_hostname": host}
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def client_for(
+    rules: OutboundRules,
+    concurrency: int,
+    resolver: Resolver = system_resolver,
+    verify: bool | ssl.SSLContext = True,
+) -> httpx.AsyncClient:
+    """One webhook's client: at most ``concurrency`` connections, no redirects, no proxies
+    from the environment, every request through ``GuardedTransport``. ``verify``: TLS
+    verification as httpx takes it (tests pass an ``ssl.SSLContext``)."""
+    inner = httpx.AsyncHTTPTransport(
+        verify=verify,
+        retries=0,
+        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        trust_env=False,
+    )
+    return httpx.AsyncClient(
+        transport=GuardedTransport(rules, inner, resolver),
+        follow_redirects=False,
+        trust_env=False,
+    )
