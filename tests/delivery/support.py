@@ -94,8 +94,11 @@ class Receiver:
 
 
 @contextmanager
-def receiving(script: Script = ok, path: str = "/hook") -> Iterator[Receiver]:
-    """A receiver served on 127.0.0.1 at a free port; ``url`` ends with ``path``."""
+def receiving(
+    script: Script = ok, path: str = "/hook", tls: tuple[str, str] | None = None
+) -> Iterator[Receiver]:
+    """A receiver served on 127.0.0.1 at a free port; ``url`` ends with ``path``; ``tls``:
+    a certificate and key file to serve https with."""
     receiver = Receiver(script)
     port = free_port()
     config = uvicorn.Config(
@@ -105,12 +108,14 @@ def receiving(script: Script = ok, path: str = "/hook") -> Iterator[Receiver]:
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=1,
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     until(lambda: server.started, 10, "the receiver started")
-    receiver.url = f"http://127.0.0.1:{port}{path}"
+    receiver.url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
     try:
         yield receiver
     finally:
