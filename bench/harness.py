@@ -194,6 +194,14 @@ class Fleet:
         _wait_port(port, server.proc, 30)
         return server
 
+    def webhook_receiver(self) -> Server:
+        """A bare webhook receiver (bench/webhook_receiver.py): answers 200, times arrivals."""
+        port = free_port()
+        argv = [sys.executable, "-m", "bench.webhook_receiver", "--port", str(port)]
+        server = self._spawn("receiver", port, argv, {})
+        _wait_port(port, server.proc, 30)
+        return server
+
     def close(self) -> None:
         for server in reversed(self.servers):
             try:

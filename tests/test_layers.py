@@ -96,6 +96,16 @@ def test_observe_knows_neither_the_api_nor_storage() -> None:
     assert not _offenders(APP / "observe", forbidden)
 
 
+def test_delivery_talks_only_to_the_backend() -> None:
+    """app/delivery (retention, webhooks) runs beside requests through the Backend protocol:
+    no surface, no storage, no wiring; figures go out through callbacks, not app.observe."""
+    forbidden = (
+        "app.api", "app.storage", "app.main", "app.cli", "app.observe", "app.engine.store",
+        "app.engine.keyspace", "fastapi", "starlette", "sqlalchemy",
+    )  # fmt: skip
+    assert not _offenders(APP / "delivery", forbidden)
+
+
 def test_backends_sit_below_the_surfaces() -> None:
     """Surfaces call app.backends; a backend may use the engine (its argument and reply
     types, its rules) but never the surfaces or the wiring above them."""

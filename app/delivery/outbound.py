@@ -45,7 +45,7 @@ __all__ = [
     "OutboundRules",
     "Refused",
     "Resolver",
-    "client_for",
+    "clients_for",
 ]
 
 METADATA_ADDRESSES = frozenset(
@@ -126,7 +126,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     rules: OutboundRules
     inner: httpx.AsyncBaseTransport = field(default_factory=httpx.AsyncHTTPTransport)
     resolver: Resolver = system_resolver
-    _cache: dict[tuple[str, int], tuple[float, str]] = field(default_factory=dict)
+    # Checked answers by (host, port), shared by the transports of one webhook.
+    cache: dict[tuple[str, int], tuple[float, str]] = field(default_factory=dict)
 
     async def address(self, host: str, port: int) -> str:
         """The checked address to connect to for ``host``, or ``Refused``."""
@@ -138,7 +139,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             self.rules.check_address(literal)
             return str(literal)
         now = time.monotonic()
-        cached = self._cache.get((host, port))
+        cached = self.cache.get((host, port))
         if cached is not None and cached[0] > now:
             return cached[1]
         try:
@@ -149,7 +150,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             raise Refused(f"{host!r} resolves to no address")
         for text in found:
             self.rules.check_address(ipaddress.ip_address(text.split("%", 1)[0]))
-        self._cache[(host, port)] = (now + DNS_CACHE_S, found[0])
+        self.cache[(host, port)] = (now + DNS_CACHE_S, found[0])
         return found[0]
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -164,23 +165,33 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def client_for(
+def clients_for(
     rules: OutboundRules,
-    concurrency: int,
+    lanes: int,
     resolver: Resolver = system_resolver,
     verify: bool | ssl.SSLContext = True,
-) -> httpx.AsyncClient:
-    """One webhook's client: at most ``concurrency`` connections, no redirects, no proxies
-    from the environment, every request through ``GuardedTransport``. ``verify``: TLS
-    verification as httpx takes it (tests pass an ``ssl.SSLContext``)."""
-    inner = httpx.AsyncHTTPTransport(
-        verify=verify,
-        retries=0,
-        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        trust_env=False,
-    )
-    return httpx.AsyncClient(
-        transport=GuardedTransport(rules, inner, resolver),
-        follow_redirects=False,
-        trust_env=False,
-    )
+) -> list[httpx.AsyncClient]:
+    """One webhook's clients: ``lanes`` of them (its ``concurrency``), each of one kept-alive
+    connection (``hook`` says why not one pool), no redirects, no proxies from the
+    environment, every request through a ``GuardedTransport`` (one cache of checked DNS
+    answers for them all). ``verify``: TLS verification as httpx takes it (tests pass an
+    ``ssl.SSLContext``)."""
+    cache: dict[tuple[str, int], tuple[float, str]] = {}
+    return [
+        httpx.AsyncClient(
+            transport=GuardedTransport(
+                rules,
+                httpx.AsyncHTTPTransport(
+                    verify=verify,
+                    retries=0,
+                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                    trust_env=False,
+                ),
+                resolver,
+                cache,
+            ),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        for _ in range(lanes)
+    ]

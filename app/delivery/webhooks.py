@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from app.backends import Backend
 from app.delivery.hook import HookOptions, HookWorker, Pause, Tally
-from app.delivery.outbound import OutboundRules, Resolver, client_for, system_resolver
+from app.delivery.outbound import OutboundRules, Resolver, clients_for, system_resolver
 from app.engine.delivery import Webhook
 from app.settings import Settings
 
@@ -138,9 +138,9 @@ class WebhookRunner:
                     self._start(key, hook)
 
     def _start(self, key: Key, hook: Webhook) -> None:
-        client = client_for(self.rules, hook.concurrency, self.resolver, self.verify)
+        clients = clients_for(self.rules, hook.concurrency, self.resolver, self.verify)
         worker = HookWorker(
-            self.backend, hook, client, self._paused, self.tally, self.options, self.now_s
+            self.backend, hook, clients, self._paused, self.tally, self.options, self.now_s
         )
         task = asyncio.create_task(self._serve(worker), name=f"webhook {hook.name}")
         self.running[key] = _Running(hook, worker, task)
@@ -149,7 +149,8 @@ class WebhookRunner:
         try:
             await worker.run()
         finally:
-            await worker.client.aclose()
+            for client in worker.clients:
+                await client.aclose()
 
     async def _paused(self, hook: Webhook, reason: str) -> None:
         self._gone[_key(hook)] = hook

@@ -21,6 +21,7 @@ import standardwebhooks
 from app.backends import Backend
 from app.backends.embedded import EmbeddedBackend
 from app.delivery import HookOptions, WebhookRunner
+from app.delivery.hook import _retry_after
 from app.engine.commands.groups import PendingArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs
@@ -331,3 +332,41 @@ async def test_metrics_show_the_outcomes(backend: Backend) -> None:
     metrics.webhook_deliveries.add(("other", "g", "h2", "ok"))  # a second webhook: past the cap
     metrics.group_streams = ["*"]
     assert "xstreams_metrics_webhooks_omitted 1.0" in metrics.exposition().decode()
+
+
+# --- the supervisor ---------------------------------------------------------------------------
+async def test_the_runner_follows_the_webhooks_as_they_change(backend: Backend) -> None:
+    await stream(backend, 0, policy=None)
+    with receiving() as r:
+        hooks = [hook(r.url, name="a"), hook(r.url, name="b", paused=True)]
+        async with running(backend, hooks, webhook_refresh_s=3600) as (runner, metrics, _):
+            await until_async(lambda: set(runner.running) == {("orders", "g", "a")}, what="a")
+            first = runner.running[("orders", "g", "a")].task
+            hooks[0] = hook(r.url, name="a", concurrency=2)  # changed: a new loop
+            hooks[1] = hook(r.url, name="b")  # resumed
+            await runner.refresh()
+            assert set(runner.running) == {("orders", "g", "a"), ("orders", "g", "b")}
+            assert first.done() and runner.running[("orders", "g", "a")].task is not first
+            await backend.append([XAddArgs("orders", ("n", "x"))])
+            await until_async(lambda: outcomes(metrics).get("ok") == 1, what="delivered once")
+            del hooks[0]  # deleted: stopped
+            await runner.refresh()
+            assert set(runner.running) == {("orders", "g", "b")}
+            await runner.close()
+            assert not runner.running
+    assert len(r.hits) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, None),
+        ("120", 120.0),
+        (" 0 ", 0.0),
+        ("soon", None),
+        ("-5", None),
+        ("Thu, 01 Jan 1970 00:02:00 GMT", 60.0),  # 120 s since the epoch, 60 s after "now"
+    ],
+)
+def test_retry_after_is_seconds_or_an_http_date(value: str | None, seconds: float | None) -> None:
+    assert _retry_after(value, now_s=60.0) == seconds

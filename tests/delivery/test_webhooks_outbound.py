@@ -16,7 +16,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.delivery.outbound import GuardedTransport, OutboundRules, Refused, Resolver, client_for
+from app.delivery.outbound import (
+    GuardedTransport,
+    OutboundRules,
+    Refused,
+    Resolver,
+    clients_for,
+    system_resolver,
+)
 from app.settings import Settings
 from tests.delivery.support import Answer, receiving
 
@@ -74,6 +81,16 @@ def test_addresses(address: str, without: str | None, with_private: str | None) 
         else:
             with pytest.raises(Refused, match=refusal):
                 rules.check_address(ip)
+
+
+def client_for(
+    rules: OutboundRules,
+    lanes: int,
+    resolver: Resolver = system_resolver,
+    verify: bool | ssl.SSLContext = True,
+) -> httpx.AsyncClient:
+    (client,) = clients_for(rules, lanes, resolver, verify)
+    return client
 
 
 def resolving(answers: dict[str, list[str]]) -> Resolver:
