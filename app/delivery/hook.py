@@ -7,11 +7,12 @@ group's PEL: that is its crash safety. The loop:
   as it has free slots times ``batch``, so at most ``concurrency`` requests are in flight;
   with a delivery policy on the group, that read also serves the entries due again
   (visibility timeout, back-off after XNACK) and dead-letters the exhausted ones;
-- POSTs each entry (or batch) signed (``signing``) through the guarded clients
-  (``outbound``), within ``timeout_ms`` in all: one client of one connection per slot (a
-  "lane"), kept alive between requests. httpx's pool scans every connection for every
-  request, so one pool of 64 connections delivered about 200 requests/s where 64 pools of
-  one delivered about 900 (bench/webhooks.py);
+- POSTs each entry (or batch) signed (``signing``) through a guarded transport
+  (``outbound``), within ``timeout_ms`` in all: one transport of one kept-alive connection
+  per slot (a "lane"). httpx's pool scans every connection for every request, so one pool of
+  64 connections sent about 200 requests/s here where 64 pools of one sent about 900; and the
+  transport is called directly, without ``httpx.AsyncClient`` (its request building, cookie
+  jar and redirect handling cost a quarter of a request's CPU, and none is wanted);
 - 2xx: XACK. Any other status, a timeout, a connection error or a refused destination:
   XNACK FAIL, and the group's policy decides the back-off and the dead-lettering.
   410 Gone: the webhook is paused (``pause`` callback) and the entries released with XNACK
@@ -124,20 +125,23 @@ class HookWorker:
         self,
         backend: Backend,
         hook: Webhook,
-        clients: Sequence[httpx.AsyncClient],
+        lanes: Sequence[httpx.AsyncBaseTransport],
         pause: Pause | None = None,
         tally: Tally | None = None,
         options: HookOptions | None = None,
         now_s: Callable[[], float] = time.time,
     ) -> None:
-        self.backend, self.hook, self.clients = backend, hook, list(clients)
+        self.backend, self.hook, self.lanes = backend, hook, list(lanes)
+        self.url = httpx.URL(hook.url)
+        t = hook.timeout_ms / 1000
+        self._timeouts = {"connect": t, "read": t, "write": t, "pool": t}
         self.pause, self.tally = pause, tally or _NoTally()
         self.options = options or HookOptions()
         self.now_s = now_s
         self.signer = Signer(hook.secret)
         self.policy: DeliveryPolicy | None = None
         self.gone = False
-        self._lanes = list(clients)  # the free ones: at most ``concurrency`` in flight
+        self._lanes = list(lanes)  # the free ones: at most ``concurrency`` in flight
         self._freed = asyncio.Event()
         self._mine: set[StreamID] = set()  # in flight (or held) here
         self._sends: set[asyncio.Task[None]] = set()
@@ -278,7 +282,7 @@ class HookWorker:
             self._sends.add(task)
             task.add_done_callback(functools.partial(self._done, lane=lane))
 
-    def _done(self, task: asyncio.Task[None], *, lane: httpx.AsyncClient) -> None:
+    def _done(self, task: asyncio.Task[None], *, lane: httpx.AsyncBaseTransport) -> None:
         self._sends.discard(task)
         self._lanes.append(lane)
         self._freed.set()
@@ -297,7 +301,7 @@ class HookWorker:
 
     # -- one request ------------------------------------------------------------------------
 
-    async def _send(self, client: httpx.AsyncClient, chunk: list[Delivery]) -> None:
+    async def _send(self, lane: httpx.AsyncBaseTransport, chunk: list[Delivery]) -> None:
         hook = self.hook
         ids = [d.id for d in chunk]
         try:
@@ -308,7 +312,7 @@ class HookWorker:
             headers["content-type"] = "application/json"
             headers["user-agent"] = f"xstreams/{__version__}"
             started = time.perf_counter()
-            status, retry_after = await self._post(client, body, headers)
+            status, retry_after = await self._post(lane, body, headers)
             seconds = time.perf_counter() - started
             if isinstance(status, Outcome):
                 outcome = status
@@ -332,14 +336,20 @@ class HookWorker:
             self._mine.difference_update(ids)
 
     async def _post(
-        self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str]
+        self, lane: httpx.AsyncBaseTransport, body: bytes, headers: dict[str, str]
     ) -> tuple[int | Outcome, float | None]:
         """The status (or the outcome without one) and the Retry-After in seconds."""
         hook = self.hook
         try:
             async with asyncio.timeout(hook.timeout_ms / 1000):
-                request = client.build_request("POST", hook.url, content=body, headers=headers)
-                response = await client.send(request, stream=True)
+                request = httpx.Request(
+                    "POST",
+                    self.url,
+                    content=body,
+                    headers=headers,
+                    extensions={"timeout": self._timeouts},
+                )
+                response = await lane.handle_async_request(request)
                 try:  # read a small answer (the connection is kept), drop a large one
                     read = 0
                     if not response.is_stream_consumed:

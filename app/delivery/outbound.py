@@ -17,9 +17,9 @@ tomorrow):
 No time-of-check to time-of-use gap: ``GuardedTransport`` resolves the name itself, checks
 the addresses, and connects to the address it checked (the request's URL carries the IP; the
 ``Host`` header and the TLS server name, which the certificate is verified against, stay the
-host name). Redirects are never followed (``follow_redirects=False``): a 3xx is an answer
-like any other non-2xx. Proxies from the environment are ignored (``trust_env=False``), so
-nothing routes around the checks.
+host name). Redirects are never followed (the runner calls the transport itself, and a
+transport follows none): a 3xx is an answer like any other non-2xx. Proxies from the
+environment are ignored (``trust_env=False``), so nothing routes around the checks.
 
 A refusal raises ``Refused`` (text says which rule); the runner counts it as a failed
 delivery (outcome ``refused``), never a crash.
@@ -45,7 +45,7 @@ __all__ = [
     "OutboundRules",
     "Refused",
     "Resolver",
-    "clients_for",
+    "transports_for",
 ]
 
 METADATA_ADDRESSES = frozenset(
@@ -128,6 +128,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     resolver: Resolver = system_resolver
     # Checked answers by (host, port), shared by the transports of one webhook.
     cache: dict[tuple[str, int], tuple[float, str]] = field(default_factory=dict)
+    _rewritten: tuple[httpx.URL, str, httpx.URL] | None = None  # (URL, address, URL to it)
 
     async def address(self, host: str, port: int) -> str:
         """The checked address to connect to for ``host``, or ``Refused``."""
@@ -157,7 +158,13 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         host, port = self.rules.check_url(request.url)
         ip = await self.address(host, port)
         # The Host header was set from the URL when the request was built: it stays the name.
-        request.url = request.url.copy_with(host=ip)
+        last = self._rewritten
+        if last is not None and last[1] == ip and last[0] == request.url:
+            request.url = last[2]
+        else:
+            to = request.url.copy_with(host=ip)
+            self._rewritten = (request.url, ip, to)
+            request.url = to
         request.extensions = {**request.extensions, "sni_hostname": host}
         return await self.inner.handle_async_request(request)
 
@@ -165,33 +172,29 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def clients_for(
+def transports_for(
     rules: OutboundRules,
     lanes: int,
     resolver: Resolver = system_resolver,
     verify: bool | ssl.SSLContext = True,
-) -> list[httpx.AsyncClient]:
-    """One webhook's clients: ``lanes`` of them (its ``concurrency``), each of one kept-alive
-    connection (``hook`` says why not one pool), no redirects, no proxies from the
-    environment, every request through a ``GuardedTransport`` (one cache of checked DNS
-    answers for them all). ``verify``: TLS verification as httpx takes it (tests pass an
-    ``ssl.SSLContext``)."""
+) -> list[GuardedTransport]:
+    """One webhook's transports: ``lanes`` of them (its ``concurrency``), each of one
+    kept-alive connection (app/delivery/hook.py says why not one pool), proxies from the
+    environment ignored, one cache of checked DNS answers for them all. The runner calls them
+    directly, so nothing follows a redirect. ``verify``: TLS verification as httpx takes it
+    (tests pass an ``ssl.SSLContext``)."""
     cache: dict[tuple[str, int], tuple[float, str]] = {}
     return [
-        httpx.AsyncClient(
-            transport=GuardedTransport(
-                rules,
-                httpx.AsyncHTTPTransport(
-                    verify=verify,
-                    retries=0,
-                    limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                    trust_env=False,
-                ),
-                resolver,
-                cache,
+        GuardedTransport(
+            rules,
+            httpx.AsyncHTTPTransport(
+                verify=verify,
+                retries=0,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                trust_env=False,
             ),
-            follow_redirects=False,
-            trust_env=False,
+            resolver,
+            cache,
         )
         for _ in range(lanes)
     ]

@@ -4,7 +4,7 @@
 callable; the service passes ``backend.webhooks``) every ``webhook_refresh_s`` and whenever
 ``refresh()`` is called (after a PUT, PATCH or DELETE), and starts, stops or restarts the
 loops to match: a webhook whose configuration changed (URL, secret, limits, paused) gets a
-new loop and a new client. Each process runs one runner; with several workers in front of
+new loop and new connections. Each process runs one runner; with several workers in front of
 Redis each worker runs a loop per webhook, all reading for the one consumer named after it
 (``hook`` says why that never sends an entry twice at once).
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from app.backends import Backend
 from app.delivery.hook import HookOptions, HookWorker, Pause, Tally
-from app.delivery.outbound import OutboundRules, Resolver, clients_for, system_resolver
+from app.delivery.outbound import OutboundRules, Resolver, system_resolver, transports_for
 from app.engine.delivery import Webhook
 from app.settings import Settings
 
@@ -138,9 +138,9 @@ class WebhookRunner:
                     self._start(key, hook)
 
     def _start(self, key: Key, hook: Webhook) -> None:
-        clients = clients_for(self.rules, hook.concurrency, self.resolver, self.verify)
+        lanes = transports_for(self.rules, hook.concurrency, self.resolver, self.verify)
         worker = HookWorker(
-            self.backend, hook, clients, self._paused, self.tally, self.options, self.now_s
+            self.backend, hook, lanes, self._paused, self.tally, self.options, self.now_s
         )
         task = asyncio.create_task(self._serve(worker), name=f"webhook {hook.name}")
         self.running[key] = _Running(hook, worker, task)
@@ -149,8 +149,8 @@ class WebhookRunner:
         try:
             await worker.run()
         finally:
-            for client in worker.clients:
-                await client.aclose()
+            for lane in worker.lanes:
+                await lane.aclose()
 
     async def _paused(self, hook: Webhook, reason: str) -> None:
         self._gone[_key(hook)] = hook

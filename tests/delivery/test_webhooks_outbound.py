@@ -21,8 +21,8 @@ from app.delivery.outbound import (
     OutboundRules,
     Refused,
     Resolver,
-    clients_for,
     system_resolver,
+    transports_for,
 )
 from app.settings import Settings
 from tests.delivery.support import Answer, receiving
@@ -89,8 +89,9 @@ def client_for(
     resolver: Resolver = system_resolver,
     verify: bool | ssl.SSLContext = True,
 ) -> httpx.AsyncClient:
-    (client,) = clients_for(rules, lanes, resolver, verify)
-    return client
+    """A client over one of the runner's transports (the runner calls it directly)."""
+    (transport,) = transports_for(rules, lanes, resolver, verify)
+    return httpx.AsyncClient(transport=transport, trust_env=False)
 
 
 def resolving(answers: dict[str, list[str]]) -> Resolver:
@@ -180,12 +181,15 @@ async def test_tls_is_verified_against_the_host_name_not_the_address(tmp_path: P
     assert [h.headers["host"] for h in r.hits] == [f"hooks.test:{port}"]
 
 
-async def test_redirects_are_answers_not_followed() -> None:
+async def test_redirects_are_answers_not_followed_by_the_transport() -> None:
     with receiving() as elsewhere:
         moved = receiving(lambda n, hit: Answer(302, (("location", elsewhere.url),)))
         with moved as r:
-            async with client_for(PRIVATE_OK, 1) as client:
-                response = await client.post(r.url, content=b"{}")
+            (transport,) = transports_for(PRIVATE_OK, 1)
+            request = httpx.Request("POST", r.url, content=b"{}")
+            response = await transport.handle_async_request(request)
+            await response.aread()
+            await transport.aclose()
     assert response.status_code == 302
     assert elsewhere.hits == []
 
