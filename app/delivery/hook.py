@@ -147,7 +147,8 @@ class HookWorker:
         self._sends: set[asyncio.Task[None]] = set()
         self._hold_until = 0.0  # monotonic: Retry-After
         self._checked_at = -1e18
-        self._fault: str | None = None
+        self._fault: str | None = None  # of the requests: logged once until a 2xx
+        self._read_fault: str | None = None  # of the reads: logged once until one succeeds
         self._told_no_policy = False
 
     # -- the loop ---------------------------------------------------------------------------
@@ -157,11 +158,15 @@ class HookWorker:
             while not self.gone:
                 try:
                     await self._turn()
-                    self._fault = None
+                    self._read_fault = None
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:  # Redis away, the group destroyed: try again later
-                    self._log_fault(f"cannot read: {e or type(e).__name__}")
+                    text = f"cannot read: {e or type(e).__name__}"
+                    if text != self._read_fault:
+                        h = self.hook
+                        log.warning("webhook %r of %r/%r: %s", h.name, h.stream, h.group, text)
+                    self._read_fault = text
                     await asyncio.sleep(self.options.retry_s)
         finally:
             await self._drain()
@@ -237,6 +242,7 @@ class HookWorker:
                 min_idle,
             )
             await self._dispatch(entries, counts)
+            self._checked_at = -1e18  # maybe more of them: look again at the next turn
         return bool(entries)
 
     async def _counts(self, entries: Sequence[Entry | ClaimedEntry]) -> dict[StreamID, int]:
@@ -363,6 +369,7 @@ class HookWorker:
             self._log_fault(f"refused destination: {e}")
             return Outcome.REFUSED, None
         except (TimeoutError, httpx.TimeoutException):
+            self._log_fault(f"no whole answer from {hook.url} within {hook.timeout_ms} ms")
             return Outcome.TIMEOUT, None
         except (httpx.HTTPError, OSError) as e:
             self._log_fault(f"cannot reach {hook.url}: {e or type(e).__name__}")
@@ -374,6 +381,7 @@ class HookWorker:
         if 200 <= status < 300:
             self._fault = None
             return status, None
+        self._log_fault(f"{hook.url} answers {status}")
         return status, _retry_after(response.headers.get("retry-after"), self.now_s())
 
     async def _hold(self, seconds: float) -> None:

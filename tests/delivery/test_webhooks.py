@@ -290,7 +290,9 @@ async def test_a_redirect_is_not_followed_and_counts_as_a_failure(backend: Backe
     assert [n for _, _, n in await pending(backend)] == [1]  # released, not acknowledged
 
 
-async def test_a_refused_destination_is_a_failed_delivery_not_a_crash(backend: Backend) -> None:
+async def test_a_refused_destination_is_a_failed_delivery_not_a_crash(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
     await stream(backend, 2, policy=None)
     with receiving() as r:
         async with running(backend, [hook(r.url)], webhook_allow_private=False) as (
@@ -303,6 +305,9 @@ async def test_a_refused_destination_is_a_failed_delivery_not_a_crash(backend: B
     assert r.hits == []
     rows = await pending(backend)
     assert len(rows) == 2
+    refusals = [m for m in caplog.messages if "refused destination" in m]
+    assert len(refusals) == 1  # once when it starts, not once an entry
+    assert "127.0.0.1 is a loopback address" in refusals[0]
 
 
 async def test_http_is_refused_unless_allowed(backend: Backend) -> None:
