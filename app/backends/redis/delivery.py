@@ -318,6 +318,10 @@ class Delivery:
                 )
         return out
 
+    async def policy_streams(self) -> list[str]:
+        """The streams that have a policy hash (a policy, its counters, webhooks)."""
+        return [_stream_of(pkey) for pkey in await self._policy_keys()]
+
     async def _policy_keys(self) -> list[str]:
         options: list[Arg] = ["MATCH", POLICY_PREFIX + "*", "COUNT", 1000, "TYPE", "hash"]
         keys: list[str] = []

@@ -5,8 +5,9 @@ script reads it and moves entries atomically: several front-ends never move an e
 The hash's fields, by group name ``g``: ``p:g`` the policy (``DeliveryPolicy.as_json``),
 ``r:g`` / ``d:g`` its counters (redelivered, dead-lettered), ``n:g`` the last release
 number, ``o:g\\0id`` for a released entry: ``seq\\0consumer`` (its release's number, for
-FIFO among releases of one millisecond, and the consumer that held it). The rules mirror
-app/engine/delivery.py, which defines them.
+FIFO among releases of one millisecond, and the consumer that held it); and the group's
+webhooks (``webhooks.py``: ``w:<length>:g<name>``), which FORGET_GROUP removes too. The
+rules mirror app/engine/delivery.py, which defines them.
 """
 
 from __future__ import annotations
@@ -444,14 +445,17 @@ return {1, 1}
 """
 )
 
-# What a group's (ARGV[1]) policy leaves behind when the group goes (XGROUP DESTROY):
-# KEYS[1] its policy hash.
+# What a group's (ARGV[1]) policy and webhooks leave behind when the group goes (XGROUP
+# DESTROY): KEYS[1] its policy hash.
 FORGET_GROUP = """
 local pkey, group = KEYS[1], ARGV[1]
 redis.call('HDEL', pkey, 'p:' .. group, 'r:' .. group, 'd:' .. group, 'n:' .. group)
 local prefix = 'o:' .. group .. '\\0'
+local hooks = 'w:' .. #group .. ':' .. group
 for _, f in ipairs(redis.call('HKEYS', pkey)) do
-  if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', pkey, f) end
+  if string.sub(f, 1, #prefix) == prefix or string.sub(f, 1, #hooks) == hooks then
+    redis.call('HDEL', pkey, f)
+  end
 end
 return 1
 """
