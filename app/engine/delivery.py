@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from app.engine.errors import WrongArgument
 from app.engine.ids import INT64_MAX, StreamID, parse_strict_id
-from app.engine.stream import RefPolicy
+from app.engine.refpolicy import RefPolicy
 
 __all__ = [
     "DEAD_LETTER_FIELDS",

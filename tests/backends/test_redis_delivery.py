@@ -30,7 +30,7 @@ from app.engine.delivery import (
 )
 from app.engine.errors import CommandError, NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
-from app.engine.stream import RefPolicy
+from app.engine.refpolicy import RefPolicy
 from tests.backends.test_redis_backend import _flush_cluster, _standalone_url
 from tests.support.redis_servers import redis8_or_skip
 from tests.support.waiting import until_async

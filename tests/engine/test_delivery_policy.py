@@ -26,10 +26,11 @@ from app.engine.delivery import (
 from app.engine.effects import Record
 from app.engine.errors import NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import StreamID
+from app.engine.refpolicy import RefPolicy
 from app.engine.replay import restore
 from app.engine.snapshot import decode_snapshot, encode_snapshot, snapshot_view
 from app.engine.store import Store
-from app.engine.stream import Entry, RefPolicy
+from app.engine.stream import Entry
 from app.engine.waiting import execute
 from tests.engine.helpers import T0, run
 

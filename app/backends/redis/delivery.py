@@ -62,7 +62,7 @@ from app.engine.delivery import (
 from app.engine.errors import CommandError, NoSuchKey, WrongArgument
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
-from app.engine.stream import RefPolicy
+from app.engine.refpolicy import RefPolicy
 
 POLICY_POLL_MS = 250  # a blocked policy read looks again at least this often
 RETENTION_KEY = "xs:retention"
