@@ -91,7 +91,7 @@ class SnapshotView:
     config_set: dict[str, int]  # what CONFIG SET changed (restored; the rest is the start's)
     # Idempotent requests' kept responses, oldest first: (name, fingerprint, response, expiry).
     responses: list[tuple[str, bytes, bytes, int]] = field(default_factory=list)
-    retention: list[tuple[str, dict[str, int]]] = field(default_factory=list)
+    retention: list[tuple[str, dict[str, int | str]]] = field(default_factory=list)
 
 
 def _node_view(n: Node) -> NodeView:

@@ -494,7 +494,13 @@ return out
 # max_bytes ('' : none), LIMIT. How many entries it removed (0 for a missing key).
 RETENTION = """
 local key = KEYS[1]
-local age, len, bytes, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local age, len, bytes, limit, ref = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local function xtrim(strategy, threshold)
+  if ref == '' then
+    return redis.call('XTRIM', key, strategy, '~', threshold, 'LIMIT', limit)
+  end
+  return redis.call('XTRIM', key, strategy, '~', threshold, 'LIMIT', limit, ref)
+end
 if redis.call('TYPE', key)['ok'] ~= 'stream' then return 0 end
 local removed = 0
 if age ~= '' then
@@ -502,19 +508,17 @@ if age ~= '' then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local min = now - tonumber(age)
   if min > 0 then
-    removed = removed + redis.call('XTRIM', key, 'MINID', '~', string.format('%d', min),
-      'LIMIT', limit)
+    removed = removed + xtrim('MINID', string.format('%d', min))
   end
 end
 if len ~= '' then
-  removed = removed + redis.call('XTRIM', key, 'MAXLEN', '~', len, 'LIMIT', limit)
+  removed = removed + xtrim('MAXLEN', len)
 end
 if bytes ~= '' then
   local used = redis.call('MEMORY', 'USAGE', key)
   if used and used > tonumber(bytes) then
     local keep = math.floor(redis.call('XLEN', key) * tonumber(bytes) / used)
-    removed = removed + redis.call('XTRIM', key, 'MAXLEN', '~', string.format('%d', keep),
-      'LIMIT', limit)
+    removed = removed + xtrim('MAXLEN', string.format('%d', keep))
   end
 end
 return removed
