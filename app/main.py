@@ -33,6 +33,7 @@ from app.api.rest import (
     pel,
     reads,
     streams,
+    webhooks,
     whoami,
 )
 from app.api.services import Services
@@ -102,6 +103,11 @@ TAGS = [
         "description": 'What the service adds to Redis (README "Delivery policies and '
         "retention\"): a group's delivery policy (visibility timeout, back-off, dead-letter "
         "stream), a dead-letter stream's redrive, a stream's retention.",
+    },
+    {
+        "name": "webhooks",
+        "description": "A group's push consumers: each a consumer (XGROUP CREATECONSUMER) whose"
+        " entries the service POSTs to an HTTP endpoint, signed (Standard Webhooks).",
     },
     {"name": "access", "description": "The caller's own grant: ACL WHOAMI."},
 ]
@@ -229,7 +235,8 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
     the /v1 fallback, the command endpoint's catch-all path route last."""
     errors.install(app)
     probes.install(app, run)
-    for resource in (streams, entries, reads, groups, consumers, pel, delivery, whoami):
+    resources = (streams, entries, reads, groups, consumers, pel, delivery, webhooks, whoami)
+    for resource in resources:
         app.include_router(resource.api)
     events.install(app)
     metrics.install(app)

@@ -38,6 +38,7 @@ from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
 from app.engine.commands import policy as policies
+from app.engine.commands import webhooks as hooks
 from app.engine.commands.bulk import run_at, xadd_batch
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
@@ -55,7 +56,14 @@ from app.engine.commands.streams import (
 )
 from app.engine.commands.table import Command, lookup
 from app.engine.commands.xcfgset import XCfgSetArgs, xcfgset
-from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
+from app.engine.delivery import (
+    DeliveryPolicy,
+    DeliveryStats,
+    RedriveArgs,
+    Redriven,
+    Retention,
+    Webhook,
+)
 from app.engine.errors import CommandError, NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
@@ -560,6 +568,27 @@ class EmbeddedBackend:
 
     async def delivery_stats(self) -> list[DeliveryStats]:
         return policies.delivery_stats(self.store.keyspace)
+
+    # --- webhooks ---------------------------------------------------------------------
+    async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Webhook]:
+        try:
+            return hooks.webhooks(self.store.keyspace, key, group)
+        finally:
+            await self._visible(None if key is None else (key,))
+
+    async def set_webhook(self, hook: Webhook) -> bool:
+        self._writable()
+        try:
+            return self.store.run(hooks.set_webhook, hook)
+        finally:
+            await self._visible((hook.stream,))
+
+    async def delete_webhook(self, key: str, group: str, name: str) -> bool:
+        self._writable()
+        try:
+            return self.store.run(hooks.delete_webhook, key, group, name)
+        finally:
+            await self._visible((key,))
 
 
 class _Idempotent:

@@ -41,13 +41,15 @@ requests that carried an Idempotency-Key (``app.engine.responses``; key is
     ["xcfgset", key, duration_s, maxsize]          IdmpConfigured (XCFGSET)
     ["remember", key, name, [fingerprint, response], expires_ms]  ResponseKept
 
-Record format 4 adds delivery policies and retention (``app.engine.delivery``; the policy and
-the retention in their ``as_json`` form, null when removed) and a release's time under a
-policy (migration 0006):
+Record format 4 adds delivery policies, retention and webhooks (``app.engine.delivery``; the
+policy, the retention and the webhook in their ``as_json`` form, null when removed; a
+webhook's secret is stored, as the deliveries need it) and a release's time under a policy
+(migration 0006):
 
     ["policy", key, group, {...} | null]           PolicySet
     ["retention", key, {...} | null]               RetentionSet
     ["nack", key, group, [id, ...], [count, ...], at_ms]  Released under a policy
+    ["webhook", key, group, name, {...} | null]   WebhookSet (a group's push consumer)
 
 ``KINDS`` holds one entry per kind: its tag, its class, and the two directions. Decoding
 checks every field's type and raises ``ReplayError`` for anything else, so a damaged record
@@ -75,7 +77,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from app.engine.delivery import DeliveryPolicy, Retention
+from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -108,6 +110,7 @@ from app.engine.effects import (
     StreamRestored,
     Trimmed,
     Unstorable,
+    WebhookSet,
 )
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
@@ -389,6 +392,17 @@ def _retention(value: Any) -> Retention | None:
         return Retention.from_json(value)
     except CommandError as e:
         raise ReplayError(f"malformed retention {value!r}: {e}") from e
+
+
+def _webhook(w: list[Any]) -> WebhookSet:
+    key, group, name, value = _str(w[1]), _str(w[2]), _str(w[3]), w[4]
+    hook = None
+    if value is not None:
+        try:
+            hook = Webhook.from_json(key, group, name, value)
+        except CommandError as e:
+            raise ReplayError(f"malformed webhook {name!r} of {group!r}: {e}") from e
+    return WebhookSet(key=key, group=group, name=name, webhook=hook)
 
 
 def _entries_added(w: list[Any]) -> EntriesAdded:
@@ -687,6 +701,19 @@ KINDS: tuple[Kind[Any], ...] = (
         3,
         lambda e: ["retention", e.key, None if e.retention is None else e.retention.as_json()],
         lambda w: RetentionSet(key=_str(w[1]), retention=_retention(w[2])),
+    ),
+    _kind(
+        "webhook",
+        WebhookSet,
+        5,
+        lambda e: [
+            "webhook",
+            e.key,
+            e.group,
+            e.name,
+            None if e.webhook is None else e.webhook.as_json(),
+        ],
+        _webhook,
     ),
 )
 

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from app.engine.errors import WrongArgument
 from app.engine.ids import INT64_MAX, StreamID, parse_strict_id
+from app.engine.refpolicy import RefPolicy
 
 __all__ = [
     "DEAD_LETTER_FIELDS",
@@ -162,13 +163,16 @@ class DeliveryPolicy:
 class Retention:
     """A stream's retention: entries older than ``max_age_ms`` (by their ID's time), past the
     newest ``max_len``, or past about ``max_bytes`` of the stream's memory are trimmed in the
-    background (MINID / MAXLEN ``~``, KEEPREF unless ``policy`` says otherwise)."""
+    background (MINID / MAXLEN ``~``, with the reference ``policy`` of Redis 8.2's trims)."""
 
     max_age_ms: int | None = None
     max_len: int | None = None
     max_bytes: int | None = None
+    policy: RefPolicy = RefPolicy.KEEPREF  # what its trims do to group references (8.2)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.policy, RefPolicy):
+            raise WrongArgument.err("policy must be KEEPREF, DELREF or ACKED")
         if self.max_age_ms is None and self.max_len is None and self.max_bytes is None:
             raise WrongArgument.err("a retention needs max_age_ms, max_len or max_bytes")
         if self.max_age_ms is not None:
@@ -178,24 +182,30 @@ class Retention:
         if self.max_bytes is not None:
             _ms("max_bytes", self.max_bytes, 1)
 
-    def as_json(self) -> dict[str, int]:
-        out: dict[str, int] = {}
+    def as_json(self) -> dict[str, int | str]:
+        out: dict[str, int | str] = {}
         if self.max_age_ms is not None:
             out["max_age_ms"] = self.max_age_ms
         if self.max_len is not None:
             out["max_len"] = self.max_len
         if self.max_bytes is not None:
             out["max_bytes"] = self.max_bytes
+        if self.policy is not RefPolicy.KEEPREF:
+            out["policy"] = self.policy.value
         return out
 
     @classmethod
     def from_json(cls, data: object) -> Retention:
         if not isinstance(data, dict):
             raise WrongArgument.err("a retention is a JSON object")
-        unknown = set(data) - {"max_age_ms", "max_len", "max_bytes"}
+        unknown = set(data) - {"max_age_ms", "max_len", "max_bytes", "policy"}
         if unknown:
             raise WrongArgument.err(f"unknown retention part {sorted(unknown)[0]!r}")
-        return cls(data.get("max_age_ms"), data.get("max_len"), data.get("max_bytes"))
+        text = data.get("policy", "KEEPREF")
+        policy = RefPolicy.__members__.get(text.upper()) if isinstance(text, str) else None
+        if policy is None:
+            raise WrongArgument.err("policy must be KEEPREF, DELREF or ACKED")
+        return cls(data.get("max_age_ms"), data.get("max_len"), data.get("max_bytes"), policy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.delivery import DeliveryPolicy, Retention
+from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.stream import Fields, TrimSpec
@@ -281,6 +281,16 @@ class RetentionSet:
     retention: Retention | None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookSet:
+    """A group's webhook ``name`` was set (created or replaced), or removed (None)."""
+
+    key: str
+    group: str
+    name: str
+    webhook: Webhook | None
+
+
 Effect = (
     StreamCreated
     | KeyDeleted
@@ -309,6 +319,7 @@ Effect = (
     | IdmpConfigured
     | PolicySet
     | RetentionSet
+    | WebhookSet
 )
 Record = list[Effect]  # the effects of one atomic step, in the order they happened
 

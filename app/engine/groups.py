@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from app.engine.delivery import DeliveryPolicy
+from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import utf8
@@ -55,6 +55,9 @@ class ConsumerGroup:
     # the process, as Prometheus counters do).
     redelivered: int = 0
     dead_lettered: int = 0
+    # Its webhooks by name (app/engine/commands/webhooks.py): each also a consumer of the
+    # group once it has read, run by app/delivery.
+    webhooks: dict[str, Webhook] = field(default_factory=dict)
 
     def consumer(self, name: str, now_ms: int, *, refresh: bool = True) -> Consumer:
         """Look a consumer up, creating it if needed; a lookup refreshes its seen-time."""

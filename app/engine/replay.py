@@ -46,6 +46,7 @@ from app.engine.effects import (
     StreamCreated,
     StreamRestored,
     Trimmed,
+    WebhookSet,
 )
 from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.idmp import Idmp
@@ -254,6 +255,12 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
                 ks.retention.pop(key, None)
             else:
                 ks.retention[key] = retention
+        case WebhookSet(key=key, group=group, name=name, webhook=hook):
+            g = _group(ks, key, group)
+            if hook is not None:
+                g.webhooks[name] = hook
+            elif g.webhooks.pop(name, None) is None:
+                raise ReplayError(f"removal of missing webhook {name!r} of {group!r}")
         case IdmpRecorded(key=key, producer=producer, iid=iid, id=sid, now_ms=now_ms):
             s = _stream(ks, key)
             if s.idmp is None:

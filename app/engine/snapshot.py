@@ -26,7 +26,7 @@ from app.engine.codec import (
     sid_text,
     u64,
 )
-from app.engine.delivery import DeliveryPolicy, Retention
+from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import ReplayError
 from app.engine.errors import CommandError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
@@ -42,8 +42,9 @@ SNAPSHOT_FORMAT = 5
 # 4: a stream may carry "idmp", its IDMP state (Redis 8.6: ``idmp_view``); the document may
 #    carry "responses", the kept responses of Idempotency-Key (``app.engine.responses``).
 # 5: a group with a delivery policy carries it as a seventh item (the sixth, its released
-#    entries, then [id, consumer that held it] pairs); the document may carry "retention",
-#    [[stream name, retention], ...] (``app.engine.delivery``).
+#    entries, then [id, consumer that held it] pairs); one with webhooks carries them as an
+#    eighth, {name: webhook}, its seventh then null when it has no policy; the document may
+#    carry "retention", [[stream name, retention], ...] (``app.engine.delivery``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class SnapshotView:
     config_set: dict[str, int]  # what CONFIG SET changed (restored; the rest is the start's)
     # Idempotent requests' kept responses, oldest first: (name, fingerprint, response, expiry).
     responses: list[tuple[str, bytes, bytes, int]] = field(default_factory=list)
-    retention: list[tuple[str, dict[str, int]]] = field(default_factory=list)
+    retention: list[tuple[str, dict[str, int | str]]] = field(default_factory=list)
 
 
 def _node_view(n: Node) -> NodeView:
@@ -324,7 +325,7 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
                 s.firsts.append(node.master)
                 length += node.live
             s.length = length
-            load_groups(s, sd["groups"])
+            load_groups(s, sd["groups"], sd["key"])
             if "idmp" in sd:
                 s.idmp = load_idmp(sd["idmp"])
         for name, fingerprint, response, expires_ms in doc.get("responses", []):
@@ -374,7 +375,7 @@ def load_idmp(v: list[Any]) -> Idmp:
 def group_views(s: Stream) -> list[Any]:
     """A stream's groups as plain values (name, last ID, entries read, consumers, PEL in
     the order of ``Pel.items_by_key``, and
-    the released IDs in FIFO order when there are some)."""
+    the released IDs in FIFO order when there are some; format 5's policy and webhooks)."""
     groups = []
     for g in s.groups.values():
         # In the order delivery times were set (``Pel.items_by_key``), which CLAIM's ties
@@ -385,10 +386,12 @@ def group_views(s: Stream) -> list[Any]:
         ]
         consumers = [[c.name, c.seen_time_ms] for c in g.consumers.values()]
         group: list[Any] = [g.name, sid_text(g.last_id), g.entries_read, consumers, pel]
-        if g.policy is not None:
+        if g.policy is not None or g.webhooks:
             # Format 5: the released entries with who held them (a dead letter names it).
             group.append([[sid_text(sid_of(k)), holder] for k, holder in g.released.items()])
-            group.append(g.policy.as_json())
+            group.append(None if g.policy is None else g.policy.as_json())
+            if g.webhooks:
+                group.append({name: h.as_json() for name, h in g.webhooks.items()})
         elif g.released:
             group.append([sid_text(sid) for sid in g.released_ids()])
         groups.append(group)
@@ -412,9 +415,9 @@ def _checked_groups(groups: list[Any]) -> list[Any]:
     return groups
 
 
-def load_groups(s: Stream, groups: list[Any]) -> None:
+def load_groups(s: Stream, groups: list[Any], stream: str) -> None:
     for name, last_id, entries_read, consumers, pel, *more in groups:
-        if not isinstance(name, str) or len(more) > 2:
+        if not isinstance(name, str) or len(more) > 3:
             raise ReplayError(f"malformed snapshot: group name {name!r}")
         read = None if entries_read is None else i64(entries_read)
         g = s.groups[name] = ConsumerGroup(name, sid_from_text(last_id), read)
@@ -443,8 +446,12 @@ def load_groups(s: Stream, groups: list[Any]) -> None:
             if unowned is None or unowned.consumer is not None:
                 raise ReplayError(f"malformed snapshot: released {text!r} is not an unowned entry")
             g.released[key] = holder
-        if len(more) > 1:
-            try:
+        try:
+            if len(more) > 1 and more[1] is not None:
                 g.policy = DeliveryPolicy.from_json(more[1])
-            except CommandError as e:
-                raise ReplayError(f"malformed snapshot: group {name!r}'s policy: {e}") from e
+            for hook_name, value in (more[2] if len(more) > 2 else {}).items():
+                g.webhooks[hook_name] = Webhook.from_json(stream, name, hook_name, value)
+        except CommandError as e:
+            raise ReplayError(
+                f"malformed snapshot: group {name!r}'s policy or webhooks: {e}"
+            ) from e

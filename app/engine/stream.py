@@ -19,6 +19,7 @@ from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import fields_bytes
 from app.engine.node import Entry, Fields, Node
+from app.engine.refpolicy import RefPolicy
 
 if TYPE_CHECKING:
     from app.engine.groups import ConsumerGroup
@@ -28,6 +29,7 @@ __all__ = [
     "Entry",
     "Fields",
     "Node",
+    "RefPolicy",
     "Stream",
     "TrimOutcome",
     "TrimSpec",
@@ -36,16 +38,6 @@ __all__ = [
 ]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
-
-
-class RefPolicy(StrEnum):
-    """What deleting or trimming an entry does to the consumer groups' references to it
-    (Redis 8.2): KEEPREF leaves them, DELREF removes them, ACKED deletes only entries that
-    no group still needs."""
-
-    KEEPREF = "KEEPREF"
-    DELREF = "DELREF"
-    ACKED = "ACKED"
 
 
 class TrimStrategy(StrEnum):

@@ -19,13 +19,14 @@ import jwt
 import pytest
 
 from app.access import Grant, KeyRecord, Verb, hash_secret, new_key
-from app.engine.delivery import DeadLetter, DeliveryPolicy, Retention, dead_letter_fields
+from app.engine.delivery import DeadLetter, DeliveryPolicy, Retention, Webhook, dead_letter_fields
 from app.engine.ids import StreamID
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
 
 SECRET = "a secret shared with the application, long enough"
+HOOK_SECRET = "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="
 VERBS = ("read", "consume", "write")
 NO_CMD = "NOPERM this user has no permissions to run the '{}' command"
 NO_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments"
@@ -167,6 +168,24 @@ OPS = [
     Op("set_retention", "admin", "PUT", "/v1/streams/orders/retention", {"max_len": 5}),
     Op("delete_retention", "admin", "DELETE", "/v1/streams/orders/retention"),
     Op("redrive_entries", "write", "POST", "/v1/streams/orders:dead/redrive", {}),
+    # Webhooks (``prepare`` sets "hook" on orders' group g).
+    Op("list_webhooks", "read", "GET", "/v1/streams/orders/groups/g/webhooks"),
+    Op("get_webhook", "read", "GET", "/v1/streams/orders/groups/g/webhooks/hook"),
+    Op(
+        "set_webhook",
+        "admin",
+        "PUT",
+        "/v1/streams/orders/groups/g/webhooks/other",
+        {"url": "https://example.com/", "secret": HOOK_SECRET},
+    ),
+    Op(
+        "pause_webhook",
+        "admin",
+        "PATCH",
+        "/v1/streams/orders/groups/g/webhooks/hook",
+        {"paused": True},
+    ),
+    Op("delete_webhook", "admin", "DELETE", "/v1/streams/orders/groups/g/webhooks/hook"),
     Op(
         "claim_entries",
         "consume",
@@ -289,11 +308,12 @@ DEAD_LETTER = dead_letter_fields(
 
 
 async def prepare(app: Any, store: Store) -> None:
-    """What the delivery operations act on: a policy, a retention, a dead letter."""
+    """What the delivery operations act on: a policy, a retention, a dead letter, a webhook."""
     backend = app.state.services.backend
     policy = DeliveryPolicy(max_deliveries=3, dead_letter_stream="orders:dead")
     await backend.set_delivery_policy("orders", "g", policy)
     await backend.set_retention("orders", Retention(max_len=100))
+    await backend.set_webhook(Webhook("orders", "g", "hook", "https://example.com/", HOOK_SECRET))
     store.execute(["XADD", "orders:dead", "5-5", *DEAD_LETTER])
 
 

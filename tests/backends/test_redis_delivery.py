@@ -30,6 +30,7 @@ from app.engine.delivery import (
 )
 from app.engine.errors import CommandError, NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.refpolicy import RefPolicy
 from tests.backends.test_redis_backend import _flush_cluster, _standalone_url
 from tests.support.redis_servers import redis8_or_skip
 from tests.support.waiting import until_async
@@ -69,7 +70,7 @@ async def _read(
 
 
 async def _pending(b: RedisBackend, key: str) -> list[tuple[StreamID, str, int]]:
-    rows = await b.pending(PendingArgs(key, "g", MIN_ID, MAX_ID, 100))
+    rows = await b.pending(PendingArgs(key, "g", MIN_ID, MAX_ID, 1000))
     return [(r.id, r.consumer, r.delivery_count) for r in rows]
 
 
@@ -192,7 +193,7 @@ async def test_backoff_after_a_visibility_timeout(rb: RedisBackend) -> None:
 
 
 async def _idle_at_least(b: RedisBackend, key: str, ms: int) -> bool:
-    rows = await b.pending(PendingArgs(key, "g", MIN_ID, MAX_ID, 100))
+    rows = await b.pending(PendingArgs(key, "g", MIN_ID, MAX_ID, 1000))
     return bool(rows) and all(r.idle_ms >= ms for r in rows)
 
 
@@ -372,6 +373,26 @@ async def test_retention_trims_by_length_age_and_bytes(rb: RedisBackend) -> None
     # LIMIT bounds one step
     await rb.append([XAddArgs("c", ("f", str(i))) for i in range(1000)])
     assert await rb.enforce_retention("c", Retention(max_len=0), 100) == 100
+
+
+async def test_retention_trims_with_its_reference_policy(
+    rb: RedisBackend, request: pytest.FixtureRequest
+) -> None:
+    """DELREF drops the groups' references to what it trims (8.2's XTRIM option); a server
+    older than 8.2 refuses such a retention when it is set, naming the version."""
+    ids = await _stream(rb, "s", 300)
+    await _read(rb, "s", "c", 300)
+    delref = Retention(max_len=0, policy=RefPolicy.DELREF)
+    if "7.0" in request.node.callspec.id:
+        with pytest.raises(CommandError, match=r"needs Redis 8\.2"):
+            await rb.set_retention("s", delref)
+        assert await rb.retention("s") is None
+        return
+    assert await rb.set_retention("s", delref) is False
+    assert await rb.retention("s") == delref
+    assert await rb.enforce_retention("s", delref, 100) == 100
+    pending = {sid for sid, _, _ in await _pending(rb, "s")}
+    assert pending == set(ids[100:])  # what was trimmed left the PEL too
 
 
 # --- Redis Cluster ----------------------------------------------------------------------------

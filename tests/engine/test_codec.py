@@ -15,7 +15,7 @@ import pytest
 
 from app.engine import effects
 from app.engine.codec import KINDS, decode_record, effect_from_wire, encode_record
-from app.engine.delivery import DeliveryPolicy, Retention
+from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -46,10 +46,13 @@ from app.engine.effects import (
     StreamCreated,
     StreamRestored,
     Trimmed,
+    WebhookSet,
 )
 from app.engine.ids import StreamID
 from app.engine.refs import RefPolicy
 from app.engine.stream import TrimSpec, TrimStrategy
+
+SECRET = "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="  # 16 bytes
 
 STORED: list[tuple[list[Any], Effect]] = [
     (["new", "s"], StreamCreated(key="s")),
@@ -198,6 +201,60 @@ STORED: list[tuple[list[Any], Effect]] = [
     ),
     (["retention", "s", None], RetentionSet(key="s", retention=None)),
     (
+        [
+            "webhook",
+            "s",
+            "g",
+            "orders",
+            {
+                "url": "https://hooks.example.com/orders",
+                "secret": SECRET,
+                "timeout_ms": 2000,
+                "concurrency": 4,
+                "batch": 10,
+                "paused": True,
+                "paused_reason": "410 Gone",
+            },
+        ],
+        WebhookSet(
+            key="s",
+            group="g",
+            name="orders",
+            webhook=Webhook(
+                "s",
+                "g",
+                "orders",
+                "https://hooks.example.com/orders",
+                SECRET,
+                2000,
+                4,
+                10,
+                True,
+                "410 Gone",
+            ),
+        ),
+    ),
+    (
+        [
+            "webhook",
+            "s",
+            "g",
+            "h",
+            {
+                "url": "http://x",
+                "secret": SECRET,
+                "timeout_ms": 5000,
+                "concurrency": 8,
+                "batch": 1,
+                "paused": False,
+            },
+        ],
+        WebhookSet(
+            key="s", group="g", name="h", webhook=Webhook("s", "g", "h", "http://x", SECRET)
+        ),
+    ),
+    (["webhook", "s", "g", "h", None], WebhookSet(key="s", group="g", name="h", webhook=None)),
+    (
         ["nack", "s", "g", ["3-0"], [1], 1700000000000],
         Released(key="s", group="g", ids=(StreamID(3, 0),), counts=(1,), at_ms=1700000000000),
     ),
@@ -253,6 +310,12 @@ def test_every_kind_has_one_codec_entry_and_a_stored_example() -> None:
         ["restore", "s", 12],
         ["restore", "s", "not base64!"],
         ["restore", "s", "AP/AAQ"],
+        ["webhook", "s", "g", "h", {"url": "ftp://x", "secret": SECRET}],
+        ["webhook", "s", "g", "h", {"url": "http://x", "secret": "whsec_c2hvcnQ="}],
+        ["webhook", "s", "g", "h", {"url": "http://x"}],
+        ["webhook", "s", "g", "h", "http://x"],
+        ["webhook", "s", "g", 1, None],
+        ["webhook", "s", "g", "h"],
     ],
 )
 def test_a_malformed_effect_is_refused(wire: Any) -> None:

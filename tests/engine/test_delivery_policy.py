@@ -26,6 +26,7 @@ from app.engine.delivery import (
 from app.engine.effects import Record
 from app.engine.errors import NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import StreamID
+from app.engine.refpolicy import RefPolicy
 from app.engine.replay import restore
 from app.engine.snapshot import decode_snapshot, encode_snapshot, snapshot_view
 from app.engine.store import Store
@@ -65,7 +66,7 @@ def read(store: Store, consumer: str, count: int = 10) -> list[str]:
 
 
 def pending(store: Store) -> list[tuple[str, str, int]]:
-    rows = run(store, "XPENDING", "s", "g", "-", "+", 100)
+    rows = run(store, "XPENDING", "s", "g", "-", "+", 1000)
     return [(str(r.id), r.consumer, r.delivery_count) for r in rows]
 
 
@@ -292,3 +293,21 @@ def test_retention_by_age_length_and_bytes(
     same_after_recovery(store, journal)
     run(store, "FLUSHALL")
     assert store.keyspace.retention == {}
+
+
+def test_retention_trims_with_its_reference_policy(store: Store) -> None:
+    run(store, "XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    for i in range(1, 301):
+        run(store, "XADD", "s", f"{i}-0", "f", "v")
+    read(store, "c", count=300)
+    keep = Retention(max_len=0)
+    assert store.run(enforce_retention, "s", keep, 100) == 100
+    assert len(pending(store)) == 300  # KEEPREF: the PEL still names trimmed entries
+    delref = Retention(max_len=0, policy=RefPolicy.DELREF)
+    assert Retention.from_json(delref.as_json()) == delref
+    assert store.run(enforce_retention, "s", delref, 100) == 100
+    assert [p[0] for p in pending(store)] == [f"{i}-0" for i in range(1, 101)] + [
+        f"{i}-0" for i in range(201, 301)
+    ]
+    with pytest.raises(WrongArgument, match="KEEPREF, DELREF or ACKED"):
+        Retention.from_json({"max_len": 1, "policy": "DROP"})

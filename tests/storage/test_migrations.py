@@ -320,13 +320,14 @@ def test_downgrade_of_0005_with_format_2_records_only(db_url: str) -> None:
         engine.dispose()
 
 
-@pytest.mark.parametrize("change", ["policy", "retention", "release"])
+@pytest.mark.parametrize("change", ["policy", "retention", "release", "webhook"])
 def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: str) -> None:
-    """0006 cannot be undone while the journal holds a policy, a retention, or a release
-    under a policy (its time): format 3 cannot express them."""
+    """0006 cannot be undone while the journal holds a policy, a retention, a webhook, or a
+    release under a policy (its time): format 3 cannot express them."""
     from app.engine.codec import encode_record
     from app.engine.commands.policy import set_policy, set_retention
-    from app.engine.delivery import DeliveryPolicy, Retention
+    from app.engine.commands.webhooks import set_webhook
+    from app.engine.delivery import DeliveryPolicy, Retention, Webhook
     from app.engine.effects import Record
 
     written: list[Record] = []
@@ -345,6 +346,9 @@ def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: st
             store.execute(argv)
         if change == "retention":
             store.run(set_retention, "s", Retention(max_len=5))
+        elif change == "webhook":
+            secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="
+            store.run(set_webhook, Webhook("s", "p", "h", "https://example.com", secret))
         else:
             store.run(set_policy, "s", "p", DeliveryPolicy(backoff_ms=(10,)))
         if change == "release":
@@ -355,6 +359,29 @@ def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: st
         with pytest.raises(RuntimeError, match="format 4"):
             _downgrade(engine, "0005")
         assert migrate.current_revision(engine) == migrate.head_revision()
+        assert db.record_format() == "4"
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_of_0006_refused_with_a_webhook_snapshot(db_url: str) -> None:
+    """A group with webhooks and no policy is snapshotted as format 5 too."""
+    from app.engine.commands.webhooks import set_webhook
+    from app.engine.delivery import Webhook
+    from app.engine.snapshot import encode_snapshot
+
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        db = Database(engine)
+        store = Store()
+        for argv in [*FORMAT_1_COMMANDS, ["XGROUP", "CREATE", "s", "p", "0"]]:
+            store.execute(argv)
+        secret = "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="
+        store.run(set_webhook, Webhook("s", "p", "h", "https://example.com", secret))
+        db.write_snapshot(0, encode_snapshot(store.snapshot_view()))
+        with pytest.raises(RuntimeError, match="format 5"):
+            _downgrade(engine, "0005")
         assert db.record_format() == "4"
     finally:
         engine.dispose()

@@ -243,6 +243,40 @@ def test_release_gives_a_pending_entry_back_to_the_group(dashboard: Dashboard, p
     assert [(e["id"], e["delivery_count"]) for e in r.json()["entries"]] == [(ids[0], 1)]
 
 
+def test_dead_letters_are_shown_apart_from_their_origin_and_redriven(
+    dashboard: Dashboard, page: Any
+) -> None:
+    """A group's policy moves entries XNACK'ed FATAL to its dead-letter stream: the groups
+    page names the policy and links that stream's dead-letter view, which shows each entry's
+    own fields apart from where it came from, and redrives them all back to their origin."""
+    d = dashboard
+    s, dead = "orders-dlq", "orders-dlq-dead"
+    ids = _append(d, s, "first", "second")
+    assert d.admin.post(f"/v1/streams/{s}/groups", json={"name": "billing", "id": "0"}).is_success
+    policy = {"dead_letter_stream": dead, "backoff_ms": [1000]}
+    assert d.admin.put(f"/v1/streams/{s}/groups/billing/policy", json=policy).is_success
+    reads = f"/v1/streams/{s}/groups/billing/consumers/alice/reads"
+    assert [e["id"] for e in d.admin.post(reads, json={}).json()["entries"]] == ids
+    r = d.admin.post("/", json=["XNACK", s, "billing", "FATAL", "IDS", "2", *ids])
+    assert r.json() == {"result": 2}, r.text
+    assert d.admin.post(reads, json={}).json()["entries"] == []  # dead-lettered, not delivered
+    sign_in(page, d.url, d.operator)
+    open_page(page, d.url, route(s, groups=True))
+    page.click(f'a[href="#/s/{dead}/dead"]')
+    page.wait_for_selector(f'tr[data-id] td.origin >> text="{s}"')
+    rows = page.locator("tr[data-id]")
+    assert rows.count() == 2
+    assert "item first" in rows.nth(0).locator("td.fields").inner_text()
+    assert "xs-dl-" not in rows.nth(0).locator("td.fields").inner_text()
+    assert "alice" in rows.nth(0).locator("td.origin").inner_text()
+    page.click("text=Redrive all")
+    confirm(page)
+    page.wait_for_selector("text=Moved 2 entries back.")
+    page.wait_for_selector("text=No dead letters.")
+    back = d.admin.get(f"/v1/streams/{s}/entries").json()["entries"]
+    assert [e["fields"] for e in back] == [{"item": i} for i in ("first", "second")] * 2
+
+
 def test_a_read_only_jwt_is_shown_no_control_it_may_not_use(
     dashboard: Dashboard, page: Any
 ) -> None:

@@ -133,7 +133,8 @@ async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
 async def set_retention(stream: StreamName, body: Retention, backend: BackendDep) -> Retention:
     """Keep the stream within `max_age_ms` (XTRIM MINID ~), `max_len` (XTRIM MAXLEN ~) and
     about `max_bytes`: the service trims it in the background, in small steps (LIMIT), each
-    journaled as any XTRIM, with KEEPREF. Kept by name: the stream need not exist, and the
+    journaled as any XTRIM, with its reference `policy` (KEEPREF unless given; DELREF and
+    ACKED need Redis 8.2 in front of Redis). Kept by name: the stream need not exist, and the
     retention outlives a DEL of it. Needs `admin`."""
     retention = body.retention()
     await backend.set_retention(stream, retention)

@@ -30,14 +30,20 @@ SERVICE = {
         Command("xretention|set", -4, _WRITES, access=Access.ADMIN),
         Command("xretention|del", 3, _WRITES, access=Access.ADMIN),
         Command("xredrive", -2, _WRITES, access=Access.WRITE),
+        Command("xwebhook|list", 4, _READS, access=Access.READ),
+        Command("xwebhook|get", 5, _READS, access=Access.READ),
+        Command("xwebhook|set", -6, _WRITES, access=Access.ADMIN),
+        Command("xwebhook|pause", 6, _WRITES, access=Access.ADMIN),
+        Command("xwebhook|del", 5, _WRITES, access=Access.ADMIN),
     )
 }
-"""The service's own operations (issue 27: delivery policies, retention, redrive), which no
-Redis command models and the command endpoint does not answer: their entries say what the
-one check needs. Reading a policy or a retention is ``read`` on the stream; setting or
-removing one is ``admin`` (a policy also needs ``write`` on its dead-letter stream, checked
-by the route, as that stream is in the body); a redrive is ``write`` on the dead-letter
-stream here and, in its route, on every stream it appends to."""
+"""The service's own operations (issue 27: delivery policies, retention, redrive; issue 28:
+webhooks), which no Redis command models and the command endpoint does not answer: their
+entries say what the one check needs. Reading a policy, a retention or a webhook is ``read``
+on the stream; setting, pausing or removing one is ``admin`` (a policy also needs ``write``
+on its dead-letter stream, checked by the route, as that stream is in the body); a redrive
+is ``write`` on the dead-letter stream here and, in its route, on every stream it appends
+to."""
 
 MODELS = {
     "list_streams": "scan",
@@ -78,6 +84,11 @@ MODELS = {
     "set_retention": "xretention|set",
     "delete_retention": "xretention|del",
     "redrive_entries": "xredrive",
+    "list_webhooks": "xwebhook|list",
+    "get_webhook": "xwebhook|get",
+    "set_webhook": "xwebhook|set",
+    "pause_webhook": "xwebhook|pause",
+    "delete_webhook": "xwebhook|del",
 }
 
 

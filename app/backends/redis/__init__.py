@@ -29,7 +29,7 @@ docstring says the choices a caller may rely on:
   where 7.0's commands do the same exactly, else ``NotAvailable``).
 - delivery.py: ``Delivery`` over the router: groups' delivery policies (applied by every
   group read, reads.py and passthrough.py), redrive, retention; policy_scripts.py: their
-  scripts.
+  scripts; webhooks.py: ``Webhooks``, groups' webhooks kept beside their policies.
 """
 
 from __future__ import annotations
@@ -51,13 +51,21 @@ from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.backends.redis.streams import Streams
 from app.backends.redis.urls import BlockPools, cluster_address, connect
+from app.backends.redis.webhooks import Webhooks
 from app.backends.shards import ShardHealth
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest, may_block
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
-from app.engine.delivery import DeliveryPolicy, DeliveryStats, RedriveArgs, Redriven, Retention
+from app.engine.delivery import (
+    DeliveryPolicy,
+    DeliveryStats,
+    RedriveArgs,
+    Redriven,
+    Retention,
+    Webhook,
+)
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
@@ -104,6 +112,7 @@ class RedisBackend:
         reads = Reads(router, blocking, limits)
         self.router, self.blocking_reads = router, blocking
         self._delivery = delivery = Delivery(router)
+        self._webhooks = Webhooks(router, delivery)
         self._passthrough = Passthrough(router, reads, limits, delivery)
         self._streams = Streams(router, reads, limits)
         self._groups = Groups(router, limits)
@@ -299,6 +308,16 @@ class RedisBackend:
 
     async def delivery_stats(self) -> list[DeliveryStats]:
         return await self._delivery.delivery_stats()
+
+    # --- webhooks: Webhooks -------------------------------------------------------------
+    async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Webhook]:
+        return await self._webhooks.webhooks(key, group)
+
+    async def set_webhook(self, hook: Webhook) -> bool:
+        return await self._webhooks.set_webhook(hook)
+
+    async def delete_webhook(self, key: str, group: str, name: str) -> bool:
+        return await self._webhooks.delete_webhook(key, group, name)
 
 
 def _refuse_blocking(blocks: bool) -> None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
+from app.backends.redis.features import REF_POLICIES
 from app.backends.redis.idempotent import attempt, slot_tag
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import Arg, Raw, decode, encode, id_arg, parse_id, redis_error
@@ -61,6 +62,7 @@ from app.engine.delivery import (
 from app.engine.errors import CommandError, NoSuchKey, WrongArgument
 from app.engine.ids import StreamID
 from app.engine.limits import Limits
+from app.engine.refpolicy import RefPolicy
 
 POLICY_POLL_MS = 250  # a blocked policy read looks again at least this often
 RETENTION_KEY = "xs:retention"
@@ -318,6 +320,10 @@ class Delivery:
                 )
         return out
 
+    async def policy_streams(self) -> list[str]:
+        """The streams that have a policy hash (a policy, its counters, webhooks)."""
+        return [_stream_of(pkey) for pkey in await self._policy_keys()]
+
     async def _policy_keys(self) -> list[str]:
         options: list[Arg] = ["MATCH", POLICY_PREFIX + "*", "COUNT", 1000, "TYPE", "hash"]
         keys: list[str] = []
@@ -405,6 +411,10 @@ class Delivery:
     async def set_retention(self, key: str, retention: Retention | None) -> bool:
         if retention is None:
             return bool(await self._router.write(RETENTION_KEY, "HDEL", RETENTION_KEY, encode(key)))
+        if retention.policy is not RefPolicy.KEEPREF:
+            features = await self._router.server_features()
+            if not features.ref_policies:
+                raise features.refuse(f"retention with {retention.policy.value}", REF_POLICIES)
         value = json.dumps(retention.as_json(), separators=(",", ":"))
         added = await self._router.write(RETENTION_KEY, "HSET", RETENTION_KEY, encode(key), value)
         return not int(added)
@@ -422,6 +432,7 @@ class Delivery:
             opt(retention.max_len),
             opt(retention.max_bytes),
             limit,
+            "" if retention.policy is RefPolicy.KEEPREF else retention.policy.value,
         ]
         line = eval_line(RETENTION, [encode(key)], words)
         return int(await self._router.write(key, *line))

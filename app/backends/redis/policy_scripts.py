@@ -5,8 +5,9 @@ script reads it and moves entries atomically: several front-ends never move an e
 The hash's fields, by group name ``g``: ``p:g`` the policy (``DeliveryPolicy.as_json``),
 ``r:g`` / ``d:g`` its counters (redelivered, dead-lettered), ``n:g`` the last release
 number, ``o:g\\0id`` for a released entry: ``seq\\0consumer`` (its release's number, for
-FIFO among releases of one millisecond, and the consumer that held it). The rules mirror
-app/engine/delivery.py, which defines them.
+FIFO among releases of one millisecond, and the consumer that held it); and the group's
+webhooks (``webhooks.py``: ``w:<length>:g<name>``), which FORGET_GROUP removes too. The
+rules mirror app/engine/delivery.py, which defines them.
 """
 
 from __future__ import annotations
@@ -444,14 +445,17 @@ return {1, 1}
 """
 )
 
-# What a group's (ARGV[1]) policy leaves behind when the group goes (XGROUP DESTROY):
-# KEYS[1] its policy hash.
+# What a group's (ARGV[1]) policy and webhooks leave behind when the group goes (XGROUP
+# DESTROY): KEYS[1] its policy hash.
 FORGET_GROUP = """
 local pkey, group = KEYS[1], ARGV[1]
 redis.call('HDEL', pkey, 'p:' .. group, 'r:' .. group, 'd:' .. group, 'n:' .. group)
 local prefix = 'o:' .. group .. '\\0'
+local hooks = 'w:' .. #group .. ':' .. group
 for _, f in ipairs(redis.call('HKEYS', pkey)) do
-  if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', pkey, f) end
+  if string.sub(f, 1, #prefix) == prefix or string.sub(f, 1, #hooks) == hooks then
+    redis.call('HDEL', pkey, f)
+  end
 end
 return 1
 """
@@ -490,7 +494,13 @@ return out
 # max_bytes ('' : none), LIMIT. How many entries it removed (0 for a missing key).
 RETENTION = """
 local key = KEYS[1]
-local age, len, bytes, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local age, len, bytes, limit, ref = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local function xtrim(strategy, threshold)
+  if ref == '' then
+    return redis.call('XTRIM', key, strategy, '~', threshold, 'LIMIT', limit)
+  end
+  return redis.call('XTRIM', key, strategy, '~', threshold, 'LIMIT', limit, ref)
+end
 if redis.call('TYPE', key)['ok'] ~= 'stream' then return 0 end
 local removed = 0
 if age ~= '' then
@@ -498,19 +508,17 @@ if age ~= '' then
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local min = now - tonumber(age)
   if min > 0 then
-    removed = removed + redis.call('XTRIM', key, 'MINID', '~', string.format('%d', min),
-      'LIMIT', limit)
+    removed = removed + xtrim('MINID', string.format('%d', min))
   end
 end
 if len ~= '' then
-  removed = removed + redis.call('XTRIM', key, 'MAXLEN', '~', len, 'LIMIT', limit)
+  removed = removed + xtrim('MAXLEN', len)
 end
 if bytes ~= '' then
   local used = redis.call('MEMORY', 'USAGE', key)
   if used and used > tonumber(bytes) then
     local keep = math.floor(redis.call('XLEN', key) * tonumber(bytes) / used)
-    removed = removed + redis.call('XTRIM', key, 'MAXLEN', '~', string.format('%d', keep),
-      'LIMIT', limit)
+    removed = removed + xtrim('MAXLEN', string.format('%d', keep))
   end
 end
 return removed

@@ -33,6 +33,9 @@ from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
 
+# What ``Reads._wait_new`` answers past the read's deadline (None: nothing came this time).
+_TIMED_OUT: Raw = b"\x00timed out"
+
 
 def id_errors(r: ReadRequest) -> list[CommandError | None]:
     """Each key's ID error, as the engine finds it (none for ``>``)."""
@@ -192,20 +195,9 @@ class Reads:
             reply = merge(keys, replies)
             if reply is not None or r.block_ms is None:
                 return reply
-            nap = POLICY_POLL_MS if wait < 0 else min(wait, POLICY_POLL_MS)
-            if deadline is not None:
-                left = (deadline - loop.time()) * 1000
-                if left <= 0:
-                    return None
-                nap = min(nap, int(left))
-            nap = max(nap, 1)  # BLOCK 0 would wait for ever
-            count = r.count
-            if self._limits.reply_entries:
-                share = max(1, self._limits.reply_entries // len(keys))
-                count = min(count, share) if count else share
-            head = read_head(dataclasses.replace(r, block_ms=nap), count)
-            ids: list[Arg] = [b">"] * len(keys)
-            fresh = await self._blocking.xread(head, keys, ids, True, True, gone)
+            fresh = await self._wait_new(r, wait, POLICY_POLL_MS, deadline, gone)
+            if fresh is _TIMED_OUT:
+                return None
             if fresh is not None:
                 return fresh
 
@@ -245,22 +237,34 @@ class Reads:
             reply = merge(keys, replies)
             if reply is not None or r.block_ms is None:
                 return reply
-            nap = CLAIM_POLL_MS if wait < 0 else min(wait, CLAIM_POLL_MS)
-            if deadline is not None:
-                left = (deadline - loop.time()) * 1000
-                if left <= 0:
-                    return None
-                nap = min(nap, int(left))
-            nap = max(nap, 1)  # BLOCK 0 would wait for ever
-            count = r.count
-            if self._limits.reply_entries:  # a wake-up served within the limit (limits.py)
-                share = max(1, self._limits.reply_entries // len(keys))
-                count = min(count, share) if count else share
-            head = read_head(dataclasses.replace(r, claim_ms=None, block_ms=nap), count)
-            ids: list[Arg] = [b">"] * len(keys)
-            fresh = await self._blocking.xread(head, keys, ids, True, True, gone)
+            fresh = await self._wait_new(r, wait, CLAIM_POLL_MS, deadline, gone)
+            if fresh is _TIMED_OUT:
+                return None
             if fresh is not None:
                 return as_claimed(fresh)
+
+    async def _wait_new(
+        self, r: ReadRequest, wait: int, poll_ms: int, deadline: float | None, gone: Gone | None
+    ) -> Raw:
+        """A script read (CLAIM, a policy) found nothing: a plain blocking XREADGROUP for
+        new entries, for no longer than ``wait`` (when the next pending entry turns due; -1:
+        none does) nor ``poll_ms`` (an XNACK elsewhere is then seen) nor the deadline. Its
+        entries, None when nothing came, ``_TIMED_OUT`` past the deadline."""
+        keys = list(r.keys)
+        nap = poll_ms if wait < 0 else min(wait, poll_ms)
+        if deadline is not None:
+            left = (deadline - asyncio.get_running_loop().time()) * 1000
+            if left <= 0:
+                return _TIMED_OUT
+            nap = min(nap, int(left))
+        nap = max(nap, 1)  # BLOCK 0 would wait for ever
+        count = r.count
+        if self._limits.reply_entries:  # a wake-up served within the limit (limits.py)
+            share = max(1, self._limits.reply_entries // len(keys))
+            count = min(count, share) if count else share
+        head = read_head(dataclasses.replace(r, claim_ms=None, block_ms=nap), count)
+        ids: list[Arg] = [b">"] * len(keys)
+        return await self._blocking.xread(head, keys, ids, True, True, gone)
 
     async def _room_for(self, r: ReadRequest) -> None:
         """An XREADGROUP that ``GROUP_READ`` does not run: its consumer checked against

@@ -248,24 +248,27 @@ def set_retention(ks: Keyspace, key: str, retention: Retention | None) -> bool:
 
 def enforce_retention(ks: Keyspace, key: str, retention: Retention, limit: int) -> int:
     """One bounded step of trimming ``key`` to ``retention`` (MINID / MAXLEN ``~`` with
-    LIMIT ``limit``, KEEPREF): entries removed. Journaled as XTRIM is."""
+    LIMIT ``limit`` and its reference policy): entries removed. Journaled as XTRIM is."""
     stream = ks.get(key)
     if stream is None:
         return 0
     removed = 0
+    ref = retention.policy
     if retention.max_age_ms is not None:
         cutoff = ks.clock.now_ms() - retention.max_age_ms
         if cutoff > 0:
             minid = StreamID(cutoff, 0)
-            spec = TrimSpec(TrimStrategy.MINID, minid=minid, approx=True, limit=limit)
+            spec = TrimSpec(TrimStrategy.MINID, minid=minid, approx=True, limit=limit, policy=ref)
             removed += xtrim(ks, key, spec)
     if retention.max_len is not None:
-        spec = TrimSpec(TrimStrategy.MAXLEN, maxlen=retention.max_len, approx=True, limit=limit)
+        spec = TrimSpec(
+            TrimStrategy.MAXLEN, maxlen=retention.max_len, approx=True, limit=limit, policy=ref
+        )
         removed += xtrim(ks, key, spec)
     if retention.max_bytes is not None and stream.length:
         size = sum(node.lp_bytes for node in stream.nodes)
         if size > retention.max_bytes:
             keep = stream.length * retention.max_bytes // size
-            spec = TrimSpec(TrimStrategy.MAXLEN, maxlen=keep, approx=True, limit=limit)
+            spec = TrimSpec(TrimStrategy.MAXLEN, maxlen=keep, approx=True, limit=limit, policy=ref)
             removed += xtrim(ks, key, spec)
     return removed

@@ -302,10 +302,11 @@ def test_a_retention_is_set_read_and_removed_by_name(api: httpx.Client) -> None:
     problem(api.delete(R), 404)
     body = {"max_age_ms": 86_400_000, "max_len": 1000, "max_bytes": 1 << 20}
     r = api.put(R, json=body)  # the stream need not exist
-    assert r.status_code == 200 and r.json() == body, r.text
-    assert api.get(R).json() == body
+    shown = {**body, "policy": "KEEPREF"}  # the reference policy is always named
+    assert r.status_code == 200 and r.json() == shown, r.text
+    assert api.get(R).json() == shown
     assert api.put(R, json={"max_len": 5}).json() == {
-        "max_age_ms": None, "max_len": 5, "max_bytes": None
+        "max_age_ms": None, "max_len": 5, "max_bytes": None, "policy": "KEEPREF"
     }  # fmt: skip
     add(api, S, ("n", "1"))
     assert api.delete(url(S)).status_code == 204
@@ -313,6 +314,18 @@ def test_a_retention_is_set_read_and_removed_by_name(api: httpx.Client) -> None:
     assert api.delete(R).status_code == 204
     problem(api.get(R), 404)
     problem(api.delete(R), 404)
+
+
+def test_a_retention_with_a_reference_policy(api: httpx.Client, target: Target) -> None:
+    """ACKED / DELREF trims (Redis 8.2): the engine has them; a Redis older than 8.2 (the
+    7.0 targets here) refuses them when the retention is set, naming the version."""
+    R = url(S) + "/retention"
+    r = api.put(R, json={"max_len": 5, "policy": "ACKED"})
+    if not target.redis:
+        assert r.status_code == 200 and r.json()["policy"] == "ACKED", r.text
+    else:
+        assert "retention with ACKED needs Redis 8.2" in problem(r, 400)["error"]
+        problem(api.get(R), 404)
 
 
 @pytest.mark.parametrize(
@@ -323,6 +336,7 @@ def test_a_retention_is_set_read_and_removed_by_name(api: httpx.Client) -> None:
         ({"max_age_ms": 0}, 400, f"ERR max_age_ms must be an integer from 1 to {MAX_POLICY_MS}"),
         ({"max_len": "5"}, 422, None),
         ({"max_entries": 5}, 422, None),
+        ({"max_len": 5, "policy": "DROP"}, 422, None),
     ],
 )
 def test_a_bad_retention_is_refused(

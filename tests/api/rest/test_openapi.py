@@ -21,7 +21,7 @@ from app.settings import Settings
 ROOT = Path(__file__).resolve().parents[3]
 COMMITTED = ROOT / "openapi" / "openapi.json"
 # Operations of this issue's resources (the SSE routes document themselves elsewhere).
-REST_TAGS = {"streams", "entries", "groups", "consumers", "pending entries", "delivery"}
+REST_TAGS = {"streams", "entries", "groups", "consumers", "pending entries", "delivery", "webhooks"}
 REDIS_COMMAND = re.compile(r"\b(X[A-Z]{2,}|SCAN|DEL)\b")
 
 
@@ -71,6 +71,7 @@ def test_every_operation_of_the_issue_is_there(doc: dict[str, Any]) -> None:
         "ack_delete_entries", "nack_entries", "configure_stream",
         "get_policy", "set_policy", "delete_policy", "redrive_entries",
         "get_retention", "set_retention", "delete_retention",
+        "list_webhooks", "get_webhook", "set_webhook", "pause_webhook", "delete_webhook",
     }  # fmt: skip
 
 

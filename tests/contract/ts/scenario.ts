@@ -37,6 +37,10 @@ const timeoutOnly: Schemas["Policy"] = { visibility_timeout_ms: 30000, backoff_m
 const redriveAll: Schemas["Redrive"] = {};
 const redriveSome: Schemas["Redrive"] = { ids: ["1-0"], to: "{orders}:retry" };
 const keepADay: Schemas["Retention"] = { max_age_ms: 86400000 };
+// Webhooks: url and secret, every other part defaulted; the view has no secret.
+const hook: Schemas["WebhookSet"] = { url: "https://hooks.example.com/orders",
+  secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" };
+const pause: Schemas["WebhookPause"] = { paused: true };
 
 const base = "http://127.0.0.1:8000";
 
@@ -111,6 +115,14 @@ async function scenario(): Promise<void> {
   for (const m of moved.moved) console.log(m.id, m.stream, m.new_id);
   console.log(moved.skipped.length);
   await call<Schemas["Retention"]>("PUT", "/v1/streams/orders/retention", keepADay);
+  const hookUrl = `${workers}/webhooks/orders-hook`;
+  const made = await call<Schemas["WebhookView"]>("PUT", hookUrl, hook);
+  const paused = await call<Schemas["WebhookView"]>("PATCH", hookUrl, pause);
+  const reason: string | null = paused.paused_reason;
+  const hooks = await call<Schemas["WebhookList"]>("GET", `${workers}/webhooks`);
+  for (const h of hooks.webhooks) console.log(h.name, h.url, h.paused, h.batch);
+  // @ts-expect-error: a webhook's secret is never shown
+  console.log(made.secret, reason);
 }
 
 // The event streams' errors are problem documents, not events.

@@ -7,7 +7,7 @@ rather than a second set of bounds here that could drift from it.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -88,13 +88,21 @@ class Retention(Body):
         "in proportion).",
     )
 
+    policy: Literal["KEEPREF", "DELREF", "ACKED"] | None = Field(
+        None,
+        description="What the trims do to consumer groups' references (Redis 8.2): KEEPREF "
+        "(the default) leaves them, DELREF drops them, ACKED trims only entries every group "
+        "has acknowledged. DELREF and ACKED need Redis 8.2 in front of Redis.",
+    )
+
     def retention(self) -> delivery.Retention:
         """The engine's retention (``WrongArgument``: none of the three, or out of range)."""
         return delivery.Retention.from_json(self.model_dump(exclude_none=True))
 
 
 def retention_json(retention: delivery.Retention) -> Retention:
-    return Retention(**retention.as_json())
+    """As stored, with the reference policy always named (KEEPREF when none was given)."""
+    return Retention.model_validate({**retention.as_json(), "policy": retention.policy.value})
 
 
 class Redrive(Body):

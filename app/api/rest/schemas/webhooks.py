@@ -1,0 +1,130 @@
+"""Webhooks (issue 28): the body that sets one, the body that pauses one, and what is shown.
+
+The numbers are checked by the engine's one rule (``app.engine.delivery.Webhook``): a value
+out of range is a 400 with its text, on every backend. The secret goes in and never comes
+out: no reply model has a field for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
+
+from app.api.rest.schemas.body import KEEP_BYTES, Body
+from app.engine.delivery import (
+    MAX_WEBHOOK_BATCH,
+    MAX_WEBHOOK_CONCURRENCY,
+    MAX_WEBHOOK_TIMEOUT_MS,
+    Webhook,
+)
+from app.engine.ids import INT64_MAX, INT64_MIN
+
+__all__ = ["WebhookList", "WebhookPause", "WebhookSet", "WebhookView", "webhook_view"]
+
+Int = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Text = Annotated[str, Field(min_length=1), KEEP_BYTES]
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Webhook)}
+
+SET_EXAMPLE: JsonDict = {
+    "url": "https://hooks.example.com/orders",
+    "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "timeout_ms": 5000,
+    "concurrency": 8,
+    "batch": 1,
+}
+VIEW_EXAMPLE: JsonDict = {
+    "name": "orders-hook",
+    "url": "https://hooks.example.com/orders",
+    "timeout_ms": 5000,
+    "concurrency": 8,
+    "batch": 1,
+    "paused": True,
+    "paused_reason": "paused by request",
+}
+
+
+class WebhookSet(Body):
+    """A webhook: where the group's entries are POSTed, signed with what, how fast."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [SET_EXAMPLE]})
+
+    url: Text = Field(
+        description="The http(s) URL each entry (or batch) is POSTed to. Where the service "
+        "may send is its allow-list's to say (`--webhook-allow-host`), checked as it sends.",
+    )
+    secret: Text = Field(
+        description="The signing secret of the Standard Webhooks specification: `whsec_` and "
+        "16 bytes or more in base64. Kept by the service, never shown again.",
+    )
+    timeout_ms: Int = Field(
+        _DEFAULTS["timeout_ms"],
+        description=f"How long one request may take (1 to {MAX_WEBHOOK_TIMEOUT_MS}); "
+        "past it the entries are released (XNACK FAIL).",
+    )
+    concurrency: Int = Field(
+        _DEFAULTS["concurrency"],
+        description=f"Requests in flight at most (1 to {MAX_WEBHOOK_CONCURRENCY}): entries are "
+        "delivered in order per entry, not across entries.",
+    )
+    batch: Int = Field(
+        _DEFAULTS["batch"],
+        description=f"Entries per request at most (1 to {MAX_WEBHOOK_BATCH}).",
+    )
+
+    def webhook(self, stream: str, group: str, name: str) -> Webhook:
+        """The engine's webhook, running (``WrongArgument`` naming what is out of range)."""
+        return Webhook(
+            stream, group, name, self.url, self.secret, self.timeout_ms, self.concurrency,
+            self.batch,
+        )  # fmt: skip
+
+
+class WebhookPause(Body):
+    """Pause or resume a webhook."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"paused": True}]})
+
+    paused: bool = Field(
+        description="true: it stops taking entries (what it holds stays pending); false: it "
+        "takes them again, and `paused_reason` is cleared.",
+    )
+
+
+class WebhookView(BaseModel):
+    """A webhook as shown: everything but its secret."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [VIEW_EXAMPLE]})
+
+    name: str = Field(description="Its name, which is also its consumer's in the group.")
+    url: str
+    timeout_ms: int
+    concurrency: int
+    batch: int
+    paused: bool
+    paused_reason: str | None = Field(
+        description="Why it is paused: `paused by request` (PATCH), or what the receiver "
+        "answered (410 Gone); null when running.",
+    )
+
+
+class WebhookList(BaseModel):
+    """A group's webhooks, by name."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"webhooks": [VIEW_EXAMPLE]}]})
+
+    webhooks: list[WebhookView]
+
+
+def webhook_view(hook: Webhook) -> WebhookView:
+    return WebhookView(
+        name=hook.name,
+        url=hook.url,
+        timeout_ms=hook.timeout_ms,
+        concurrency=hook.concurrency,
+        batch=hook.batch,
+        paused=hook.paused,
+        paused_reason=hook.paused_reason,
+    )

@@ -1,0 +1,171 @@
+"""Webhooks (issue 28): a group's consumers that POST what they take to an HTTP endpoint.
+This is their configuration; the delivery is app/delivery's, from what is set here.
+
+Each route parses, makes its backend call and shapes the answer, as the delivery policy's do
+(app/api/rest/delivery.py). A webhook's secret is taken in and never shown: no reply carries
+it, and the request log writes paths, never bodies.
+
+Creating a webhook also creates its consumer in the group (XGROUP CREATECONSUMER), first,
+so it shows in XINFO CONSUMERS at once and a group holding its most consumers refuses the
+webhook (409) before anything is set. Removing one leaves its consumer and what that holds
+pending, for another consumer to claim (XCLAIM), as deleting any client leaves them.
+
+PATCH reads the webhook and writes it back changed: two calls, like a client's; a DELETE by
+another client between them is undone by the write (the webhook comes back, paused as
+asked), as a PUT after that DELETE would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fastapi import Response
+
+from app.api.rest.common import (
+    ConsumerName,
+    GroupName,
+    StreamName,
+    errors,
+    router,
+    segment,
+    stream_url,
+)
+from app.api.rest.explain import on_group, parsed_on_group
+from app.api.rest.schemas.webhooks import (
+    WebhookList,
+    WebhookPause,
+    WebhookSet,
+    WebhookView,
+    webhook_view,
+)
+from app.api.services import BackendDep
+from app.backends import Backend
+from app.engine.delivery import Webhook
+from app.engine.errors import NotFound
+
+api = router("/v1/streams/{stream}/groups/{group}/webhooks", "webhooks")
+
+PAUSED_BY_REQUEST = "paused by request"
+
+
+def no_webhook(stream: str, group: str, name: str) -> NotFound:
+    return NotFound(f"ERR no webhook '{name}' in consumer group '{group}' of '{stream}'")
+
+
+async def _named(backend: Backend, stream: str, group: str, name: str) -> Webhook:
+    """The webhook, or the path's 404: NOGROUP when the group is missing, else none named so."""
+    for hook in await backend.webhooks(stream, group):
+        if hook.name == name:
+            return hook
+    await on_group(backend, stream, group, backend.group(stream, group))
+    raise no_webhook(stream, group, name)
+
+
+@api.get(
+    "",
+    operation_id="list_webhooks",
+    summary="List a group's webhooks",
+    response_model=WebhookList,
+    responses=errors(404),
+)
+async def list_webhooks(stream: StreamName, group: GroupName, backend: BackendDep) -> WebhookList:
+    """The group's webhooks by name, each with its state (`paused`, `paused_reason`), never
+    its secret. Each is a consumer of the group (XINFO CONSUMERS) named after it."""
+    hooks = await backend.webhooks(stream, group)
+    if not hooks:  # none, or no group: the look tells them apart
+        await on_group(backend, stream, group, backend.group(stream, group))
+    return WebhookList(webhooks=[webhook_view(h) for h in hooks])
+
+
+@api.get(
+    "/{name}",
+    operation_id="get_webhook",
+    summary="Get a webhook",
+    response_model=WebhookView,
+    responses=errors(404),
+)
+async def get_webhook(
+    stream: StreamName, group: GroupName, name: ConsumerName, backend: BackendDep
+) -> WebhookView:
+    """One webhook with its state, never its secret; the consumer it is shows in XINFO
+    CONSUMERS and what it holds in XPENDING."""
+    return webhook_view(await _named(backend, stream, group, name))
+
+
+@api.put(
+    "/{name}",
+    operation_id="set_webhook",
+    summary="Set a webhook",
+    response_model=WebhookView,
+    responses={
+        **errors(404, 409, 413),
+        201: {"model": WebhookView, "description": "Created."},
+    },
+)
+async def set_webhook(
+    stream: StreamName,
+    group: GroupName,
+    name: ConsumerName,
+    body: WebhookSet,
+    backend: BackendDep,
+    response: Response,
+) -> WebhookView:
+    """Create the webhook (201, with `Location`) or replace it whole (200): a consumer of
+    the group named `name` (XGROUP CREATECONSUMER) whose entries, as XREADGROUP `>` gives
+    them, are POSTed to `url`, signed per Standard Webhooks with `secret`; a 2xx answer
+    acknowledges them (XACK), anything else releases them (XNACK FAIL) for the group's
+    delivery policy to retry or dead-letter. A replaced webhook runs (a pause is lifted).
+    Needs `admin`. A value out of range, or a URL that is not http(s), is a 400."""
+    hook = await parsed_on_group(backend, stream, group, lambda: body.webhook(stream, group, name))
+    await on_group(backend, stream, group, backend.create_consumer(stream, group, name))
+    if await on_group(backend, stream, group, backend.set_webhook(hook)):
+        response.status_code = 201
+        response.headers["Location"] = (
+            f"{stream_url(stream)}/groups/{segment(group)}/webhooks/{segment(name)}"
+        )
+    return webhook_view(hook)
+
+
+@api.patch(
+    "/{name}",
+    operation_id="pause_webhook",
+    summary="Pause or resume a webhook",
+    response_model=WebhookView,
+    responses=errors(404, 413),
+)
+async def pause_webhook(
+    stream: StreamName,
+    group: GroupName,
+    name: ConsumerName,
+    body: WebhookPause,
+    backend: BackendDep,
+) -> WebhookView:
+    """`{"paused": true}` stops the webhook taking entries (XREADGROUP): what it holds stays
+    pending; `{"paused": false}` resumes it, clearing `paused_reason` (a receiver's 410 Gone
+    pauses it too, and names that). Needs `admin`."""
+    hook = await _named(backend, stream, group, name)
+    if body.paused and hook.paused:
+        return webhook_view(hook)  # already paused: its reason stays
+    reason = PAUSED_BY_REQUEST if body.paused else None
+    changed = replace(hook, paused=body.paused, paused_reason=reason)
+    await on_group(backend, stream, group, backend.set_webhook(changed))
+    return webhook_view(changed)
+
+
+@api.delete(
+    "/{name}",
+    operation_id="delete_webhook",
+    summary="Remove a webhook",
+    status_code=204,
+    response_class=Response,
+    responses=errors(404, 503),
+)
+async def delete_webhook(
+    stream: StreamName, group: GroupName, name: ConsumerName, backend: BackendDep
+) -> Response:
+    """Stop and remove the webhook. Its consumer stays with what it holds pending, for
+    another consumer to claim (XCLAIM) or for XGROUP DELCONSUMER. Removing it again answers
+    404."""
+    if not await on_group(backend, stream, group, backend.delete_webhook(stream, group, name)):
+        raise no_webhook(stream, group, name)
+    return Response(status_code=204)
