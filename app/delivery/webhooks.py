@@ -17,7 +17,6 @@ does not turn into a loop of 410s.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import ssl
@@ -163,8 +162,9 @@ class WebhookRunner:
     async def _stop(self, key: Key) -> None:
         r = self.running.pop(key)
         r.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await r.task
+        # Not ``suppress(CancelledError)``: that would also swallow a cancel of this task
+        # arriving meanwhile, and ``run`` would go on refreshing after its own cancel.
+        await asyncio.gather(r.task, return_exceptions=True)
 
     async def close(self) -> None:
         """Stop every loop at once; requests in flight get up to ``drain_s`` to finish."""

@@ -20,7 +20,7 @@ import standardwebhooks
 
 from app.backends import Backend
 from app.backends.embedded import EmbeddedBackend
-from app.delivery import HookOptions, WebhookRunner
+from app.delivery import HookOptions, WebhookRunner, store_pause
 from app.delivery.hook import _retry_after
 from app.engine.commands.groups import PendingArgs
 from app.engine.commands.reads import ReadRequest
@@ -375,3 +375,33 @@ async def test_the_runner_follows_the_webhooks_as_they_change(backend: Backend) 
 )
 def test_retry_after_is_seconds_or_an_http_date(value: str | None, seconds: float | None) -> None:
     assert _retry_after(value, now_s=60.0) == seconds
+
+
+async def test_wired_to_the_backend_a_410_stores_the_pause(backend: Backend) -> None:
+    """As the service wires it: the webhooks from ``Backend.webhooks``, the pause stored
+    with ``Backend.set_webhook`` (``store_pause``)."""
+    await stream(backend, 1, policy=None)
+    settings = Settings(
+        webhook_allow_hosts=["127.0.0.1"],
+        webhook_allow_http=True,
+        webhook_allow_private=True,
+        webhook_refresh_s=0.05,
+        webhook_block_ms=50,
+    )
+    with receiving(lambda n, hit: Answer(410)) as r:
+        await backend.set_webhook(hook(r.url))
+        runner = WebhookRunner(backend, settings, backend.webhooks, store_pause(backend))
+        task = asyncio.create_task(runner.run())
+        try:
+
+            async def paused() -> bool:
+                return any(h.paused for h in await backend.webhooks("orders", "g"))
+
+            await until_async(paused, what="the pause stored")
+            await until_async(lambda: not runner.running, what="the loop stopped")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    (stored,) = await backend.webhooks("orders", "g")
+    assert stored.paused and stored.paused_reason is not None and "410" in stored.paused_reason
+    assert len(r.hits) == 1
