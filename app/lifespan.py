@@ -50,6 +50,9 @@ class Runtime:
     keys_refresh: asyncio.Task[None] | None = None
     # The background retention sweeps (app/delivery), on either backend.
     retention: asyncio.Task[None] | None = None
+    # The webhook loops (``Services.webhooks``): stopped before the backend closes, since
+    # what they hold in flight still acknowledges or releases through it.
+    webhooks: asyncio.Task[None] | None = None
 
     def lifespan(self, app: FastAPI) -> contextlib.AbstractAsyncContextManager[None]:
         """FastAPI's ``lifespan``: this runtime's start and stop, whatever app runs it."""
@@ -70,10 +73,11 @@ async def lifespan(run: Runtime) -> AsyncIterator[None]:
     elif readiness.state is not ReadyState.READY:
         task = asyncio.create_task(_connect(run, backend))
     run.retention = asyncio.create_task(retainer(run).run(), name="retention")
+    run.webhooks = asyncio.create_task(run.services.webhooks.run(), name="webhooks")
     try:
         yield
     finally:
-        for background in (run.keys_refresh, run.retention):
+        for background in (run.keys_refresh, run.retention, run.webhooks):
             if background is not None:
                 background.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -42,6 +42,7 @@ from app.api.sse.response import SseRegistry
 from app.api.sse.tail import Tails
 from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend
+from app.delivery import WebhookRunner, store_pause
 from app.durability import Readiness, ReadyState
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
@@ -208,6 +209,14 @@ def _services(settings: Settings, parts: _Parts) -> Services:
         access=access,
         sse=sse,
         sse_tails=Tails(backend),
+        webhooks=WebhookRunner(
+            backend,
+            settings,
+            backend.webhooks,
+            pause=store_pause(backend),
+            tally=figures,
+            ready=lambda: readiness.state is ReadyState.READY,
+        ),
     )
     figures.sse = _sse_figures(services)
     return services

@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from app.access import Authenticator
 from app.api.holds import Holds
 from app.backends import Backend
+from app.delivery import WebhookRunner
 from app.durability import Readiness
 from app.observe import Metrics
 from app.settings import Settings
@@ -43,6 +44,9 @@ class Services:
     # stream tails they share.
     sse: SseRegistry
     sse_tails: Tails
+    # The webhook loops of this process (app/delivery): the lifespan runs them, REST tells
+    # them when a webhook changed here.
+    webhooks: WebhookRunner
 
 
 def app_services(app: Starlette) -> Services:

@@ -17,6 +17,7 @@ does not turn into a loop of 410s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import ssl
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 
 from app.backends import Backend
 from app.delivery.hook import HookOptions, HookWorker, Pause, Tally
-from app.delivery.outbound import OutboundRules, Resolver, system_resolver, transports_for
+from app.delivery.outbound import (
+    OutboundRules,
+    Refused,
+    Resolver,
+    system_resolver,
+    transports_for,
+)
 from app.engine.delivery import Webhook
 from app.settings import Settings
 
@@ -95,6 +102,10 @@ class WebhookRunner:
         self._gone: dict[Key, Webhook] = {}  # paused here (410), until the source shows it
         self._lock = asyncio.Lock()
         self._failing: str | None = None
+        self._changed = asyncio.Event()
+        # Webhooks whose URL the rules refuse outright (scheme, host glob), by key: not run,
+        # so the group's entries are not read, failed and dead-lettered for a setting.
+        self._refused: dict[Key, str] = {}
 
     async def run(self) -> None:
         try:
@@ -109,9 +120,16 @@ class WebhookRunner:
                         if text != self._failing:
                             log.warning("webhooks: %s; retrying every %g s", text, self.refresh_s)
                         self._failing = text
-                await asyncio.sleep(self.refresh_s)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), self.refresh_s)
+                self._changed.clear()
         finally:
             await self.close()
+
+    def changed(self) -> None:
+        """A webhook was set, paused or removed through this process: look again now
+        instead of at the next ``refresh_s`` (other workers see it by then)."""
+        self._changed.set()
 
     async def refresh(self) -> None:
         """Read the webhooks now and start, stop or restart loops to match."""
@@ -125,7 +143,7 @@ class WebhookRunner:
                 if gone is not None and (hook.paused or hook != gone):
                     del self._gone[key]  # the pause is stored, or the webhook changed
                     gone = None
-                if not hook.paused and gone is None:
+                if not hook.paused and gone is None and self._allowed(key, hook):
                     wanted[key] = hook
             for key in [k for k in self._gone if k not in {_key(h) for h in hooks}]:
                 del self._gone[key]
@@ -135,6 +153,23 @@ class WebhookRunner:
             for key, hook in wanted.items():
                 if key not in self.running:
                     self._start(key, hook)
+
+    def _allowed(self, key: Key, hook: Webhook) -> bool:
+        """Whether the rules let the webhook's URL through (scheme, host glob); one that
+        they refuse outright is not run at all, so its group's entries are not read, failed
+        and dead-lettered for a setting. Logged once per URL."""
+        try:
+            self.rules.check_url(hook.url)
+        except Refused as e:
+            if self._refused.get(key) != hook.url:
+                log.warning(
+                    "webhook %r of %r / %r not run: %s (see --webhook-allow-host)",
+                    hook.name, hook.stream, hook.group, e,
+                )  # fmt: skip
+            self._refused[key] = hook.url
+            return False
+        self._refused.pop(key, None)
+        return True
 
     def _start(self, key: Key, hook: Webhook) -> None:
         lanes = transports_for(self.rules, hook.concurrency, self.resolver, self.verify)

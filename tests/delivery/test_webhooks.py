@@ -310,12 +310,20 @@ async def test_a_refused_destination_is_a_failed_delivery_not_a_crash(
     assert "127.0.0.1 is a loopback address" in refusals[0]
 
 
-async def test_http_is_refused_unless_allowed(backend: Backend) -> None:
+async def test_a_webhook_the_rules_refuse_outright_is_not_run(backend: Backend) -> None:
+    """http when only https is allowed (or a host off the allow-list): the webhook is not
+    run at all, so its group's entries stay unread instead of failing their way to the
+    dead-letter stream over a setting; fixing the setting (or the URL) delivers them."""
     await stream(backend, 1, policy=None)
     with receiving() as r:
-        async with running(backend, [hook(r.url)], webhook_allow_http=False) as (_, m, _):
-            await until_async(lambda: outcomes(m).get("refused") == 1, what="refused")
-    assert r.hits == []
+        async with running(backend, [hook(r.url)], webhook_allow_http=False) as (runner, m, _):
+            await runner.refresh()
+            assert runner.running == {}
+            await asyncio.sleep(0.2)  # a few refreshes: still not run
+            assert runner.running == {}
+        assert r.hits == [] and await pending(backend) == []
+        async with running(backend, [hook(r.url)]) as (_, m, _):
+            await until_async(lambda: outcomes(m).get("ok") == 1, what="delivered once allowed")
 
 
 async def test_metrics_show_the_outcomes(backend: Backend) -> None:

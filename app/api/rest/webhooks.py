@@ -38,14 +38,17 @@ from app.api.rest.schemas.webhooks import (
     WebhookView,
     webhook_view,
 )
-from app.api.services import BackendDep
+from app.api.services import BackendDep, ServicesDep
 from app.backends import Backend
-from app.engine.delivery import Webhook
+from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.errors import NotFound
 
 api = router("/v1/streams/{stream}/groups/{group}/webhooks", "webhooks")
 
 PAUSED_BY_REQUEST = "paused by request"
+# What a group without a delivery policy gets with its first webhook: retries spaced out
+# (an XNACK'ed entry would otherwise wait for a claim that no webhook makes).
+WEBHOOK_DEFAULT_POLICY = DeliveryPolicy(backoff_ms=(1000, 5000, 30000, 60000))
 
 
 def no_webhook(stream: str, group: str, name: str) -> NotFound:
@@ -107,7 +110,7 @@ async def set_webhook(
     group: GroupName,
     name: ConsumerName,
     body: WebhookSet,
-    backend: BackendDep,
+    services: ServicesDep,
     response: Response,
 ) -> WebhookView:
     """Create the webhook (201, with `Location`) or replace it whole (200): a consumer of
@@ -115,14 +118,24 @@ async def set_webhook(
     them, are POSTed to `url`, signed per Standard Webhooks with `secret`; a 2xx answer
     acknowledges them (XACK), anything else releases them (XNACK FAIL) for the group's
     delivery policy to retry or dead-letter. A replaced webhook runs (a pause is lifted).
-    Needs `admin`. A value out of range, or a URL that is not http(s), is a 400."""
+    Needs `admin`. A value out of range, or a URL that is not http(s), is a 400.
+
+    Retries come from the group's delivery policy: a group without one gets
+    `{"backoff_ms": [1000, 5000, 30000, 60000]}` with its first webhook, so a failed entry
+    comes back (set `max_deliveries` and a `dead_letter_stream` to park the hopeless ones).
+    Where the service may send is its `--webhook-allow-host` list; a refused destination
+    shows as failed deliveries in /metrics and the log."""
+    backend = services.backend
     hook = await parsed_on_group(backend, stream, group, lambda: body.webhook(stream, group, name))
     await on_group(backend, stream, group, backend.create_consumer(stream, group, name))
+    if await backend.delivery_policy(stream, group) is None:
+        await backend.set_delivery_policy(stream, group, WEBHOOK_DEFAULT_POLICY)
     if await on_group(backend, stream, group, backend.set_webhook(hook)):
         response.status_code = 201
         response.headers["Location"] = (
             f"{stream_url(stream)}/groups/{segment(group)}/webhooks/{segment(name)}"
         )
+    services.webhooks.changed()
     return webhook_view(hook)
 
 
@@ -138,17 +151,19 @@ async def pause_webhook(
     group: GroupName,
     name: ConsumerName,
     body: WebhookPause,
-    backend: BackendDep,
+    services: ServicesDep,
 ) -> WebhookView:
     """`{"paused": true}` stops the webhook taking entries (XREADGROUP): what it holds stays
     pending; `{"paused": false}` resumes it, clearing `paused_reason` (a receiver's 410 Gone
     pauses it too, and names that). Needs `admin`."""
+    backend = services.backend
     hook = await _named(backend, stream, group, name)
     if body.paused and hook.paused:
         return webhook_view(hook)  # already paused: its reason stays
     reason = PAUSED_BY_REQUEST if body.paused else None
     changed = replace(hook, paused=body.paused, paused_reason=reason)
     await on_group(backend, stream, group, backend.set_webhook(changed))
+    services.webhooks.changed()
     return webhook_view(changed)
 
 
@@ -161,11 +176,13 @@ async def pause_webhook(
     responses=errors(404, 503),
 )
 async def delete_webhook(
-    stream: StreamName, group: GroupName, name: ConsumerName, backend: BackendDep
+    stream: StreamName, group: GroupName, name: ConsumerName, services: ServicesDep
 ) -> Response:
     """Stop and remove the webhook. Its consumer stays with what it holds pending, for
     another consumer to claim (XCLAIM) or for XGROUP DELCONSUMER. Removing it again answers
     404."""
+    backend = services.backend
     if not await on_group(backend, stream, group, backend.delete_webhook(stream, group, name)):
         raise no_webhook(stream, group, name)
+    services.webhooks.changed()
     return Response(status_code=204)
