@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 
 from app.backends.base import Gone
 from app.backends.redis import caps
@@ -33,6 +34,8 @@ from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
 
+# One slot's part of a script read: its finished reply (``Reads._timed_read``).
+Part = Callable[[], Awaitable[Raw]]
 # What ``Reads._wait_new`` answers past the read's deadline (None: nothing came this time).
 _TIMED_OUT: Raw = b"\x00timed out"
 
@@ -170,12 +173,9 @@ class Reads:
         due (``POLICY_POLL_MS`` at most), then again, until the timeout."""
         router = self._router
         keys = list(r.keys)
-        loop = asyncio.get_running_loop()
-        deadline = None if not r.block_ms else loop.time() + r.block_ms / 1000
-        while True:
-            replies = []
-            wait = -1
-            for idx in slots.values():
+
+        def part(idx: list[int]) -> Part:
+            async def run() -> Raw:
                 read = gated_read(
                     self._limits,
                     r,
@@ -186,20 +186,12 @@ class Reads:
                     "force" if r.block_ms is None else "wait",
                     waiting=True,
                 )
-                got = read.finish(await send_script(router, keys[idx[0]], read.line))
-                if isinstance(got, list) and got and got[0] is None:
-                    if got[1] >= 0:
-                        wait = got[1] if wait < 0 else min(wait, got[1])
-                else:
-                    replies.append(got)
-            reply = merge(keys, replies)
-            if reply is not None or r.block_ms is None:
-                return reply
-            fresh = await self._wait_new(r, wait, POLICY_POLL_MS, deadline, gone)
-            if fresh is _TIMED_OUT:
-                return None
-            if fresh is not None:
-                return fresh
+                return read.finish(await send_script(router, keys[idx[0]], read.line))
+
+            return run
+
+        parts = [part(idx) for idx in slots.values()]
+        return await self._timed_read(r, parts, POLICY_POLL_MS, gone, lambda fresh: fresh)
 
     async def _claim_read(self, r: ReadRequest, gone: Gone | None) -> Raw:
         """XREADGROUP ... CLAIM on a server older than 8.4 (newer.py): the script; with
@@ -219,16 +211,37 @@ class Reads:
             for key, text, error in zip(keys, r.ids, errors, strict=True):
                 check = claim_read(self._limits, r, [key], [text], [error], "check")
                 check.finish(await router.call(key, *check.line))
+
+        def part(part_keys: list[str], ids: list[str], errs: list[CommandError | None]) -> Part:
+            async def run() -> Raw:
+                read = claim_read(self._limits, r, part_keys, ids, errs, waiting=True)
+                return read.finish(await router.write(part_keys[0], *read.line))
+
+            return run
+
+        runs = [part(*p) for p in parts]
+        return await self._timed_read(r, runs, CLAIM_POLL_MS, gone, as_claimed)
+
+    async def _timed_read(
+        self,
+        r: ReadRequest,
+        parts: list[Part],
+        poll_ms: int,
+        gone: Gone | None,
+        shape: Callable[[Raw], Raw],
+    ) -> Raw:
+        """A script read (CLAIM, a policy) over its slots' ``parts``, each answering its
+        reply or ``[None, ms]`` (nothing now; the next pending entry due in ``ms``, -1:
+        none); with BLOCK and nothing anywhere, ``_wait_new``, then the scripts again, until
+        the timeout. New entries the plain read found are answered in the read's ``shape``."""
+        keys = list(r.keys)
         loop = asyncio.get_running_loop()
-        deadline = None
-        if r.block_ms:
-            deadline = loop.time() + r.block_ms / 1000
+        deadline = None if not r.block_ms else loop.time() + r.block_ms / 1000
         while True:
             replies = []
             wait = -1
-            for part_keys, part_ids, part_errors in parts:
-                read = claim_read(self._limits, r, part_keys, part_ids, part_errors, waiting=True)
-                got = read.finish(await router.write(part_keys[0], *read.line))
+            for run in parts:
+                got = await run()
                 if isinstance(got, list) and got and got[0] is None:
                     if got[1] >= 0:
                         wait = got[1] if wait < 0 else min(wait, got[1])
@@ -237,11 +250,11 @@ class Reads:
             reply = merge(keys, replies)
             if reply is not None or r.block_ms is None:
                 return reply
-            fresh = await self._wait_new(r, wait, CLAIM_POLL_MS, deadline, gone)
+            fresh = await self._wait_new(r, wait, poll_ms, deadline, gone)
             if fresh is _TIMED_OUT:
                 return None
             if fresh is not None:
-                return as_claimed(fresh)
+                return shape(fresh)
 
     async def _wait_new(
         self, r: ReadRequest, wait: int, poll_ms: int, deadline: float | None, gone: Gone | None
