@@ -413,3 +413,37 @@ async def test_wired_to_the_backend_a_410_stores_the_pause(backend: Backend) -> 
     (stored,) = await backend.webhooks("orders", "g")
     assert stored.paused and stored.paused_reason is not None and "410" in stored.paused_reason
     assert len(r.hits) == 1
+
+
+@pytest.mark.redis
+async def test_two_front_ends_share_a_webhook_and_never_send_an_entry_twice() -> None:
+    """Two processes in front of one Redis each run the webhook (one consumer, shared):
+    the group gives each entry to one of them, so every entry is sent once, and both
+    send (the work is shared, not duplicated)."""
+    from app.backends.redis import RedisBackend
+    from tests.backends.test_redis_backend import _standalone_url
+
+    fronts = [RedisBackend.from_url(_standalone_url(), block_connections=8) for _ in range(2)]
+    for b in fronts:
+        await b.start()
+    try:
+        await fronts[0].command(["DEL", "orders", "dead"])
+        ids = await stream(fronts[0], 200)
+        slow = lambda n, hit: Answer(delay_s=0.005)  # noqa: E731 (a script)
+        with receiving(slow) as r:
+            async with (
+                running(fronts[0], [hook(r.url, concurrency=4)]) as (_, m0, _),
+                running(fronts[1], [hook(r.url, concurrency=4)]) as (_, m1, _),
+            ):
+
+                def done() -> bool:
+                    return outcomes(m0).get("ok", 0) + outcomes(m1).get("ok", 0) >= len(ids)
+
+                await until_async(done, timeout_s=30, what="every entry acknowledged")
+        sent = [verified(h)["id"] for h in r.hits]
+        assert sorted(sent) == sorted(str(i) for i in ids)  # each once, none twice
+        assert outcomes(m0).get("ok", 0) > 0 and outcomes(m1).get("ok", 0) > 0
+        assert await pending(fronts[0]) == []
+    finally:
+        for b in fronts:
+            await b.close()
