@@ -41,6 +41,10 @@ class Recorder:
     async def close(self) -> None:
         return None
 
+    async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Any]:
+        """What the service's webhook runner lists at start and on every refresh: none."""
+        return []
+
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> Any:
         if self.down:
             raise ConnectionError("refused")
