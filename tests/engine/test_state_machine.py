@@ -48,7 +48,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record
 from app.engine.commands.policy import set_policy
-from app.engine.delivery import DeliveryPolicy
+from app.engine.commands.webhooks import delete_webhook, set_webhook
+from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.effects import Record
 from app.engine.errors import CommandError, NoGroup
 from app.engine.ids import MIN_ID, StreamID, parse_strict_id
@@ -76,6 +77,7 @@ field_names = st.sampled_from(["a", "b", "c"])
 values = st.text(alphabet="xyz\udcff", max_size=6)
 small = st.integers(0, 6)
 policies = st.none() | st.sampled_from(["KEEPREF", "DELREF", "ACKED"])
+WEBHOOK_SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFS"  # 18 bytes in base64
 
 
 class Sink:
@@ -685,6 +687,30 @@ class EngineMachine(RuleBasedStateMachine):
             assert isinstance(e, NoGroup) or same, e
             return
         assert s is not None and s.groups[group].policy == policy
+
+    @rule(
+        key=keys,
+        group=groups,
+        name=st.sampled_from(["h1", "h2"]),
+        paused=st.booleans(),
+        remove=st.booleans(),
+    )
+    def webhook(self, key: str, group: str, name: str, paused: bool, remove: bool) -> None:
+        """A webhook set (paused or not) or removed: kept with its group, so replay and a
+        snapshot must bring it back, and it goes with the group (XGROUP DESTROY, DEL)."""
+        s = self.stream(key)
+        g = s.groups.get(group) if s is not None else None
+        try:
+            if remove:
+                self.store.run(delete_webhook, key, group, name)
+            else:
+                hook = Webhook(key, group, name, "https://hooks.example/x", WEBHOOK_SECRET)
+                self.store.run(set_webhook, dataclasses.replace(hook, paused=paused))
+        except NoGroup:
+            assert g is None
+            return
+        assert g is not None
+        assert (name in g.webhooks) is not remove
 
     @rule(key=keys, group=groups, consumer=consumers, count=st.none() | st.integers(1, 4))
     def policy_read(self, key: str, group: str, consumer: str, count: int | None) -> None:
