@@ -6,7 +6,7 @@ import pytest
 
 from app.engine.clock import ManualClock
 from app.engine.store import Store
-from tests.engine.helpers import T0
+from tests.engine.helpers import T0, Journal
 
 
 @pytest.fixture
@@ -17,3 +17,11 @@ def clock() -> ManualClock:
 @pytest.fixture
 def store(clock: ManualClock) -> Store:
     return Store(clock=clock)
+
+
+@pytest.fixture
+def journal(store: Store) -> Journal:
+    """``store``'s journal, in memory (``helpers.recovered`` replays it)."""
+    j = Journal()
+    store.journal = j
+    return j

@@ -14,7 +14,6 @@ import asyncio
 import pytest
 
 from app.engine.clock import ManualClock
-from app.engine.codec import decode_record, encode_record
 from app.engine.commands.policy import enforce_retention, redrive, set_policy, set_retention
 from app.engine.delivery import (
     DEAD_LETTER_FIELDS,
@@ -23,32 +22,13 @@ from app.engine.delivery import (
     Retention,
     split_dead_letter,
 )
-from app.engine.effects import Record
 from app.engine.errors import NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import StreamID
 from app.engine.refpolicy import RefPolicy
-from app.engine.replay import restore
-from app.engine.snapshot import decode_snapshot, encode_snapshot, snapshot_view
 from app.engine.store import Store
 from app.engine.stream import Entry
 from app.engine.waiting import execute
-from tests.engine.helpers import T0, run
-
-
-class Journal:
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def append(self, record: Record) -> None:
-        # Through the stored form: what recovery reads is what was written.
-        self.records.append(decode_record(encode_record(record)))
-
-
-@pytest.fixture
-def journal(store: Store) -> Journal:
-    j = Journal()
-    store.journal = j
-    return j
+from tests.engine.helpers import T0, Journal, recovered, run
 
 
 def ids(reply: object) -> list[str]:
@@ -77,18 +57,6 @@ def setup(store: Store, policy: DeliveryPolicy, entries: int = 3) -> None:
     store.run(set_policy, "s", "g", policy)
 
 
-def same_after_recovery(store: Store, journal: Journal) -> None:
-    """Replaying the journal, and loading a snapshot, both rebuild the state exactly."""
-    replayed = Store(clock=ManualClock(T0))
-    restore(replayed.keyspace, None, journal.records)
-    loaded = Store(clock=ManualClock(T0))
-    decode_snapshot(encode_snapshot(snapshot_view(store.keyspace)), loaded.keyspace)
-    for other in (replayed, loaded):
-        assert encode_snapshot(snapshot_view(other.keyspace)) == encode_snapshot(
-            snapshot_view(store.keyspace)
-        )
-
-
 def test_visibility_timeout_returns_a_dead_consumers_entries(
     store: Store, clock: ManualClock, journal: Journal
 ) -> None:
@@ -102,7 +70,7 @@ def test_visibility_timeout_returns_a_dead_consumers_entries(
     run(store, "XADD", "s", "4-0", "n", "4")
     # The rest of COUNT goes to what is due, then to new entries.
     assert read(store, "alive", count=5) == ["3-0", "4-0"]
-    same_after_recovery(store, journal)
+    recovered(store, journal)
 
 
 def test_backoff_spaces_redeliveries_after_xnack(
@@ -124,7 +92,7 @@ def test_backoff_spaces_redeliveries_after_xnack(
     clock.advance(500)
     assert read(store, "c") == ["1-0"]  # the last step repeats
     assert pending(store) == [("1-0", "c", 4)]
-    same_after_recovery(store, journal)
+    recovered(store, journal)
 
 
 def test_backoff_after_a_visibility_timeout_waits_the_longer_of_both(
@@ -170,7 +138,7 @@ def test_max_deliveries_dead_letters_with_the_origin_and_acknowledges(
     assert {"EntryAdded", "Acked"} <= kinds
     stats = store.keyspace.streams["s"].groups["g"]
     assert (stats.redelivered, stats.dead_lettered) == (1, 1)
-    same_after_recovery(store, journal)
+    recovered(store, journal)
 
 
 def test_xnack_fatal_dead_letters_at_once_naming_the_consumer_that_held_it(
@@ -184,7 +152,7 @@ def test_xnack_fatal_dead_letters_at_once_naming_the_consumer_that_held_it(
     _, origin = split_dead_letter(entry.fields) or pytest.fail("not a dead letter")
     assert (origin.id, origin.consumer, origin.reason) == (StreamID(2, 0), "worker", "fatal")
     assert pending(store) == [("1-0", "worker", 1)]
-    same_after_recovery(store, journal)
+    recovered(store, journal)
 
 
 def test_a_group_without_a_policy_is_redis(store: Store, clock: ManualClock) -> None:
@@ -261,7 +229,7 @@ def test_redrive_moves_back_once(store: Store, clock: ManualClock, journal: Jour
     assert run(store, "XLEN", "dead") == 1
     with pytest.raises(NoSuchKey):
         store.run(redrive, RedriveArgs("missing"))
-    same_after_recovery(store, journal)
+    recovered(store, journal)
 
 
 def test_retention_by_age_length_and_bytes(
@@ -290,7 +258,7 @@ def test_retention_by_age_length_and_bytes(
     assert store.keyspace.retention == {"s": age}
     run(store, "DEL", "s")
     assert store.keyspace.retention == {"s": age}  # kept by name
-    same_after_recovery(store, journal)
+    recovered(store, journal)
     run(store, "FLUSHALL")
     assert store.keyspace.retention == {}
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import pytest
 
 from app.engine.clock import ManualClock
-from app.engine.codec import decode_record, encode_record
 from app.engine.commands.policy import set_policy
 from app.engine.commands.webhooks import delete_webhook, set_webhook, webhooks
 from app.engine.delivery import DeliveryPolicy, Webhook
-from app.engine.effects import Record, ReplayError
+from app.engine.effects import ReplayError
 from app.engine.errors import NoGroup, WrongArgument
-from app.engine.replay import restore
 from app.engine.snapshot import decode_snapshot, encode_snapshot, snapshot_view
 from app.engine.store import Store
-from tests.engine.helpers import T0, run
+from tests.engine.helpers import T0, Journal, recovered, run
 
 SECRET = "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="
 
@@ -24,33 +22,12 @@ def hook(name: str = "h", stream: str = "s", group: str = "g", **kw: object) -> 
     return Webhook(stream, group, name, f"https://example.com/{name}", SECRET, **kw)  # type: ignore[arg-type]
 
 
-class Journal:
-    def __init__(self) -> None:
-        self.records: list[Record] = []
-
-    def append(self, record: Record) -> None:
-        self.records.append(decode_record(encode_record(record)))
-
-
-@pytest.fixture
-def journal(store: Store) -> Journal:
-    j = Journal()
-    store.journal = j
-    return j
-
-
-def recovered(store: Store, journal: Journal) -> list[Store]:
-    """The state replayed from the journal and loaded from a snapshot, each checked equal."""
-    replayed = Store(clock=ManualClock(T0))
-    restore(replayed.keyspace, None, journal.records)
-    loaded = Store(clock=ManualClock(T0))
-    decode_snapshot(encode_snapshot(snapshot_view(store.keyspace)), loaded.keyspace)
-    for other in (replayed, loaded):
-        assert encode_snapshot(snapshot_view(other.keyspace)) == encode_snapshot(
-            snapshot_view(store.keyspace)
-        )
+def restored(store: Store, journal: Journal) -> list[Store]:
+    """``helpers.recovered``, the webhooks checked too."""
+    others = recovered(store, journal)
+    for other in others:
         assert webhooks(other.keyspace) == webhooks(store.keyspace)
-    return [replayed, loaded]
+    return others
 
 
 def test_set_replace_delete(store: Store, journal: Journal) -> None:
@@ -62,11 +39,11 @@ def test_set_replace_delete(store: Store, journal: Journal) -> None:
         ("a", True, 1),
         ("b", False, 1),
     ]
-    recovered(store, journal)
+    restored(store, journal)
     assert store.run(delete_webhook, "s", "g", "b") is True
     assert store.run(delete_webhook, "s", "g", "b") is False
     assert [h.name for h in webhooks(store.keyspace)] == ["a"]
-    for other in recovered(store, journal):
+    for other in restored(store, journal):
         (only,) = webhooks(other.keyspace)
         assert only.paused_reason == "410 Gone"
         assert only.secret == SECRET
@@ -100,10 +77,10 @@ def test_they_go_with_their_group_or_stream(store: Store, journal: Journal) -> N
     assert webhooks(store.keyspace, "s", "g") == []  # a new group of the same name has none
     run(store, "DEL", "t")
     assert [(h.stream, h.group) for h in webhooks(store.keyspace)] == [("s", "g2")]
-    recovered(store, journal)
+    restored(store, journal)
     run(store, "RENAME", "s", "u")
     assert [(h.stream, h.group) for h in webhooks(store.keyspace)] == [("u", "g2")]
-    recovered(store, journal)
+    restored(store, journal)
     run(store, "FLUSHALL")
     assert webhooks(store.keyspace) == []
 
@@ -115,7 +92,7 @@ def test_beside_a_policy_and_in_old_snapshots(store: Store, journal: Journal) ->
     plain = encode_snapshot(snapshot_view(store.keyspace))  # a policy and no webhook
     store.run(set_webhook, hook())
     store.run(set_webhook, hook(group="p"))
-    recovered(store, journal)
+    restored(store, journal)
     loaded = Store(clock=ManualClock(T0))
     decode_snapshot(plain, loaded.keyspace)
     assert webhooks(loaded.keyspace) == []
