@@ -24,6 +24,7 @@ from app.api.holds import Holds
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.rest import (
+    compiled,
     consumers,
     delivery,
     entries,
@@ -241,7 +242,8 @@ def _application(run: Runtime) -> FastAPI:
 
 def _install_routes(app: FastAPI, run: Runtime) -> None:
     """Every surface, in the order routing needs: the REST resources and event streams before
-    the /v1 fallback, the command endpoint's catch-all path route last."""
+    the /v1 fallback, the command endpoint's catch-all path route last; then, before them
+    all, the compiled /v1 routes, which match exactly what those routes match."""
     errors.install(app)
     probes.install(app, run)
     resources = (streams, entries, reads, groups, consumers, pel, delivery, webhooks, whoami)
@@ -253,6 +255,7 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
     dashboard.install(app)  # /ui/: the dashboard's static files
     openapi.install(app)
     commands.install(app)
+    compiled.install(app)  # first: the /v1 routes solved once (app/api/rest/compiled.py)
 
 
 def _install_middleware(app: FastAPI, services: Services) -> None:

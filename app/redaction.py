@@ -55,7 +55,12 @@ def _redact_arg(arg: object) -> object:
 
 
 class RedactSecrets(logging.Filter):
+    """Masks every record, but one its logger marked ``redacted`` (``extra``): the access
+    line, built from a path already masked and values that cannot hold a query."""
+
     def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "redacted", False):
+            return True
         record.msg = _redact_arg(record.msg)
         if isinstance(record.args, tuple):
             record.args = tuple(_redact_arg(a) for a in record.args)

@@ -12,6 +12,7 @@ no header is ever logged, so neither ``Authorization`` nor a cookie can be.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from contextvars import ContextVar
@@ -23,7 +24,14 @@ import orjson
 
 from app.redaction import redact
 
-__all__ = ["REQUEST_ID", "JsonFormatter", "LogFormat", "RequestIdFilter", "configure_logging"]
+__all__ = [
+    "REQUEST_ID",
+    "JsonFormatter",
+    "LineWriter",
+    "LogFormat",
+    "RequestIdFilter",
+    "configure_logging",
+]
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("xstreams_request_id", default=None)
 TEXT_FORMAT = "%(levelname)s:     %(name)s: %(message)s"
@@ -68,10 +76,61 @@ class JsonFormatter(logging.Formatter):
         return redact(orjson.dumps(doc, default=str).decode())
 
 
+class LineWriter(logging.StreamHandler):  # type: ignore[type-arg]
+    """Lines written once per turn of the event loop, not once each.
+
+    Every request logs its access line, and a write with its flush per line was a system
+    call per request (bench/profiles/). A line logged on a thread running an event loop waits
+    in ``pending`` until the end of the loop's current turn, with every line logged in that
+    turn, then all go out in one write. A line from any other thread, or at WARNING and
+    above, goes out at once, after what is pending, so lines keep their order. Shutdown
+    (``logging.shutdown``) flushes what is left; a kill -9 loses at most one turn's lines.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.pending: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+        except Exception:  # logging's own contract: report, never raise
+            self.handleError(record)
+            return
+        self.pending.append(line)
+        if len(self.pending) > 1:
+            return  # a write is already due
+        if record.levelno < logging.WARNING:
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+                return
+            except RuntimeError:
+                pass  # no loop on this thread: write now
+        self.flush()
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            if self.pending:
+                text, self.pending[:] = "".join(self.pending), []
+                try:
+                    self.stream.write(text)
+                except Exception:  # a closed or full stream drops the lines
+                    return
+            if self.stream and hasattr(self.stream, "flush"):
+                self.stream.flush()
+
+
 def configure_logging(level: str, log_format: LogFormat) -> None:
     """The root logger's one handler (stderr) in the chosen format; uvicorn's loggers reach it
-    in JSON (``xstreams serve`` then gives uvicorn no log configuration of its own)."""
-    handler = logging.StreamHandler(sys.stderr)
+    in JSON (``xstreams serve`` then gives uvicorn no log configuration of its own).
+
+    No format here prints a record's thread, process or source line, so records skip
+    finding them (``logging``'s own switches for that)."""
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None  # skips findCaller
+    handler = LineWriter(sys.stderr)
     if log_format is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())
     else:

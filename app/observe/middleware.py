@@ -128,6 +128,7 @@ def _access_line(
         duration_ms,
         request_id,
         extra={
+            "redacted": True,  # ``path`` is; the rest cannot hold a query (app/redaction)
             "fields": {
                 "client": peer,
                 "method": method,
@@ -135,6 +136,6 @@ def _access_line(
                 "route": route,
                 "status": status,
                 "duration_ms": duration_ms,
-            }
+            },
         },
     )

@@ -106,26 +106,42 @@ class RestRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        model = self.model
 
         async def rest(request: Request) -> Response:
             request = RestRequest(request.scope, request.receive)
-            principal = principal_of(request.scope)
-            if not principal.unrestricted:
-                # The stream in the path, or the streams a multi-stream read names.
-                stream = request.path_params.get("stream")
-                named = [stream] if stream is not None else request.query_params.getlist("stream")
-                check_keys(principal, model, named or None)
-            if request.method in _WRITES:
-                await request.load_body()
-            try:
-                # The response is built while the journal commits; it leaves once durable.
-                async with services_of(request).backend.answering():
-                    return await handler(request)
-            except ClientGone:
-                return Response(status_code=499)
+            await self.admit(request)
+            return await answered(request, lambda: handler(request))
 
         return rest
+
+    async def admit(self, request: RestRequest) -> None:
+        """The access check, then the body within its limit: before anything is solved."""
+        principal = principal_of(request.scope)
+        if not principal.unrestricted:
+            # The stream in the path, or the streams a multi-stream read names.
+            stream = request.path_params.get("stream")
+            named = [stream] if stream is not None else request.query_params.getlist("stream")
+            check_keys(principal, self.model, named or None)
+        if request.method in _WRITES:
+            await request.load_body()
+
+
+async def answered(request: Request, call: Callable[[], Awaitable[Response]]) -> Response:
+    """``call()`` inside ``Backend.answering``: its response is built while the journal
+    commits and leaves once what it shows is durable. A client gone answers 499."""
+    try:
+        async with services_of(request).backend.answering():
+            return await call()
+    except ClientGone:
+        return Response(status_code=499)
+
+
+def sub_response() -> Response:
+    """The ``Response`` an endpoint may set a status and headers on, as FastAPI makes it."""
+    response = Response()
+    del response.headers["content-length"]
+    response.status_code = None  # type: ignore[assignment]
+    return response
 
 
 async def read_or_wait(request: Request, backend: Backend, read: ReadRequest) -> list[StreamRead]:

@@ -12,21 +12,28 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.exceptions import HTTPException
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 router = APIRouter(include_in_schema=False)
 
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
-def leaves(routes: Iterable[Any]) -> Iterator[Route]:
-    """Every route, looking inside included routers (FastAPI keeps them whole)."""
+def in_order(routes: Iterable[Any]) -> Iterator[BaseRoute]:
+    """Every route in the order a request tries them, looking inside included routers
+    (FastAPI 0.16x keeps an included router whole, as one route). A router included under
+    a prefix of its own is kept whole: its routes' paths lack the prefix."""
     for route in routes:
         inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from leaves(inner.routes)
-        elif isinstance(route, Route):
+        if inner is not None and not getattr(getattr(route, "include_context", None), "prefix", ""):
+            yield from in_order(inner.routes)
+        else:
             yield route
+
+
+def leaves(routes: Iterable[Any]) -> Iterator[Route]:
+    """Every path route, looking inside included routers."""
+    return (r for r in in_order(routes) if isinstance(r, Route))
 
 
 def _allowed(routes: Iterable[Any], path: str) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from starlette.datastructures import Headers, QueryParams
+from starlette.types import Message, Receive
 
 from app.api.binary import loads, query_pairs
 from app.api.deps import read_body
@@ -51,6 +52,23 @@ class RestRequest(Request):
         body = await read_body(self)
         self._loaded_document = parse_json(self.headers, body)
         self._loaded_body = body
+
+    def document(self) -> Any:
+        """The JSON document ``load_body`` parsed, or None (no body, not JSON, not read)."""
+        return None if self._loaded_document is _UNREAD else self._loaded_document
+
+    def replayed(self) -> Receive:
+        """A ``receive`` that gives the body read here again, then the client's messages:
+        for handing the request on after ``load_body``."""
+        body, receive = self._loaded_body, self.receive
+        if body is None:
+            return receive
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replay() -> Message:
+            return pending.pop() if pending else await receive()
+
+        return replay
 
     async def stream(self) -> AsyncGenerator[bytes, None]:
         if self._loaded_body is None:
