@@ -1,8 +1,9 @@
 """The bare HTTP ceiling: one trivial FastAPI JSON endpoint served the way xstreams is served.
 
-Same ``Server`` subclass and the same ``uvicorn.Config`` arguments as ``xstreams serve``
-(app/cli/__init__.py), so uvicorn picks the same loop and HTTP parser; whatever xstreams
-measures below this app's rate is the cost of xstreams itself, not of Python HTTP. The POST
+Same ``Server`` subclass, the same ``uvicorn.Config`` arguments and the same HTTP protocol
+as ``xstreams serve`` (app/cli/__init__.py, app/cli/connections.py: its read deadlines and
+its one write per response), so uvicorn picks the same loop and HTTP parser; whatever
+xstreams measures below this app's rate is the cost of xstreams itself, not of Python HTTP. The POST
 route reads the body (as the command endpoint must) and answers a fixed small reply.
 
     .venv/bin/python -m bench.bare_app --port 8001
@@ -16,7 +17,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from app.cli.connections import Limits, protocol_class
 from app.cli.server import Server
+from app.settings import Settings
 
 REPLY = b'{"result":"OK"}'
 
@@ -39,8 +42,20 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
+    settings = Settings()  # the defaults xstreams serve runs with
+    limits = Limits(
+        header_timeout_ms=settings.header_timeout_ms,
+        body_timeout_ms=settings.body_timeout_ms,
+        keepalive_timeout_ms=settings.keepalive_timeout_ms,
+        max_connections=settings.max_connections,
+    )
     config = uvicorn.Config(
-        app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        http=protocol_class(limits),
     )
     Server(config, on_shutdown=lambda: None).run()
 
