@@ -32,6 +32,7 @@ __all__ = [
     "resp_entries",
     "rest_entries",
     "rest_entry",
+    "rest_maybe_entries",
     "rest_maybe_entry",
     "sse_entry_data",
 ]
@@ -80,6 +81,16 @@ def rest_maybe_entry(e: Entry | MissingEntry | ClaimedEntry, form: FieldsForm) -
         body["delivery_count"] = e.delivery_count
         return body
     return rest_entry(e, form)
+
+
+def rest_maybe_entries(
+    entries: list[Entry | MissingEntry | ClaimedEntry], form: FieldsForm
+) -> list[dict[str, Any]]:
+    """``rest_maybe_entry`` for each; a page of plain entries (a ``>`` read's) is encoded as
+    ``rest_entries`` encodes a range."""
+    if all(type(e) is Entry for e in entries):
+        return rest_entries(entries, form)  # type: ignore[arg-type]
+    return [rest_maybe_entry(e, form) for e in entries]
 
 
 def sse_entry_data(e: Entry, form: FieldsForm, stream: str | None) -> bytes:

@@ -6,7 +6,7 @@ from collections.abc import Awaitable
 
 from fastapi import Request, Response
 
-from app.api.encoding import rest_maybe_entry
+from app.api.encoding import rest_maybe_entries
 from app.api.rest.common import (
     AfterParam,
     ConsumerName,
@@ -166,4 +166,4 @@ async def read_group(
         body.claim_idle_ms,
     )
     reads = await read_or_wait(request, backend, read)
-    return Encoded({"entries": [rest_maybe_entry(e, fields) for r in reads for e in r.entries]})
+    return Encoded({"entries": rest_maybe_entries([e for r in reads for e in r.entries], fields)})
