@@ -52,7 +52,7 @@ api = router("/v1/streams/{stream}/groups/{group}", "pending entries")
 )
 async def ack_entries(
     stream: StreamName, group: GroupName, body: Ack, backend: BackendDep
-) -> Acked:
+) -> Acked | Encoded:
     """Remove the entries from the group's PEL (XACK); IDs not pending are not counted."""
     ids = await parsed_on_group(
         backend, stream, group, lambda: [parse_strict_id(x) for x in body.ids]
@@ -60,7 +60,7 @@ async def ack_entries(
     acknowledged = await backend.ack(stream, group, ids)
     if not acknowledged:  # XACK answers 0 for a missing key or group too: the path's 404
         await backend.group(stream, group)  # act first, explain after (app/api/rest/explain)
-    return Acked(acknowledged=acknowledged)
+    return Encoded({"acknowledged": acknowledged})  # ``Acked``, without a model (consume path)
 
 
 @api.post(
