@@ -241,6 +241,7 @@ class Sample:
     client_cpu: float  # cores the load generator used (1.0 = one whole core)
     server_cpu: float | None  # cores the server used
     errors: int = 0
+    p999_ms: float | None = None  # where the tool gives it (wrk; not redis-benchmark's CSV)
 
 
 def _measured(
@@ -262,9 +263,9 @@ _WRK_DONE = """
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
-    '{"requests":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d}\\n',
+    '{"requests":%d,"duration_us":%d,"errors":%d,"p50_us":%d,"p99_us":%d,"p999_us":%d}\\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
-    latency:percentile(50), latency:percentile(99)))
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))
 end
 """
 
@@ -319,6 +320,7 @@ def wrk(
         client_cpu=client,
         server_cpu=srv,
         errors=figures["errors"],
+        p999_ms=figures["p999_us"] / 1000,
     )
 
 

@@ -81,7 +81,7 @@ class Cell:
             "max": max(rates),
             "client_cpu_max": max(s.client_cpu for s in self.samples),
         }
-        for name in ("p50_ms", "p99_ms"):
+        for name in ("p50_ms", "p99_ms", "p999_ms"):
             values = [getattr(s, name) for s in self.samples if getattr(s, name) is not None]
             out[name] = statistics.median(values) if values else None
         server = [s.server_cpu for s in self.samples if s.server_cpu is not None]
@@ -108,6 +108,8 @@ def measure(cells: list[Cell], rounds: int, log: Callable[[str], None]) -> None:
             sample = cell.run(r)
             cell.samples.append(sample)
             extra = f" p99 {sample.p99_ms:.1f} ms" if sample.p99_ms is not None else ""
+            if sample.p999_ms is not None:
+                extra += f" p99.9 {sample.p999_ms:.1f} ms"
             rate = f"{sample.rate:,.0f}" if sample.rate >= 100 else f"{sample.rate:.3g}"
             log(
                 f"  round {r + 1}/{rounds} {cell.label}: {rate} {cell.unit}{extra}"

@@ -4,14 +4,22 @@ uvicorn's graceful shutdown waits for open responses to finish, and an event str
 does: left alone, every SSE connection would hold shutdown for the whole grace period and then
 be cut mid-stream. This server ends them first (``on_shutdown``), cleanly, so clients see the
 stream close and reconnect elsewhere with ``Last-Event-ID``.
+
+It also accepts connections as asyncio's loop does, every waiting one each time, on uvloop
+too (app/cli/accept.py): uvloop's own accepting let a busy loop take a new connection about
+once per turn.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import socket
 from collections.abc import Callable
 
 import uvicorn
+
+from app.cli import accept
 
 
 class Server(uvicorn.Server):
@@ -22,3 +30,19 @@ class Server(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.on_shutdown()
         await super().shutdown(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's startup, its listening sockets served by ``accept.FairServer``."""
+        loop = asyncio.get_running_loop()
+        original = loop.create_server
+        try:
+            loop.create_server = functools.partial(  # type: ignore[method-assign]
+                accept.create_server, loop, original
+            )
+        except AttributeError:  # a loop that takes no attribute: its own accepting
+            await super().startup(sockets)
+            return
+        try:
+            await super().startup(sockets)
+        finally:
+            del loop.create_server

@@ -64,13 +64,10 @@ def str_size(s: str) -> int:
         as_int = string2ll(s)
         if as_int is not None:
             return int_size(as_int)
-    n = byte_len(s)
+    n = len(s) if s.isascii() else len(utf8(s))
     if n < 64:
-        enc = 1 + n
-    elif n < 4096:
-        enc = 2 + n
-    else:
-        enc = 5 + n
+        return n + 2  # 1 + n encoded bytes, whose back-length takes 1 byte (<= 127)
+    enc = 2 + n if n < 4096 else 5 + n
     return enc + _backlen(enc)
 
 
