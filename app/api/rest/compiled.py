@@ -18,11 +18,13 @@ FastAPI's own. Solving runs no handler code, so handing over is always safe.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from fastapi._compat import field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
 from fastapi.params import Body, Form
@@ -32,7 +34,7 @@ from pydantic.fields import FieldInfo
 from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
-from app.api.rest.common import RestRoute, answered, sub_response
+from app.api.rest.common import Encoded, RestRoute, answered, sub_response
 from app.api.rest.fallback import in_order
 from app.api.rest.request import RestRequest
 from app.api.services import Services, get_backend, get_services, services_of
@@ -47,6 +49,7 @@ _SERVICES: dict[Callable[..., Any], Callable[[Services], Any]] = {
     get_services: lambda services: services,
     get_backend: lambda services: services.backend,
 }
+_ANSWERS = (BaseModel, Response, Encoded)
 _JSON = re.compile(r"application/(?:json|[^;/\s]*\+json)\s*(?:;.*)?", re.IGNORECASE | re.DOTALL)
 
 
@@ -90,6 +93,8 @@ class Compiled:
     def of(cls, route: APIRoute) -> Compiled | None:
         """The route compiled, or None when it takes something only FastAPI solves."""
         if not isinstance(route, RestRoute) or route.dependant.call is None:
+            return None
+        if not _answers_a_response(route):
             return None
         parts = _parts(route)
         return None if parts is None else cls(route, parts)
@@ -191,6 +196,19 @@ def _parts(route: APIRoute) -> _Parts | None:
     except Exception:  # a parameter pydantic cannot hold in a model
         return None
     return parts
+
+
+def _answers_a_response(route: APIRoute) -> bool:
+    """Whether the endpoint always answers what ``RestRoute`` turns into a ``Response`` (a
+    model, ``Encoded``, or a response): anything else FastAPI serializes itself, after the
+    handler ran, so such a route is left to it."""
+    endpoint = getattr(route.endpoint, "__wrapped__", route.endpoint)
+    try:
+        answer = inspect.signature(endpoint, eval_str=True).return_annotation
+    except (NameError, TypeError, ValueError):
+        return False
+    kinds = get_args(answer) if get_origin(answer) in (Union, UnionType) else (answer,)
+    return all(isinstance(k, type) and issubclass(k, _ANSWERS) for k in kinds)
 
 
 def _field(info: FieldInfo) -> tuple[Any, FieldInfo]:
