@@ -13,7 +13,17 @@ subscribers and the server on this machine. Scenarios (issue 4's targets in brac
 - the same against redis-server (``XREAD BLOCK`` loops, ``XREADGROUP BLOCK`` loops), on
   database 9 of 127.0.0.1:6379 by default, under a key of the benchmark's own (deleted after;
   nothing else is touched);
-- the highest rate 100 live-tail subscribers sustain: every entry delivered, p99 <= 100 ms.
+- the highest rate 100 live-tail subscribers sustain: every entry delivered, p99 <= 100 ms;
+- fan-out (issue 29: p99 <= 100 ms, <= 12 KB per subscriber, 20,000 held): 20,000 live tails
+  of one stream (10,000 with ``--quick``; ``--fanout-subscribers``), opened from 2 client
+  processes of raw sockets on uvloop, the producer at 2 entries/s for ``--fanout-seconds``,
+  on a server of its own whose caps admit them (``XSTREAMS_SSE_MAX_CONNECTIONS``,
+  ``XSTREAMS_MAX_CONNECTIONS``, as an operator sets them). Beside latency: the server's RSS
+  per subscriber (once all are live, and at the end, against before they connected) and its
+  CPU per event delivered. The open-file limit is raised to fit; where the hard limit cannot
+  be raised (no CAP_SYS_RESOURCE) the count is lowered to what fits, and the output says so.
+  ``--fanout-redis-port`` adds the anchor, the same subscribers as ``XREAD BLOCK`` loops on a
+  redis-server of your own (its ``maxclients`` above the count; not the shared one).
 
 xstreams runs as ``xstreams serve`` with ``--fsync off`` unless ``--fsync`` says otherwise
 (redis-server in CI runs without persistence too). Events arriving before the producer has
@@ -114,6 +124,12 @@ class XstreamsServer:
                     return int(line.split()[1])
         raise RuntimeError("no VmRSS")
 
+    def cpu_s(self) -> float:
+        """CPU time the server has used (user + system), in seconds."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def command(self, *args: str) -> Any:
         r = httpx.post(self.url + "/", json=list(args), timeout=10)
         return r.json()["result"]
@@ -171,6 +187,14 @@ class FanOut:
     rss_before_kb: int
     rss_open_kb: int  # every subscriber connected and live, before the producer starts
     rss_after_kb: int  # at the end of the run, subscribers still open
+    cpu_s: float  # the server's CPU time from the producer's start to the run's end
+
+    def cpu_us_per_event(self, n: int) -> float:
+        """Server CPU per event delivered to one subscriber: the per-subscriber work of a
+        fan-out, which a loaded machine changes far less than it changes latency."""
+        return self.cpu_s * 1e6 / max(self.result.delivered * n * self.entries, 1)
+
+    entries: int = 0  # appended by the producer
 
     def kb_per_subscriber(self, n: int) -> float:
         return (max(self.rss_open_kb, self.rss_after_kb) - self.rss_before_kb) / n
@@ -199,18 +223,50 @@ def run_fanout(server: XstreamsServer, sc: Scenario, processes: int) -> FanOut:
     before = server.rss_kb()
     seen: dict[str, int] = {}
 
+    cpu: dict[str, float] = {}
+
     def on_ready() -> None:
         time.sleep(1.0)  # the last joins settle (each subscriber reads once, then goes live)
         seen["open"] = server.rss_kb()
+        cpu["start"] = server.cpu_s()
 
     res = _run_paths(server, sc, key, chunks, False, on_ready)
+    cpu_s = server.cpu_s() - cpu["start"]
     after = server.rss_kb()
-    return FanOut(res, before, seen["open"], after)
+    return FanOut(res, before, seen["open"], after, cpu_s, sc_total(sc))
 
 
 # Files the server holds beside its subscribers' sockets (app.cli.connections.RESERVED_FILES
 # and some room for the producer's connections).
 FILES_BESIDE = 512
+
+
+def fanout_redis(counts: list[int], port: int, seconds: float, processes: int) -> None:
+    """The anchor: the same subscribers as ``XREAD BLOCK`` loops on redis-server."""
+    for wanted in counts:
+        n = min(wanted, raise_open_files(wanted + FILES_BESIDE) - FILES_BESIDE)
+        n -= n % 100
+        sc = Scenario(TAIL, n, 2, seconds, "anchor")
+        key = f"xstreams-bench:{uuid.uuid4().hex[:8]}"
+        r = redis.Redis(port=port)
+        try:
+            chunks = _split([None] * n, processes)
+
+            def start(ready: Any, finish: Any, out: Any, part: list[Any], expected: int,
+                      key: str = key) -> Any:  # fmt: skip
+                return (clients.redis_read, ("127.0.0.1", port, 0, key, part, expected, ready,
+                                             finish, out))  # fmt: skip
+
+            res = _measure(sc, chunks, start, port, clients.resp_xadd(key, VALUE), 0, sc_total(sc))
+        finally:
+            r.delete(key)
+            r.close()
+        res.label = "redis XREAD BLOCK fan-out " + res.label
+        print(res.row(), flush=True)
+
+
+def sc_total(sc: Scenario) -> int:
+    return int(sc.rate * sc.seconds)
 
 
 def raise_open_files(wanted: int) -> int:
@@ -346,6 +402,13 @@ def main() -> None:
     parser.add_argument(
         "--fanout-processes", type=int, default=2, help="client processes of the fan-out"
     )
+    parser.add_argument(
+        "--fanout-redis-port",
+        type=int,
+        default=None,
+        help="anchor: the same fan-out as XREAD BLOCK loops on a redis-server of its own here "
+        "(maxclients above the subscribers; not the shared one)",
+    )
     opts = parser.parse_args()
     seconds = 3.0 if opts.quick else 10.0
     every = {
@@ -360,6 +423,8 @@ def main() -> None:
     if "fanout" in opts.only:
         counts = opts.fanout_subscribers or [10_000 if opts.quick else 20_000]
         fanout(counts, opts.fsync, opts.fanout_seconds, opts.fanout_processes)
+        if opts.fanout_redis_port is not None:
+            fanout_redis(counts, opts.fanout_redis_port, opts.fanout_seconds, opts.fanout_processes)
 
 
 def general(opts: argparse.Namespace, scenarios: list[Scenario], seconds: float) -> None:
@@ -396,7 +461,7 @@ def fanout(counts: list[int], fsync: str, seconds: float, processes: int) -> Non
     print(f"\nfan-out: N live tails of one stream at 2 entries/s, {seconds:.0f} s, clients in "
           f"{processes} processes (raw sockets, uvloop); target p99 <= 100 ms, "
           f"<= 12 KB/subscriber, 20,000 held", flush=True)  # fmt: skip
-    print(f"{HEADER} {'KB/sub':>7} {'RSS MB':>14}", flush=True)
+    print(f"{HEADER} {'KB/sub':>7} {'RSS MB':>10} {'CPU us/event':>12}", flush=True)
     for wanted in counts:
         n = min(wanted, raise_open_files(wanted + FILES_BESIDE) - FILES_BESIDE)
         n -= n % 100
@@ -413,7 +478,8 @@ def fanout(counts: list[int], fsync: str, seconds: float, processes: int) -> Non
         res = got.result
         res.label = "xstreams SSE fan-out " + res.label
         rss = f"{got.rss_before_kb / 1024:.0f}->{max(got.rss_open_kb, got.rss_after_kb) / 1024:.0f}"
-        print(f"{res.row()} {got.kb_per_subscriber(n):>7.1f} {rss:>14}", flush=True)
+        print(f"{res.row()} {got.kb_per_subscriber(n):>7.1f} {rss:>10} "
+              f"{got.cpu_us_per_event(n):>12.1f}", flush=True)  # fmt: skip
 
 
 def _max_rate(server: XstreamsServer, seconds: float) -> float:
