@@ -13,7 +13,17 @@ subscribers and the server on this machine. Scenarios (issue 4's targets in brac
 - the same against redis-server (``XREAD BLOCK`` loops, ``XREADGROUP BLOCK`` loops), on
   database 9 of 127.0.0.1:6379 by default, under a key of the benchmark's own (deleted after;
   nothing else is touched);
-- the highest rate 100 live-tail subscribers sustain: every entry delivered, p99 <= 100 ms.
+- the highest rate 100 live-tail subscribers sustain: every entry delivered, p99 <= 100 ms;
+- fan-out (issue 29: p99 <= 100 ms, <= 12 KB per subscriber, 20,000 held): 20,000 live tails
+  of one stream (10,000 with ``--quick``; ``--fanout-subscribers``), opened from 2 client
+  processes of raw sockets on uvloop, the producer at 2 entries/s for ``--fanout-seconds``,
+  on a server of its own whose caps admit them (``XSTREAMS_SSE_MAX_CONNECTIONS``,
+  ``XSTREAMS_MAX_CONNECTIONS``, as an operator sets them). Beside latency: the server's RSS
+  per subscriber (once all are live, and at the end, against before they connected) and its
+  CPU per event delivered. The open-file limit is raised to fit; where the hard limit cannot
+  be raised (no CAP_SYS_RESOURCE) the count is lowered to what fits, and the output says so.
+  ``--fanout-redis-port`` adds the anchor, the same subscribers as ``XREAD BLOCK`` loops on a
+  redis-server of your own (its ``maxclients`` above the count; not the shared one).
 
 xstreams runs as ``xstreams serve`` with ``--fsync off`` unless ``--fsync`` says otherwise
 (redis-server in CI runs without persistence too). Events arriving before the producer has
@@ -26,12 +36,14 @@ import argparse
 import math
 import multiprocessing as mp
 import os
+import resource
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,12 +94,12 @@ def _id_key(sid: str) -> tuple[int, int]:
 class XstreamsServer:
     """``xstreams serve`` in a subprocess on a free loopback port."""
 
-    def __init__(self, fsync: str) -> None:
+    def __init__(self, fsync: str, env: dict[str, str] | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.dir = tempfile.TemporaryDirectory(prefix="xstreams-bench-")
-        env = {**os.environ, "XSTREAMS_SSE_MAX_CONNECTIONS": "5000"}
+        env = {**os.environ, "XSTREAMS_SSE_MAX_CONNECTIONS": "5000", **(env or {})}
         cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
                "--port", str(self.port), "--data-dir", self.dir.name, "--fsync", fsync,
                "--log-level", "warning"]  # fmt: skip
@@ -104,13 +116,31 @@ class XstreamsServer:
                 raise RuntimeError("xstreams did not start")
             time.sleep(0.1)
 
+    def rss_kb(self) -> int:
+        """The server's resident memory (VmRSS), in KB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def cpu_s(self) -> float:
+        """CPU time the server has used (user + system), in seconds."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def command(self, *args: str) -> Any:
         r = httpx.post(self.url + "/", json=list(args), timeout=10)
         return r.json()["result"]
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(15)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # a shutdown closing thousands of streams may take its time
+            self.proc.wait(15)
         self.dir.cleanup()
 
 
@@ -133,18 +163,128 @@ def run_xstreams(server: XstreamsServer, sc: Scenario) -> Result:
             paths.append(f"/v1/streams/{key}/groups/g/consumers/c{i}/events")
     else:
         paths = [f"/v1/streams/{key}/events"] * sc.subscribers
-    total = int(sc.rate * sc.seconds)
     chunks = _split(paths, 1 if sc.subscribers <= 10 else 2)
-    with_ids = sc.kind == GROUP
+    return _run_paths(server, sc, key, chunks, sc.kind == GROUP)
+
+
+def _run_paths(server: XstreamsServer, sc: Scenario, key: str, chunks: list[list[Any]],
+               with_ids: bool, on_ready: Callable[[], None] | None = None) -> Result:  # fmt: skip
+    total = int(sc.rate * sc.seconds)
 
     def start(ready: Any, finish: Any, out: Any, part: list[Any], expected: int) -> Any:
         return (clients.subscribe, ("127.0.0.1", server.port, part, expected, ready, finish,
                                     out, with_ids))  # fmt: skip
 
     make = clients.http_xadd(key, VALUE)
-    result = _measure(sc, chunks, start, server.port, make, None, total)
+    result = _measure(sc, chunks, start, server.port, make, None, total, on_ready)
     server.command("DEL", key)
     return result
+
+
+@dataclass
+class FanOut:
+    result: Result
+    rss_before_kb: int
+    rss_open_kb: int  # every subscriber connected and live, before the producer starts
+    rss_after_kb: int  # at the end of the run, subscribers still open
+    cpu_s: float  # the server's CPU time from the producer's start to the run's end
+
+    def cpu_us_per_event(self, n: int) -> float:
+        """Server CPU per event delivered to one subscriber: the per-subscriber work of a
+        fan-out, which a loaded machine changes far less than it changes latency."""
+        return self.cpu_s * 1e6 / max(self.result.delivered * n * self.entries, 1)
+
+    entries: int = 0  # appended by the producer
+
+    def kb_per_subscriber(self, n: int) -> float:
+        return (max(self.rss_open_kb, self.rss_after_kb) - self.rss_before_kb) / n
+
+
+def fanout_env(subscribers: int) -> dict[str, str]:
+    """Caps that admit the run's subscribers (an operator's settings, by environment): the
+    event-stream cap and the connection cap, each at least ``subscribers`` plus room for the
+    producer. The per-credential cap (``sse_max_connections_per_key``) does not apply: the
+    benchmark's server has no credentials configured, and an open service is not counted per
+    key (app/api/holds.py)."""
+    return {
+        "XSTREAMS_SSE_MAX_CONNECTIONS": str(max(subscribers, 5000)),
+        "XSTREAMS_MAX_CONNECTIONS": str(subscribers + 2000),
+    }
+
+
+def run_fanout(server: XstreamsServer, sc: Scenario, processes: int) -> FanOut:
+    """``sc.subscribers`` live tails of one stream, opened from ``processes`` client processes
+    (raw sockets, uvloop), the producer at ``sc.rate``; the server's RSS before they connect,
+    once they are all live, and at the end."""
+    key = f"bench-{uuid.uuid4().hex[:8]}"
+    server.command("XADD", key, "*", "n", "-1", "v", VALUE)  # the stream exists, warm
+    paths = [f"/v1/streams/{key}/events"] * sc.subscribers
+    chunks = _split(paths, processes)
+    before = server.rss_kb()
+    seen: dict[str, int] = {}
+
+    cpu: dict[str, float] = {}
+
+    def on_ready() -> None:
+        time.sleep(1.0)  # the last joins settle (each subscriber reads once, then goes live)
+        seen["open"] = server.rss_kb()
+        cpu["start"] = server.cpu_s()
+
+    res = _run_paths(server, sc, key, chunks, False, on_ready)
+    cpu_s = server.cpu_s() - cpu["start"]
+    after = server.rss_kb()
+    return FanOut(res, before, seen["open"], after, cpu_s, sc_total(sc))
+
+
+# Files the server holds beside its subscribers' sockets (app.cli.connections.RESERVED_FILES
+# and some room for the producer's connections).
+FILES_BESIDE = 512
+
+
+def fanout_redis(counts: list[int], port: int, seconds: float, processes: int) -> None:
+    """The anchor: the same subscribers as ``XREAD BLOCK`` loops on redis-server."""
+    for wanted in counts:
+        n = min(wanted, raise_open_files(wanted + FILES_BESIDE) - FILES_BESIDE)
+        n -= n % 100
+        sc = Scenario(TAIL, n, 2, seconds, "anchor")
+        key = f"xstreams-bench:{uuid.uuid4().hex[:8]}"
+        r = redis.Redis(port=port)
+        try:
+            chunks = _split([None] * n, processes)
+
+            def start(ready: Any, finish: Any, out: Any, part: list[Any], expected: int,
+                      key: str = key) -> Any:  # fmt: skip
+                return (clients.redis_read, ("127.0.0.1", port, 0, key, part, expected, ready,
+                                             finish, out))  # fmt: skip
+
+            res = _measure(sc, chunks, start, port, clients.resp_xadd(key, VALUE), 0, sc_total(sc))
+        finally:
+            r.delete(key)
+            r.close()
+        res.label = "redis XREAD BLOCK fan-out " + res.label
+        print(res.row(), flush=True)
+
+
+def sc_total(sc: Scenario) -> int:
+    return int(sc.rate * sc.seconds)
+
+
+def raise_open_files(wanted: int) -> int:
+    """Room for ``wanted`` sockets in this process and the ones it starts (they inherit it):
+    the soft limit up to the hard one, and the hard one too when this process may
+    (CAP_SYS_RESOURCE). Returns the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        return wanted
+    if hard < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))
+            return wanted
+        except (ValueError, OSError):
+            pass
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
 
 
 def run_redis(port: int, db: int, sc: Scenario) -> Result:
@@ -176,7 +316,8 @@ def _split(items: list[Any], n: int) -> list[list[Any]]:
 
 
 def _measure(sc: Scenario, chunks: list[list[Any]], start: Any, port: int, make: Any,
-             redis_db: int | None, total: int) -> Result:  # fmt: skip
+             redis_db: int | None, total: int,
+             on_ready: Callable[[], None] | None = None) -> Result:  # fmt: skip
     ctx = mp.get_context("spawn")
     ready, out, finish = ctx.Queue(), ctx.Queue(), ctx.Event()
     expected = total
@@ -187,7 +328,13 @@ def _measure(sc: Scenario, chunks: list[list[Any]], start: Any, port: int, make:
         p.start()
         procs.append(p)
     for _ in procs:
-        ready.get(timeout=60)
+        opened = ready.get(timeout=max(60, sc.subscribers / 50))
+        if isinstance(opened, str):
+            for p in procs:
+                p.kill()
+            raise RuntimeError(f"a client process failed: {opened}")
+    if on_ready is not None:
+        on_ready()
     # Open loop: enough connections that a slow reply delays no later append.
     connections = max(4, math.ceil(sc.rate / 125))
     replies, achieved = uvloop.run(
@@ -242,8 +389,26 @@ def main() -> None:
     parser.add_argument("--fsync", default="off", choices=["always", "everysec", "off"])
     parser.add_argument("--redis-port", type=int, default=6379)
     parser.add_argument("--redis-db", type=int, default=9)
-    names = ["tail10", "tail100", "tail1000", "group10", "max"]
+    names = ["tail10", "tail100", "tail1000", "group10", "max", "fanout"]
     parser.add_argument("--only", nargs="+", choices=names, default=names)
+    parser.add_argument(
+        "--fanout-subscribers",
+        type=int,
+        nargs="+",
+        default=None,
+        help="subscribers of the fan-out scenario (default 20000; 10000 with --quick)",
+    )
+    parser.add_argument("--fanout-seconds", type=float, default=10.0, help="fan-out run length")
+    parser.add_argument(
+        "--fanout-processes", type=int, default=2, help="client processes of the fan-out"
+    )
+    parser.add_argument(
+        "--fanout-redis-port",
+        type=int,
+        default=None,
+        help="anchor: the same fan-out as XREAD BLOCK loops on a redis-server of its own here "
+        "(maxclients above the subscribers; not the shared one)",
+    )
     opts = parser.parse_args()
     seconds = 3.0 if opts.quick else 10.0
     every = {
@@ -253,6 +418,17 @@ def main() -> None:
         "group10": Scenario(GROUP, 10, 1000, seconds, "-"),
     }
     scenarios = [sc for name, sc in every.items() if name in opts.only]
+    if scenarios or "max" in opts.only:
+        general(opts, scenarios, seconds)
+    if "fanout" in opts.only:
+        counts = opts.fanout_subscribers or [10_000 if opts.quick else 20_000]
+        fanout(counts, opts.fsync, opts.fanout_seconds, opts.fanout_processes)
+        if opts.fanout_redis_port is not None:
+            fanout_redis(counts, opts.fanout_redis_port, opts.fanout_seconds, opts.fanout_processes)
+
+
+def general(opts: argparse.Namespace, scenarios: list[Scenario], seconds: float) -> None:
+    """Issue 4's scenarios, each beside redis-server, and the highest rate sustained."""
     print(f"xstreams SSE (--fsync {opts.fsync}) vs redis-server "
           f"127.0.0.1:{opts.redis_port} db {opts.redis_db}; {seconds:.0f} s per scenario; "
           f"{os.cpu_count()} CPUs", flush=True)  # fmt: skip
@@ -272,13 +448,38 @@ def main() -> None:
                 print(res.row(), flush=True)
         else:
             print(f"(redis-server not reachable on 127.0.0.1:{opts.redis_port}: no anchor)")
-        if "max" not in opts.only:
-            return
-        best = _max_rate(server, 2.0 if opts.quick else 5.0)
-        print(f"\nhighest rate 100 live-tail subscribers sustain (all delivered, p99 <= 100 ms):"
-              f" {best:.0f} entries/s ({best * 100:.0f} events/s out)")  # fmt: skip
+        if "max" in opts.only:
+            best = _max_rate(server, 2.0 if opts.quick else 5.0)
+            print(f"\nhighest rate 100 live-tail subscribers sustain (all delivered, p99 <= "
+                  f"100 ms): {best:.0f} entries/s ({best * 100:.0f} events/s out)")  # fmt: skip
     finally:
         server.stop()
+
+
+def fanout(counts: list[int], fsync: str, seconds: float, processes: int) -> None:
+    """Issue 29: one stream, many subscribers, 2 entries/s; a fresh server for each count."""
+    print(f"\nfan-out: N live tails of one stream at 2 entries/s, {seconds:.0f} s, clients in "
+          f"{processes} processes (raw sockets, uvloop); target p99 <= 100 ms, "
+          f"<= 12 KB/subscriber, 20,000 held", flush=True)  # fmt: skip
+    print(f"{HEADER} {'KB/sub':>7} {'RSS MB':>10} {'CPU us/event':>12}", flush=True)
+    for wanted in counts:
+        n = min(wanted, raise_open_files(wanted + FILES_BESIDE) - FILES_BESIDE)
+        n -= n % 100
+        if n < wanted:
+            print(f"({wanted} subscribers do not fit the hard open-file limit of "
+                  f"{resource.getrlimit(resource.RLIMIT_NOFILE)[1]}, which this process cannot "
+                  f"raise: {n} instead)", flush=True)  # fmt: skip
+        server = XstreamsServer(fsync, fanout_env(n))
+        try:
+            sc = Scenario(TAIL, n, 2, seconds, "p99 <= 100 ms")
+            got = run_fanout(server, sc, processes)
+        finally:
+            server.stop()
+        res = got.result
+        res.label = "xstreams SSE fan-out " + res.label
+        rss = f"{got.rss_before_kb / 1024:.0f}->{max(got.rss_open_kb, got.rss_after_kb) / 1024:.0f}"
+        print(f"{res.row()} {got.kb_per_subscriber(n):>7.1f} {rss:>10} "
+              f"{got.cpu_us_per_event(n):>12.1f}", flush=True)  # fmt: skip
 
 
 def _max_rate(server: XstreamsServer, seconds: float) -> float:

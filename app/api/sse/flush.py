@@ -35,7 +35,8 @@ __all__ = ["DUTY_FACTOR", "DirectWrite", "Flusher", "direct_writer"]
 DUTY_FACTOR = 2.0  # a round starts no sooner than twice the last round's cost after the last
 
 DirectWrite = Callable[[bytes], bool]
-"""Writes one HTTP chunk at once, or returns False when it must go through ``send``."""
+"""Writes one HTTP chunk (framed: ``Flusher.chunk``) at once, or returns False when it must
+go through ``send``."""
 
 
 class Flusher:
@@ -45,6 +46,15 @@ class Flusher:
         self._next_at = 0.0
         self.rounds = 0
         self.direct_writes = 0  # writes that took the fast path (for tests and metrics)
+        self._last: bytes = b""  # the last bytes framed, and their chunk
+        self._last_chunk: bytes = b"0\r\n\r\n"
+
+    def chunk(self, data: bytes) -> bytes:
+        """``data`` as one HTTP chunk. A stream's event is one bytes object shared by all its
+        subscribers, and a round writes it to each in turn: framed once, not per subscriber."""
+        if data is not self._last:
+            self._last, self._last_chunk = data, b"%x\r\n%s\r\n" % (len(data), data)
+        return self._last_chunk
 
     def mark(self, outbox: Outbox) -> None:
         self._dirty[outbox] = None
@@ -80,7 +90,7 @@ def direct_writer(receive: Any) -> DirectWrite | None:
         c: Any = cycle
         if c.flow.write_paused or c.disconnected or c.response_complete or not c.chunked_encoding:
             return False
-        c.transport.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        c.transport.write(chunk)
         return True
 
     return write

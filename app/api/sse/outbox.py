@@ -12,6 +12,7 @@ speed of the socket. A socket that takes nothing at all for the send timeout is 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from enum import StrEnum
 
 from app.api.sse.flush import DirectWrite, Flusher
@@ -39,6 +40,7 @@ class Outbox:
         "_idle",
         "_size",
         "_wake",
+        "_writer",
         "_writing",
         "limit",
         "reason",
@@ -50,6 +52,7 @@ class Outbox:
         self.limit = limit_bytes
         self._flusher = flusher
         self._direct = direct
+        self._writer: Callable[[], None] | None = None
         self.reason: CloseReason | None = None
         self._chunks: list[bytes] = []
         self._size = 0
@@ -90,17 +93,33 @@ class Outbox:
             return  # a busy writer takes them itself when its send returns
         chunks = self._chunks
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if self._direct is not None and self._direct(data):
-            self._flusher.direct_writes += 1
+        flusher = self._flusher
+        if self._direct is not None and self._direct(flusher.chunk(data)):
+            flusher.direct_writes += 1
             self._chunks, self._size = [], 0
-            self._notify_idle()
+            if self._idle is not None:
+                self._notify_idle()
             return
         self._chunks = [data]
+        self.start_writer()
         wake = self._wake
         if wake is not None:
             self._wake = None
             if not wake.done():
                 wake.set_result(None)
+
+    def writer_on_demand(self, start: Callable[[], None]) -> None:
+        """``start`` starts the connection's writer task, called the first time a write cannot
+        go direct: most connections never need one, and a task per subscriber is memory held
+        for nothing."""
+        self._writer = start
+
+    def start_writer(self) -> None:
+        """Make sure a writer task takes what is buffered (started once, when first needed)."""
+        writer = self._writer
+        if writer is not None:
+            self._writer = None
+            writer()
 
     async def take(self) -> bytes | None:
         """Everything buffered, joined; waits while empty; None once closed and empty."""

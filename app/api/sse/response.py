@@ -8,7 +8,8 @@ The source (a live tail or a group delivery loop) only pushes bytes into the con
 - headers: ``text/event-stream``, ``Cache-Control: no-store`` (no cache may replay a live
   stream) and ``X-Accel-Buffering: no`` (nginx would otherwise hold events back); then a
   ``retry:`` hint, which also gets the headers out at once so ``EventSource`` opens;
-- heartbeats: a comment every heartbeat period, so proxies keep an idle stream open;
+- heartbeats: a comment every heartbeat period, so proxies keep an idle stream open (run,
+  as the send watchdog, by one timer for all streams: ``sse_ticker``);
 - the end, whichever comes first: the client goes away, its peer takes nothing for
   ``sse_send_timeout_ms`` while bytes wait for it, counted by the kernel (``sse_socket``: a
   watchdog timer, not a timeout per send, so sends stay cheap; where the kernel cannot tell,
@@ -28,6 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 
 from fastapi import Request
 from starlette.responses import Response
@@ -38,9 +40,10 @@ from app.api.access_gate import principal_of
 from app.api.errors import problem
 from app.api.holds import Holds
 from app.api.services import services_of
-from app.api.sse.flush import Flusher, direct_writer
+from app.api.sse.flush import DirectWrite, Flusher, direct_writer
 from app.api.sse.outbox import CloseReason, Outbox
 from app.api.sse.socket import PeerProgress, peer_progress
+from app.api.sse.ticker import Tick, Ticker
 from app.api.sse.wire import HEARTBEAT, error_event, retry_hint
 from app.engine.errors import CommandError
 
@@ -71,6 +74,15 @@ class SseRegistry:
         self.by_key: dict[str, set[Outbox]] = {}
         self.shutting_down = False
         self.closed: dict[str, int] = {}  # streams ended, by reason (for /metrics)
+        self._tickers: dict[float, Ticker] = {}
+
+    def ticker(self, period_s: float) -> Ticker:
+        """The one timer that runs every stream's callbacks of this period (heartbeats, the
+        send watchdog): no timer per connection."""
+        ticker = self._tickers.get(period_s)
+        if ticker is None:
+            ticker = self._tickers[period_s] = Ticker(period_s)
+        return ticker
 
     def admit(self, outbox: Outbox, principal: Principal) -> tuple[int, str] | None:
         """None when admitted, else the refusal's status and text."""
@@ -129,13 +141,19 @@ class EventStream(Response):
         self.lifetime_s = settings.sse_max_lifetime_ms / 1000
         self.limit_bytes: int = settings.sse_send_buffer_bytes
         self.send_timeout_s = settings.sse_send_timeout_ms / 1000
-        self._beat: asyncio.TimerHandle | None = None
-        self._watchdog: asyncio.TimerHandle | None = None
+        self._beat: Tick | None = None
+        self._watchdog: Tick | None = None
         self._sending_since: float | None = None  # loop time a send started, if in one
         self._peer: PeerProgress | None = None
+        self._writer: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        outbox = Outbox(self.limit_bytes, self.registry.flusher, direct_writer(receive))
+        direct = direct_writer(receive)
+        # Written directly by the flusher's rounds where uvicorn allows it: the writer task is
+        # then started only once a write must wait for the socket (``Outbox.writer_on_demand``).
+        outbox = Outbox(self.limit_bytes, self.registry.flusher, direct)
+        if direct is not None:
+            outbox.writer_on_demand(partial(self._start_writer, outbox, send))
         principal = principal_of(scope)
         refusal = self.registry.admit(outbox, principal)
         if refusal is not None:
@@ -144,24 +162,31 @@ class EventStream(Response):
             await refused(scope, receive, send)
             return
         try:
-            await self._stream(outbox, receive, send, principal.expires_at_ms)
+            await self._stream(outbox, receive, send, principal.expires_at_ms, direct)
         finally:
             self.registry.release(outbox, principal)
 
     async def _stream(
-        self, outbox: Outbox, receive: Receive, send: Send, expires_at_ms: int | None
+        self,
+        outbox: Outbox,
+        receive: Receive,
+        send: Send,
+        expires_at_ms: int | None,
+        direct: DirectWrite | None,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         outbox.push(retry_hint(self.retry_ms))
         loop = asyncio.get_running_loop()
         self._peer = peer_progress(receive, loop.time())
-        writer = asyncio.create_task(self._write(outbox, send))
+        if direct is None:
+            self._start_writer(outbox, send)
         helpers = [
             asyncio.create_task(self._run_source(outbox)),
             asyncio.create_task(_listen(receive, outbox)),
         ]
-        self._beat = loop.call_later(self.heartbeat_s, self._heartbeat, outbox)
-        self._watchdog = loop.call_later(self.send_timeout_s / 2, self._watch, outbox)
+        self._beat = self.registry.ticker(self.heartbeat_s).add(partial(self._heartbeat, outbox))
+        watch = self.registry.ticker(self.send_timeout_s / 2)
+        self._watchdog = watch.add(partial(self._watch, outbox))
         lifetime = (
             loop.call_later(self.lifetime_s, outbox.close, CloseReason.LIFETIME)
             if self.lifetime_s > 0
@@ -184,6 +209,9 @@ class EventStream(Response):
                 # Nobody reads: drop the buffer and leave the response unfinished (a stalled
                 # connection was reset by the watchdog; otherwise uvicorn closes it).
                 return
+            outbox.start_writer()  # the last bytes go through ``send``, which may wait
+            writer = self._writer
+            assert writer is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(writer, SEND_TIMEOUT_S)  # flush what is buffered
                 end = {"type": "http.response.body", "body": b"", "more_body": False}
@@ -195,9 +223,13 @@ class EventStream(Response):
             for limit in (lifetime, expiry):
                 if limit is not None:
                     limit.cancel()
-            for task in (writer, *helpers):
+            tasks = [*helpers] if self._writer is None else [self._writer, *helpers]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(writer, *helpers, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _start_writer(self, outbox: Outbox, send: Send) -> None:
+        self._writer = asyncio.create_task(self._write(outbox, send))
 
     async def _write(self, outbox: Outbox, send: Send) -> None:
         """Write whatever is buffered, one send per wake-up, until the outbox closes."""
@@ -207,16 +239,17 @@ class EventStream(Response):
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             self._sending_since = None
 
-    def _heartbeat(self, outbox: Outbox) -> None:
+    def _heartbeat(self, outbox: Outbox) -> bool:
         """A comment every period, busy or not: one tiny write per period is cheaper than
-        tracking idleness per event."""
+        tracking idleness per event. Returns whether to go on."""
         if outbox.reason is None:
             outbox.push(HEARTBEAT)
-            loop = asyncio.get_running_loop()
-            self._beat = loop.call_later(self.heartbeat_s, self._heartbeat, outbox)
+            return True
+        return False
 
-    def _watch(self, outbox: Outbox) -> None:
-        """Cut off a client whose socket has taken nothing for the send timeout."""
+    def _watch(self, outbox: Outbox) -> bool:
+        """Cut off a client whose socket has taken nothing for the send timeout. Returns
+        whether to go on watching."""
         loop = asyncio.get_running_loop()
         now, peer = loop.time(), self._peer
         if peer is not None:
@@ -228,8 +261,8 @@ class EventStream(Response):
             outbox.close(CloseReason.STALLED)
             if peer is not None:
                 peer.abort()
-        elif outbox.reason is None:
-            self._watchdog = loop.call_later(self.send_timeout_s / 2, self._watch, outbox)
+            return False
+        return outbox.reason is None
 
     async def _run_source(self, outbox: Outbox) -> None:
         try:
