@@ -169,7 +169,7 @@ def markdown(figures: dict[str, Any]) -> str:
             f"| {r['label']} | {r['unit']} | {_spread(xs)} | {_spread(redis)} | {_spread(bare)} "
             f"| {_pct(r['vs_bare'])} | {_pct(r['vs_redis'])} | {target_text(r)} |"
         )
-    lines += ["", "Targets (issues 7 and 13):", "", "| workload | verdict |", "|---|---|"]
+    lines += ["", "Targets (issues 7, 13 and 29):", "", "| workload | verdict |", "|---|---|"]
     lines += [f"| {r['label']} | {r['verdict']} |" for r in resolved if r["verdict"]]
     tails = tail_verdicts(resolved)
     if tails:

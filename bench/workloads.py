@@ -247,9 +247,11 @@ def scale(
         counts.cell("redis_backend_xadd", "redis XADD (the backend's server)", "req/s", store,
                     ["XADD", "w6", "*", *FIELDS], CLIENTS, 80_000),
     ]  # fmt: skip
+    # Issue 29: REST on one worker at half the ceiling.
+    half = {"kind": "ceiling_ratio", "value": 0.50}
     rows = [
         Row(f"6. XADD on the Redis backend, {n}, {surface}", "req/s", f"xs_redis_{w}_{k}",
-            "redis_backend_xadd", "bare_post_scale")
+            "redis_backend_xadd", "bare_post_scale", half if (k, w) == ("rest", "1w") else None)
         for surface, k in (("command", "cmd"), ("REST", "rest"))
         for n, w in (("1 worker", "1w"), ("2 workers", "2w"))
     ]  # fmt: skip
@@ -338,12 +340,14 @@ def xrange(s: Servers, plan: Plan, counts: _RedisCounts) -> tuple[list[Cell], li
                         ["XRANGE", "w3", "-", "+", "COUNT", str(n)], CLIENTS,
                         60_000 if n == 10 else 20_000),
         ]  # fmt: skip
-        target = {"kind": "ceiling_ratio", "value": 0.60} if n == 100 else None
+        # Issue 29: COUNT 100 at 60 % of the ceiling on the command endpoint, 50 % on REST.
+        cmd_target = {"kind": "ceiling_ratio", "value": 0.60} if n == 100 else None
+        rest_target = {"kind": "ceiling_ratio", "value": 0.50} if n == 100 else None
         rows += [
             Row(f"3. XRANGE COUNT {n}, command", "req/s", f"xs_xrange{n}_cmd",
-                f"redis_xrange{n}", "bare_post_range", target),
+                f"redis_xrange{n}", "bare_post_range", cmd_target),
             Row(f"3. XRANGE COUNT {n}, REST", "req/s", f"xs_xrange{n}_rest",
-                f"redis_xrange{n}", "bare_get", target),
+                f"redis_xrange{n}", "bare_get", rest_target),
         ]  # fmt: skip
     return cells, rows
 
@@ -388,7 +392,7 @@ def consume(s: Servers, plan: Plan) -> tuple[list[Cell], list[Row]]:
         Row("4. consume+ack COUNT 100, 10 consumers, command", e, "xs_consume_cmd",
             "redis_consume", "bare_consume", {"kind": "min", "value": 150_000}),
         Row("4. consume+ack COUNT 100, 10 consumers, REST", e, "xs_consume_rest",
-            "redis_consume", "bare_consume", {"kind": "min", "value": 100_000}),
+            "redis_consume", "bare_consume", {"kind": "min", "value": 120_000}),  # issue 29
     ]  # fmt: skip
     return cells, rows
 
