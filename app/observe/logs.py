@@ -98,14 +98,15 @@ class LineWriter(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
             return
         self.pending.append(line)
-        if len(self.pending) > 1:
-            return  # a write is already due
         if record.levelno < logging.WARNING:
             try:
-                asyncio.get_running_loop().call_soon(self.flush)
-                return
+                loop = asyncio.get_running_loop()
             except RuntimeError:
-                pass  # no loop on this thread: write now
+                loop = None  # no loop on this thread: write now
+            if loop is not None:
+                if len(self.pending) == 1:  # else this turn's write is already due
+                    loop.call_soon(self.flush)
+                return
         self.flush()
 
     def flush(self) -> None:

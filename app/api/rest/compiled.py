@@ -2,7 +2,8 @@
 
 FastAPI finds a route by walking its routers and solves a route's parameters through its
 dependency graph, per request, in Python: for a one-entry append that cost more than the
-append itself (bench/profiles/rest-xadd-before.txt). Nothing of that depends on the request.
+append itself (bench/profiles/rest-xadd.txt, as first committed). None of it depends on the
+request.
 So ``Compiled`` reads a route's parameters once: the path, query and body values it takes,
 validated together by one pydantic model built from FastAPI's own field definitions (one
 validator call a request, not one a field), and the services it depends on. ``FastRoutes``,
@@ -69,7 +70,6 @@ class Compiled:
         "call",
         "lists",
         "model",
-        "paths",
         "request_name",
         "response_name",
         "route",
@@ -81,7 +81,6 @@ class Compiled:
         self.route = route
         self.call = route.dependant.call
         self.model = parts.model
-        self.paths = parts.paths  # path parameter names
         self.scalars = parts.scalars  # query (alias, name), one value each (the last given)
         self.lists = parts.lists  # query (alias, name), every value
         self.body = parts.body  # the body parameter's name, or None
@@ -99,7 +98,7 @@ class Compiled:
         parts = _parts(route)
         return None if parts is None else cls(route, parts)
 
-    async def values(self, request: RestRequest) -> dict[str, Any] | None:
+    def values(self, request: RestRequest) -> dict[str, Any] | None:
         """The endpoint's arguments for ``request``, or None if FastAPI must decide."""
         given: dict[str, Any] = dict(request.path_params)
         if self.scalars or self.lists:
@@ -134,10 +133,9 @@ class Compiled:
 
 
 class _Parts:
-    __slots__ = ("body", "lists", "model", "paths", "scalars", "services")
+    __slots__ = ("body", "lists", "model", "scalars", "services")
 
     def __init__(self) -> None:
-        self.paths: tuple[str, ...] = ()
         self.scalars: tuple[tuple[str, str], ...] = ()
         self.lists: tuple[tuple[str, str], ...] = ()
         self.body: str | None = None
@@ -168,7 +166,6 @@ def _parts(route: APIRoute) -> _Parts | None:
     fields: dict[str, Any] = {}
     for field in dep.path_params:
         fields[field.name] = _field(field.field_info)
-    parts.paths = tuple(f.name for f in dep.path_params)
     scalars: list[tuple[str, str]] = []
     lists: list[tuple[str, str]] = []
     for field in dep.query_params:
@@ -289,7 +286,7 @@ class FastRoutes(BaseRoute):
         compiled: Compiled = scope["xstreams.compiled"]
         request = RestRequest(scope, receive)
         await compiled.route.admit(request)
-        values = await compiled.values(request)
+        values = compiled.values(request)
         if values is None:
             scope[FALLBACK] = True
             await scope["router"](scope, request.replayed(), send)
