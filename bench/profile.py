@@ -106,7 +106,8 @@ _ROOTS = re.compile(
 )
 # A pool thread waiting for work (py-spy counts it as busy): not the server's time.
 _IDLE = re.compile(r"_worker \(\S*concurrent/futures/thread\.py:81\)$")
-_SITE = re.compile(r" \(/.*?/(?:site-packages|lib/python3\.\d+|work/[^/]+)/")
+# py-spy names most files from their sys.path entry already; an absolute path is cut the same way.
+_SITE = re.compile(r" \(/(?:[^()]*/)?(?:site-packages|python3\.\d+|work/[^/]+)/")
 
 
 def summary(raw: str, top: int = 45) -> tuple[int, list[str]]:
@@ -122,7 +123,8 @@ def summary(raw: str, top: int = 45) -> tuple[int, list[str]]:
         if _IDLE.search(stack):
             continue
         total += count
-        frames = [_SITE.sub(" (", f) for f in stack.split(";") if not _ROOTS.search(f)]
+        named = (_SITE.sub(" (", f) for f in stack.split(";"))
+        frames = [f for f in named if not _ROOTS.search(f)]
         for f in set(frames):
             incl[f] += count
         if frames:
