@@ -77,14 +77,15 @@ class JsonFormatter(logging.Formatter):
 
 
 class LineWriter(logging.StreamHandler):  # type: ignore[type-arg]
-    """Lines written once per turn of the event loop, not once each.
+    """Access lines written once per turn of the event loop, not once each.
 
     Every request logs its access line, and a write with its flush per line was a system
-    call per request (bench/profiles/). A line logged on a thread running an event loop waits
-    in ``pending`` until the end of the loop's current turn, with every line logged in that
-    turn, then all go out in one write. A line from any other thread, or at WARNING and
-    above, goes out at once, after what is pending, so lines keep their order. Shutdown
-    (``logging.shutdown``) flushes what is left; a kill -9 loses at most one turn's lines.
+    call per request (bench/profiles/). A record marked ``batched`` (``extra``, as the access
+    line is) logged on a thread running an event loop waits in ``pending`` until the end of
+    the loop's current turn, with every such line of that turn, then all go out in one write.
+    Any other record goes out at once, after what is pending, so lines keep their order and
+    the lines of a shutdown are written before uvicorn ends the process by its signal (which
+    runs no exit handlers). A kill -9 loses at most one turn's access lines.
     """
 
     def __init__(self, stream: Any) -> None:
@@ -98,7 +99,7 @@ class LineWriter(logging.StreamHandler):  # type: ignore[type-arg]
             self.handleError(record)
             return
         self.pending.append(line)
-        if record.levelno < logging.WARNING:
+        if getattr(record, "batched", False):
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -125,12 +126,11 @@ def configure_logging(level: str, log_format: LogFormat) -> None:
     """The root logger's one handler (stderr) in the chosen format; uvicorn's loggers reach it
     in JSON (``xstreams serve`` then gives uvicorn no log configuration of its own).
 
-    No format here prints a record's thread, process or source line, so records skip
-    finding them (``logging``'s own switches for that)."""
+    No format here prints a record's thread or process, so records skip finding them
+    (``logging``'s own switches for that)."""
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    logging._srcfile = None  # skips findCaller
     handler = LineWriter(sys.stderr)
     if log_format is LogFormat.JSON:
         handler.setFormatter(JsonFormatter())

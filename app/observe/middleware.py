@@ -129,6 +129,7 @@ def _access_line(
         request_id,
         extra={
             "redacted": True,  # ``path`` is; the rest cannot hold a query (app/redaction)
+            "batched": True,  # written with the loop turn's other access lines (LineWriter)
             "fields": {
                 "client": peer,
                 "method": method,
