@@ -32,6 +32,7 @@ from fastapi.params import Body, Form
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Json, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from starlette.convertors import StringConvertor
 from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
@@ -58,7 +59,7 @@ class _Values(BaseModel):
     """The base of every route's request model: unknown query names are ignored, as
     FastAPI ignores them; values are checked as FastAPI checks a parameter (lax)."""
 
-    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="ignore")
 
 
 class Compiled:
@@ -305,7 +306,7 @@ def _depth(route: BaseRoute) -> int | None:
     a plain one (one segment); None for a mount or a parameter that spans segments."""
     if not isinstance(route, Route):
         return None
-    if any(type(c).__name__ != "StringConvertor" for c in route.param_convertors.values()):
+    if not all(isinstance(c, StringConvertor) for c in route.param_convertors.values()):
         return None
     return route.path.count("/")
 

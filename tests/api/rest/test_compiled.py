@@ -17,7 +17,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.api.rest.compiled import FastRoutes
+from app.api.rest.compiled import Compiled, FastRoutes
 from app.engine.clock import ManualClock
 from app.engine.store import Store
 from app.main import create_app
@@ -177,6 +177,41 @@ def test_the_hot_operations_are_compiled() -> None:
     names = {c.route.name for c in fast.compiled}
     hot = {"append_entries", "list_entries", "read_group", "ack_entries", "get_entry"}
     assert hot <= names, hot - names
+
+
+def test_valid_requests_take_the_compiled_path_and_invalid_ones_fastapis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Solving answers values for what FastAPI accepts and hands the rest over: a fast path
+    that quietly handed everything to FastAPI would still answer alike."""
+    solved: list[bool] = []
+    values = Compiled.values
+
+    def spy(self: Compiled, request: Any) -> dict[str, Any] | None:
+        got = values(self, request)
+        solved.append(got is not None)
+        return got
+
+    monkeypatch.setattr(Compiled, "values", spy)
+    with _client(_app(True)) as fast:
+        valid: list[Case] = [
+            ("POST", f"{S}/entries", [], {"fields": {"a": "1"}}, JSON),
+            ("POST", f"{S}/entries", [], {"entries": [{"fields": {"n": "1"}}] * 2}, JSON),
+            ("GET", f"{S}/entries", [], None, {}),
+            ("GET", f"{S}/entries", [("order", "desc"), ("count", "2")], None, {}),
+        ]
+        for case in valid:
+            assert _send(fast, case)[0] < 400, case
+        assert solved == [True] * len(valid)
+        solved.clear()
+        invalid: list[Case] = [
+            ("POST", f"{S}/entries", [], {"fields": {}}, JSON),
+            ("POST", f"{S}/entries", [], b'{"fields": {"a": "1"}}', {}),  # no content type
+            ("GET", f"{S}/entries", [("count", "abc")], None, {}),
+        ]
+        for case in invalid:
+            assert _send(fast, case)[0] in (400, 422), case
+        assert solved == [False] * len(invalid)
 
 
 def test_every_case_answers_alike(pair: tuple[httpx.Client, httpx.Client]) -> None:
