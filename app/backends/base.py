@@ -265,8 +265,9 @@ class Backend(Protocol):
 
     async def enforce_retention(self, key: str, retention: Retention, limit: int) -> int:
         """One bounded step of trimming ``key`` to ``retention`` by the backend's clock
-        (MINID / MAXLEN ``~``, LIMIT ``limit``): how many entries it removed; 0 when the
-        stream is within it or missing. Journaled as any trim."""
+        (by age exactly, by length and bytes MAXLEN ``~``; at most ``limit`` entries a
+        trim): how many entries it removed; 0 when the stream is within it or missing.
+        Journaled as any trim."""
         ...
 
     async def delivery_stats(self) -> list[DeliveryStats]:

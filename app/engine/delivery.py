@@ -163,7 +163,8 @@ class DeliveryPolicy:
 class Retention:
     """A stream's retention: entries older than ``max_age_ms`` (by their ID's time), past the
     newest ``max_len``, or past about ``max_bytes`` of the stream's memory are trimmed in the
-    background (MINID / MAXLEN ``~``, with the reference ``policy`` of Redis 8.2's trims)."""
+    background (MINID exactly, MAXLEN ``~``; with the reference ``policy`` of Redis 8.2's
+    trims)."""
 
     max_age_ms: int | None = None
     max_len: int | None = None

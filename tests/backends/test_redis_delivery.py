@@ -375,6 +375,38 @@ async def test_retention_trims_by_length_age_and_bytes(rb: RedisBackend) -> None
     assert await rb.enforce_retention("c", Retention(max_len=0), 100) == 100
 
 
+async def test_retention_by_age_trims_a_quiet_streams_boundary_exactly(rb: RedisBackend) -> None:
+    """Two entries of 1970 and one of today in one node, far from full: one step removes
+    the two old ones (MINID ``~`` alone removes no node), the next nothing."""
+    old = [
+        XAddArgs("q", ("f", "x"), id=StreamID(1, 0)),
+        XAddArgs("q", ("f", "y"), id=StreamID(2, 0)),
+    ]
+    await rb.append([*old, XAddArgs("q", ("f", "new"))])
+    age = Retention(max_age_ms=3_600_000)
+    assert await rb.enforce_retention("q", age, 1000) == 2
+    assert await rb.enforce_retention("q", age, 1000) == 0
+    assert [f for _, f in await _entries(rb, "q")] == [("f", "new")]
+
+
+async def test_retention_by_age_trims_a_backlog_in_bounded_steps(rb: RedisBackend) -> None:
+    """A step removes at most its limit, even below a node's size (where MINID ``~`` LIMIT
+    removes no whole node), until every entry older than the age is gone."""
+    await rb.append([XAddArgs("b", ("f", "x"), id=StreamID(1, i)) for i in range(1000)])
+    await rb.append([XAddArgs("b", ("f", "new"))])
+    age = Retention(max_age_ms=3_600_000)
+    steps: list[int] = []
+    while True:
+        before = (await rb.stream_info("b")).header.length
+        step = await rb.enforce_retention("b", age, 30)
+        assert step == before - (await rb.stream_info("b")).header.length <= 30
+        if not step:
+            break
+        steps.append(step)
+    assert sum(steps) == 1000 and len(steps) == 34  # 33 of 30, then 10
+    assert [f for _, f in await _entries(rb, "b")] == [("f", "new")]
+
+
 async def test_retention_trims_with_its_reference_policy(
     rb: RedisBackend, request: pytest.FixtureRequest
 ) -> None:

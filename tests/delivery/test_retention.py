@@ -16,8 +16,10 @@ from app.backends import Backend
 from app.backends.embedded import EmbeddedBackend
 from app.delivery import Retainer
 from app.engine.clock import ManualClock
+from app.engine.commands.streams import RangeArgs
 from app.engine.delivery import Retention
 from app.engine.errors import CommandError, WrongType
+from app.engine.ids import MAX_ID, MIN_ID
 from app.engine.replies import ScanPage
 from app.engine.store import Store
 from app.settings import Settings
@@ -174,20 +176,38 @@ async def test_the_task_sweeps_only_once_ready_and_survives_a_failing_listing() 
 
 async def test_on_the_embedded_engine_a_sweep_trims_by_age_in_steps() -> None:
     """The sweep over the real backend: entries older than max_age_ms by the backend's clock
-    go, whole nodes at a time, in steps of at most ``step``."""
+    go, whole nodes first, then the node holding the boundary exactly, in steps of at most
+    ``step``."""
     clock = ManualClock(1_000)
     store = Store(clock=clock)
     backend = EmbeddedBackend(store)
     for ms in range(1, 501):  # 5 nodes of 100 entries, IDs 1-0 .. 500-0
         store.execute(["XADD", "logs", f"{ms}-0", "n", str(ms)])
     await backend.set_retention("logs", Retention(max_age_ms=1_000))
-    clock.set(1_250)  # entries before 250-0 are too old: two whole nodes (1..200) go
+    clock.set(1_250)  # entries before 250-0 are too old: two whole nodes, 49 of the third
     steps: list[int] = []
     r = Retainer(cast(Backend, backend), step=100, trimmed=steps.append)
-    assert await r.sweep() == 200
-    assert steps == [100, 100]  # one node a step
-    assert store.execute(["XLEN", "logs"]) == 300
+    assert await r.sweep() == 249
+    assert steps == [100, 100, 49]  # a node a step, then the boundary's node exactly
+    assert store.execute(["XLEN", "logs"]) == 251
     assert await r.sweep() == 0
+
+
+async def test_one_sweep_removes_the_old_entries_of_a_quiet_stream() -> None:
+    """Three entries, the first two older than the age: the sweep after they aged removes
+    them, though their node is far from full (MINID ``~`` alone would keep them forever)."""
+    clock = ManualClock(1_000)
+    store = Store(clock=clock)
+    backend = EmbeddedBackend(store)
+    for sid in ("1-0", "2-0", "1000-0"):
+        store.execute(["XADD", "quiet", sid, "n", sid])
+    await backend.set_retention("quiet", Retention(max_age_ms=3_600_000))
+    r = Retainer(cast(Backend, backend))
+    assert await r.sweep() == 0  # none is older than the age yet
+    clock.set(3_600_500)  # 1-0 and 2-0 are now older than the age, 1000-0 is not
+    assert await r.sweep() == 2
+    left = await backend.range(RangeArgs("quiet", MIN_ID, MAX_ID))
+    assert [str(e.id) for e in left] == ["1000-0"]
 
 
 def test_glob_defaults_come_from_the_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:

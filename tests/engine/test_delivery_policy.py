@@ -244,8 +244,8 @@ def test_retention_by_age_length_and_bytes(
         assert step <= 100  # bounded steps
         removed += step
     first = run(store, "XRANGE", "s", "-", "+", "COUNT", 1)[0].id
-    # Whole nodes only (~): nothing younger than the cutoff goes, less than a node older stays.
-    assert first.ms <= T0 - 50_000 < first.ms + 100 * 100
+    # Exactly: every entry older than the cutoff goes, nothing younger.
+    assert first.ms == T0 - 50_000
     assert removed == 1000 - run(store, "XLEN", "s")
     length = Retention(max_len=200)
     while store.run(enforce_retention, "s", length, 1000):
@@ -261,6 +261,59 @@ def test_retention_by_age_length_and_bytes(
     recovered(store, journal)
     run(store, "FLUSHALL")
     assert store.keyspace.retention == {}
+
+
+HOUR = 3_600_000
+
+
+def quiet(store: Store) -> None:
+    """Three entries, two of them two hours old, read by a group: no node of it ever fills."""
+    run(store, "XGROUP", "CREATE", "s", "g", "0", "MKSTREAM")
+    run(store, "XADD", "s", f"{T0 - 2 * HOUR}-0", "n", "1")
+    run(store, "XADD", "s", f"{T0 - 2 * HOUR + 1}-0", "n", "2")
+    run(store, "XADD", "s", f"{T0}-0", "n", "3")
+    read(store, "c", count=1)
+
+
+def test_retention_by_age_trims_a_quiet_stream_as_xtrim_minid_does(
+    store: Store, clock: ManualClock, journal: Journal
+) -> None:
+    """The node holding the boundary is trimmed exactly: the two old entries go though
+    their node is far from full, and the stream and its group (lag, entries read) are left
+    as an exact XTRIM MINID leaves them."""
+    quiet(store)
+    age = Retention(max_age_ms=HOUR)
+    assert store.run(enforce_retention, "s", age, 1000) == 2
+    assert store.run(enforce_retention, "s", age, 1000) == 0
+    assert [str(e.id) for e in run(store, "XRANGE", "s", "-", "+")] == [f"{T0}-0"]
+    twin = Store(clock=ManualClock(T0))
+    quiet(twin)
+    assert run(twin, "XTRIM", "s", "MINID", f"{T0 - HOUR}-0") == 2
+    for argv in (("XINFO", "STREAM", "s", "FULL"), ("XINFO", "GROUPS", "s")):
+        assert run(store, *argv) == run(twin, *argv)
+    recovered(store, journal)
+
+
+def test_retention_by_age_trims_a_backlog_in_bounded_steps(
+    store: Store, clock: ManualClock, journal: Journal
+) -> None:
+    """A step removes at most ``limit`` entries, even below a node's size (where MINID
+    ``~`` LIMIT removes no whole node), and every step is journaled as an XTRIM."""
+    for i in range(1000):
+        run(store, "XADD", "s", f"{T0 - HOUR - 1000 + i}-0", "n", str(i))
+    run(store, "XADD", "s", f"{T0}-0", "n", "new")
+    age = Retention(max_age_ms=HOUR)
+    steps: list[int] = []
+    while True:
+        before = run(store, "XLEN", "s")
+        step = store.run(enforce_retention, "s", age, 30)
+        assert step == before - run(store, "XLEN", "s") <= 30
+        if not step:
+            break
+        steps.append(step)
+    assert sum(steps) == 1000 and len(steps) == 34  # 33 of 30, then 10
+    assert run(store, "XLEN", "s") == 1
+    recovered(store, journal)
 
 
 def test_retention_trims_with_its_reference_policy(store: Store) -> None:

@@ -115,7 +115,7 @@ async def delete_policy(stream: StreamName, group: GroupName, backend: BackendDe
 )
 async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
     """The retention set for this stream name (the service trims it in the background with
-    XTRIM MINID / MAXLEN `~`); 404 when none is set. A glob-wide default from the settings
+    XTRIM MINID, and MAXLEN `~`); 404 when none is set. A glob-wide default from the settings
     is not shown here."""
     retention = await backend.retention(stream)
     if retention is None:
@@ -131,7 +131,7 @@ async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
     responses=errors(413),
 )
 async def set_retention(stream: StreamName, body: Retention, backend: BackendDep) -> Retention:
-    """Keep the stream within `max_age_ms` (XTRIM MINID ~), `max_len` (XTRIM MAXLEN ~) and
+    """Keep the stream within `max_age_ms` (XTRIM MINID), `max_len` (XTRIM MAXLEN ~) and
     about `max_bytes`: the service trims it in the background, in small steps (LIMIT), each
     journaled as any XTRIM, with its reference `policy` (KEEPREF unless given; DELREF and
     ACKED need Redis 8.2 in front of Redis). Kept by name: the stream need not exist, and the

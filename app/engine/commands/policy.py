@@ -30,6 +30,7 @@ from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import u64
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of, sid_of
+from app.engine.refpolicy import RefPolicy
 from app.engine.stream import Entry, Stream, TrimSpec, TrimStrategy
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "redrive",
     "set_policy",
     "set_retention",
+    "trim_by_age",
 ]
 
 _NEVER = 1 << 62  # a min-idle-time no owned entry reaches: no visibility timeout
@@ -247,8 +249,9 @@ def set_retention(ks: Keyspace, key: str, retention: Retention | None) -> bool:
 
 
 def enforce_retention(ks: Keyspace, key: str, retention: Retention, limit: int) -> int:
-    """One bounded step of trimming ``key`` to ``retention`` (MINID / MAXLEN ``~`` with
-    LIMIT ``limit`` and its reference policy): entries removed. Journaled as XTRIM is."""
+    """One bounded step of trimming ``key`` to ``retention`` with its reference policy:
+    entries removed. By age, entries older than ``max_age_ms`` go exactly (``trim_by_age``);
+    by length and bytes, whole nodes (MAXLEN ``~`` LIMIT ``limit``). Journaled as XTRIM is."""
     stream = ks.get(key)
     if stream is None:
         return 0
@@ -257,9 +260,7 @@ def enforce_retention(ks: Keyspace, key: str, retention: Retention, limit: int) 
     if retention.max_age_ms is not None:
         cutoff = ks.clock.now_ms() - retention.max_age_ms
         if cutoff > 0:
-            minid = StreamID(cutoff, 0)
-            spec = TrimSpec(TrimStrategy.MINID, minid=minid, approx=True, limit=limit, policy=ref)
-            removed += xtrim(ks, key, spec)
+            removed += trim_by_age(ks, key, stream, StreamID(cutoff, 0), limit, ref)
     if retention.max_len is not None:
         spec = TrimSpec(
             TrimStrategy.MAXLEN, maxlen=retention.max_len, approx=True, limit=limit, policy=ref
@@ -272,3 +273,27 @@ def enforce_retention(ks: Keyspace, key: str, retention: Retention, limit: int) 
             spec = TrimSpec(TrimStrategy.MAXLEN, maxlen=keep, approx=True, limit=limit, policy=ref)
             removed += xtrim(ks, key, spec)
     return removed
+
+
+def trim_by_age(
+    ks: Keyspace, key: str, stream: Stream, minid: StreamID, limit: int, ref: RefPolicy
+) -> int:
+    """Remove at most ``limit`` entries below ``minid``, each trim an XTRIM of its own.
+
+    Whole nodes go first and cheaply (MINID ``~`` LIMIT ``limit``). ``~`` alone never
+    touches the node holding the boundary, so a quiet stream would keep its old entries
+    until that node fills. What is left of the budget then goes to an exact XTRIM MINID,
+    its threshold moved back to the entry just past the budget when more entries are
+    older: a huge backlog is removed in steps of ``limit``, never in one."""
+    approx = TrimSpec(TrimStrategy.MINID, minid=minid, approx=True, limit=limit, policy=ref)
+    removed = xtrim(ks, key, approx)
+    room = limit - removed
+    before = minid.decr()
+    if room <= 0 or before is None:
+        return removed
+    older = stream.range(MIN_ID, before, room + 1)
+    if not older:
+        return removed
+    if len(older) > room:
+        minid = older[room].id
+    return removed + xtrim(ks, key, TrimSpec(TrimStrategy.MINID, minid=minid, policy=ref))

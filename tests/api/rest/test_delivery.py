@@ -368,6 +368,18 @@ def test_the_service_trims_a_stream_to_its_retention_in_the_background(
     assert metric(api, "xstreams_retention_trimmed_total") - before >= 100
 
 
+def test_old_entries_of_a_quiet_stream_go_at_the_next_sweep(api: httpx.Client) -> None:
+    """Retention by age trims the node holding the boundary exactly: a stream of three
+    entries, two of them far older than ``max_age_ms``, keeps only the new one, though no
+    node of it ever fills (MINID ``~`` alone would keep all three)."""
+    add(api, S, ("n", "old"), id="1-0")
+    add(api, S, ("n", "old"), id="2-0")
+    add(api, S, ("n", "new"))
+    assert api.put(url(S) + "/retention", json={"max_age_ms": 3_600_000}).status_code == 200
+    until(lambda: api.get(url(S)).json()["length"] == 1, 10, "the old entries trimmed")
+    assert [n for _, n in pairs(api, S)] == [[["n", "new"]]]
+
+
 def test_metrics_count_dead_letters(api: httpx.Client) -> None:
     dead_letter(api)
     assert metric(api, "xstreams_dead_lettered_total") == 2

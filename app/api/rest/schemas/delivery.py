@@ -76,8 +76,8 @@ class Retention(Body):
 
     max_age_ms: Int | None = Field(
         None,
-        description="Trim entries whose ID's time is older than this (XTRIM MINID ~ "
-        "now - max_age_ms).",
+        description="Trim entries whose ID's time is older than this (XTRIM MINID "
+        "now - max_age_ms, exactly, in bounded steps).",
     )
     max_len: Int | None = Field(
         None, description="Keep about the newest this many entries (XTRIM MAXLEN ~)."
