@@ -239,7 +239,8 @@ class Backend(Protocol):
         self, key: str, group: str, policy: DeliveryPolicy | None
     ) -> bool:
         """Set the group's policy, or remove it (None); whether it had one. ``NoGroup`` when
-        the group is missing; ``WrongArgument`` when the policy cannot serve this stream.
+        the group is missing; ``WrongArgument`` when the policy cannot serve this stream;
+        ``Conflict`` when its dead letters would come back to it (app/engine/dead_letters.py).
         The policy goes with the group (XGROUP DESTROY, DEL)."""
         ...
 

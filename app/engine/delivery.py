@@ -16,24 +16,37 @@ An entry is due again when:
 ``backoff_ms[0]``, the n-th ``backoff_ms[n - 1]``, the last step repeats. An entry due again
 whose delivery count is already ``max_deliveries`` (or that XNACK FATAL marked, count
 INT64_MAX) goes to the dead-letter stream instead, in the same atomic step that acknowledges
-it: it keeps its fields and gains the ``DEAD_LETTER_FIELDS`` after them. Redrive strips them
-again.
+it: it keeps its fields and gains the ``DEAD_LETTER_FIELDS`` after them (app/engine/
+dead_letters.py: a dead letter of a dead letter is not wrapped again, and no policy's dead
+letters may come back to its stream). Redrive strips them again.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from app.engine.dead_letters import (
+    DEAD_LETTER_FIELDS,
+    DEAD_LETTER_HOPS,
+    DEAD_LETTER_PREFIX,
+    DeadLetter,
+    dead_letter_cycle,
+    dead_letter_fields,
+    leads_back,
+    split_dead_letter,
+)
 from app.engine.errors import WrongArgument
-from app.engine.ids import INT64_MAX, StreamID, parse_strict_id
+from app.engine.ids import INT64_MAX, StreamID
 from app.engine.refpolicy import RefPolicy
 
 __all__ = [
     "DEAD_LETTER_FIELDS",
+    "DEAD_LETTER_HOPS",
     "DEAD_LETTER_PREFIX",
     "MAX_BACKOFF_STEPS",
     "MAX_POLICY_MS",
@@ -50,13 +63,6 @@ __all__ = [
     "split_dead_letter",
 ]
 
-# The fields a dead-lettered entry gains, after its own, in this order. The prefix is
-# reserved: README names it, and redrive removes exactly these trailing fields.
-DEAD_LETTER_PREFIX: Final = "xs-dl-"
-DEAD_LETTER_FIELDS: Final = tuple(
-    DEAD_LETTER_PREFIX + name
-    for name in ("stream", "id", "group", "consumer", "deliveries", "reason")
-)
 MAX_BACKOFF_STEPS: Final = 32
 MAX_POLICY_MS: Final = 1 << 40  # about 34 years: any longer is a mistake, not a policy
 MAX_REDRIVE: Final = 10_000  # entries one redrive moves at most (one atomic step each)
@@ -101,6 +107,13 @@ class DeliveryPolicy:
         """Refuse a policy that cannot serve the stream ``key``."""
         if self.dead_letter_stream == key:
             raise WrongArgument.err("dead_letter_stream must be another stream than the group's")
+
+    def check_chain(self, key: str, dead_letter_streams: Callable[[str], Iterable[str]]) -> None:
+        """Refuse a policy whose dead letters would come back to ``key`` (``Conflict``): its
+        dead-letter stream's groups' policies, and theirs, never name ``key``."""
+        dead = self.dead_letter_stream
+        if dead is not None and leads_back(key, dead, dead_letter_streams):
+            raise dead_letter_cycle(key, dead)
 
     def backoff(self, delivery_count: int) -> int:
         """How long the redelivery after ``delivery_count`` deliveries waits (0: none)."""
@@ -207,52 +220,6 @@ class Retention:
         if policy is None:
             raise WrongArgument.err("policy must be KEEPREF, DELREF or ACKED")
         return cls(data.get("max_age_ms"), data.get("max_len"), data.get("max_bytes"), policy)
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """Where a dead-lettered entry came from: its ``DEAD_LETTER_FIELDS``."""
-
-    stream: str
-    id: StreamID
-    group: str
-    consumer: str
-    deliveries: int
-    reason: str
-
-
-def dead_letter_fields(fields: tuple[str, ...], origin: DeadLetter) -> tuple[str, ...]:
-    """The dead-letter entry's fields: the original ones, then the origin's."""
-    values = (
-        origin.stream,
-        str(origin.id),
-        origin.group,
-        origin.consumer,
-        str(origin.deliveries),
-        origin.reason,
-    )
-    tail: list[str] = []
-    for name, value in zip(DEAD_LETTER_FIELDS, values, strict=True):
-        tail += (name, value)
-    return (*fields, *tail)
-
-
-def split_dead_letter(fields: tuple[str, ...]) -> tuple[tuple[str, ...], DeadLetter] | None:
-    """The original fields and the origin of a dead-letter entry; None for an entry that
-    does not end with ``DEAD_LETTER_FIELDS`` (not one this service dead-lettered)."""
-    n = 2 * len(DEAD_LETTER_FIELDS)
-    if len(fields) < n:
-        return None
-    tail = fields[-n:]
-    if tail[0::2] != DEAD_LETTER_FIELDS:
-        return None
-    stream, id_text, group, consumer, deliveries, reason = tail[1::2]
-    try:
-        sid = parse_strict_id(id_text)
-        count = int(deliveries)
-    except (WrongArgument, ValueError):
-        return None
-    return fields[:-n], DeadLetter(stream, sid, group, consumer, count, reason)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ needs (``until_async``) and only asserts "not yet" where the wait it asserts is 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -23,12 +24,13 @@ from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.delivery import (
     DEAD_LETTER_FIELDS,
+    DEAD_LETTER_HOPS,
     DeliveryPolicy,
     RedriveArgs,
     Retention,
     split_dead_letter,
 )
-from app.engine.errors import CommandError, NoGroup, NoSuchKey, WrongArgument
+from app.engine.errors import CommandError, Conflict, NoGroup, NoSuchKey, WrongArgument
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.refpolicy import RefPolicy
 from tests.backends.test_redis_backend import _flush_cluster, _standalone_url
@@ -528,3 +530,95 @@ async def test_the_engine_and_redis_agree_on_a_policy_scenario(rb: RedisBackend)
     want = await _scenario(engine)
     got = await _scenario(rb)
     assert got == want
+
+
+# --- dead-letter chains (issue 37) ------------------------------------------------------------
+CYCLES = [
+    [("a", "b"), ("b", "a")],
+    [("a", "b"), ("b", "c"), ("c", "a")],
+    [("b", "c"), ("c", "a"), ("a", "b")],
+    [("a", "b"), ("b", "c"), ("c", "d"), ("d", "b")],
+]
+
+
+async def _cycle(b: Any, tag: str, links: list[tuple[str, str]]) -> tuple[str, Any]:
+    """Set every link but the last; the last one's error text and policy afterwards."""
+    for name in "abcd":
+        await _stream(b, tag + name, 1)
+    *first, (key, dead) = links
+    for k, d in first:
+        await b.set_delivery_policy(tag + k, "g", DeliveryPolicy(dead_letter_stream=tag + d))
+    with pytest.raises(Conflict) as info:
+        await b.set_delivery_policy(tag + key, "g", DeliveryPolicy(dead_letter_stream=tag + dead))
+    return info.value.text, await b.delivery_policy(tag + key, "g")
+
+
+@pytest.mark.parametrize("links", CYCLES)
+async def test_the_policy_that_closes_a_dead_letter_cycle_is_refused(
+    rb: RedisBackend, links: list[tuple[str, str]]
+) -> None:
+    from app.backends.embedded import EmbeddedBackend
+    from app.engine.store import Store
+
+    text, after = await _cycle(rb, "", links)
+    assert (text, after) == await _cycle(EmbeddedBackend(Store()), "", links)
+    assert after is None
+    assert "leads back to" in text
+
+
+async def test_the_chain_follows_only_groups_that_are_there(rb: RedisBackend) -> None:
+    await _stream(rb, "a", 1)
+    await _stream(rb, "b", 1)
+    await rb.set_delivery_policy("b", "g", DeliveryPolicy(dead_letter_stream="a"))
+    # a group destroyed behind xstreams' back leaves its policy in the hash: not a link
+    await rb.router.call("b", "XGROUP", "DESTROY", "b", "g")
+    await rb.set_delivery_policy("a", "g", DeliveryPolicy(dead_letter_stream="b"))
+    await rb.create_group("b", "h", "0", False, None)
+    with pytest.raises(Conflict):  # a group that is there is a link
+        await rb.set_delivery_policy("b", "h", DeliveryPolicy(dead_letter_stream="a"))
+    # a chain through a key that is no stream ends there
+    await rb.router.write("c", "SET", "c", "x")
+    await rb.set_delivery_policy("a", "g", DeliveryPolicy(dead_letter_stream="c"))
+    await rb.set_delivery_policy("b", "h", DeliveryPolicy(dead_letter_stream="a"))
+
+
+async def _hops(b: Any, tag: str) -> list[Any]:
+    """A chain a -> b -> c -> d of dead letters, each moved by XNACK FATAL and a read; what
+    each dead-letter stream holds, then a redrive from the last one."""
+    names = [tag + n for n in "abcd"]
+    for name in names:
+        await b.create_group(name, "g", "0", True, None)
+    for key, dead in itertools.pairwise(names):
+        await b.set_delivery_policy(key, "g", DeliveryPolicy(dead_letter_stream=dead))
+    await b.append([XAddArgs(names[0], ("n", "1"), id=StreamID(1, 0))])
+    out: list[Any] = []
+    for key, dead in itertools.pairwise(names):
+        got = await b.read(ReadRequest([key], [">"], group="g", consumer="c"))
+        await b.nack(NackArgs(key, "g", NackMode.FATAL, [e.id for p in got for e in p.entries]))
+        assert await b.read(ReadRequest([key], [">"], group="g", consumer="d")) == []
+        out.append([f for _, f in await _entries(b, dead)])
+    done = await b.redrive(RedriveArgs(names[-1]))
+    out.append([(t, [f for _, f in await _entries(b, t)]) for _, t, _ in done.moved])
+    return out
+
+
+async def test_a_dead_letter_of_a_dead_letter_keeps_its_origin_and_counts_hops(
+    rb: RedisBackend,
+) -> None:
+    from app.backends.embedded import EmbeddedBackend
+    from app.engine.store import Store
+
+    got = await _hops(rb, "")
+    assert got == await _hops(EmbeddedBackend(Store()), "")
+    [[first], [second], [third], redriven] = got
+    assert first[2::2] == DEAD_LETTER_FIELDS
+    assert second == (*first, DEAD_LETTER_HOPS, "2")
+    assert third == (*first, DEAD_LETTER_HOPS, "3")
+    assert redriven == [("a", [("n", "1"), ("n", "1")])]
+
+
+async def test_cluster_walks_the_chain_in_its_slot(cluster: RedisBackend) -> None:
+    text, after = await _cycle(cluster, "{t}", CYCLES[1])
+    assert after is None and "leads back to" in text
+    [[first], _, [third], _] = await _hops(cluster, "{h}")
+    assert third == (*first, DEAD_LETTER_HOPS, "3")

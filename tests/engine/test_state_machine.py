@@ -51,7 +51,7 @@ from app.engine.commands.policy import set_policy
 from app.engine.commands.webhooks import delete_webhook, set_webhook
 from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.effects import Record
-from app.engine.errors import CommandError, NoGroup
+from app.engine.errors import CommandError, Conflict, NoGroup
 from app.engine.ids import MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import StreamConfig
 from app.engine.listpack import byte_len
@@ -680,13 +680,33 @@ class EngineMachine(RuleBasedStateMachine):
         if policy is not None and policy.dead_letter_stream is not None and max_deliveries:
             policy = dataclasses.replace(policy, max_deliveries=max_deliveries)
         s = self.stream(key)
+        dead = policy.dead_letter_stream if policy is not None else None
         try:
             self.store.run(set_policy, key, group, policy)
         except CommandError as e:
-            same = policy is not None and policy.dead_letter_stream == key
-            assert isinstance(e, NoGroup) or same, e
+            same = dead == key
+            back = isinstance(e, Conflict) and dead is not None and self.reaches(dead, key)
+            assert isinstance(e, NoGroup) or same or back, e
             return
         assert s is not None and s.groups[group].policy == policy
+        assert dead is None or not self.reaches(dead, key)  # no cycle of dead letters, ever
+
+    def reaches(self, start: str, goal: str) -> bool:
+        """Whether dead letters in ``start`` can reach ``goal`` through the policies of the
+        groups on the way (the machine's own walk, depth first)."""
+        todo, seen = [start], set()
+        while todo:
+            name = todo.pop()
+            if name == goal:
+                return True
+            s = self.stream(name)
+            if name in seen or s is None:
+                continue
+            seen.add(name)
+            for g in s.groups.values():
+                if g.policy is not None and g.policy.dead_letter_stream is not None:
+                    todo.append(g.policy.dead_letter_stream)
+        return False
 
     @rule(
         key=keys,

@@ -80,7 +80,9 @@ async def set_policy(
     entries due again as claims (XCLAIM), and moves those delivered `max_deliveries` times (or
     released by XNACK FATAL) to `dead_letter_stream` (XADD there, XACK here, atomically).
     Needs `admin`, and `write` on the dead-letter stream. A value out of range is a 400 naming
-    it; on Redis Cluster a dead-letter stream in another hash slot is a 400 too."""
+    it; on Redis Cluster a dead-letter stream in another hash slot is a 400 too. A policy
+    whose dead letters would come back to this stream, through the policies of the groups
+    on its dead-letter stream and further, is a 409: dead letters never go round."""
     policy = await parsed_on_group(backend, stream, group, body.policy)
     principal = principal_of(request.scope)
     if policy.dead_letter_stream is not None and not principal.unrestricted:

@@ -16,6 +16,12 @@
   with the release time as delivery time; without one, the server's XNACK or the emulation.
 - Redis Cluster: the dead-letter stream must be in the stream's slot (a script reaches one
   slot only), and so must a redrive's target be in the dead-letter stream's.
+- A dead-letter chain (app/engine/dead_letters.py) is walked by the script that sets the
+  policy, so the walk and the write are one atomic step: two front-ends closing a cycle at
+  once are serialized by Redis, and the second is refused. The script cannot name a policy
+  hash itself (its tag comes from the slot), so it answers the streams of the chain it was
+  not given and is sent again with them. On a cluster every link shares the stream's slot,
+  so the whole chain is on one node.
 - Retention: one hash by stream name (``RETENTION_KEY``); a step is one script on the
   stream, by the server's clock (TIME).
 - The policy goes with its group or stream when xstreams removes them (REST, or DEL, UNLINK,
@@ -50,6 +56,7 @@ from app.backends.redis.scripts import eval_line
 from app.engine.commands.groups import no_such_group
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
+from app.engine.dead_letters import dead_letter_cycle
 from app.engine.delivery import (
     MAX_REDRIVE,
     DeliveryPolicy,
@@ -244,9 +251,17 @@ class Delivery:
         self._router = router
 
     # --- policies -------------------------------------------------------------------
-    async def _policy(self, key: str, group: str, what: str, value: str = "") -> Raw:
+    async def _policy(
+        self, key: str, group: str, what: str, value: str = "", chain: Sequence[str] = ()
+    ) -> Raw:
         keys = [encode(key), encode(policy_key(key))]
-        line = eval_line(POLICY, keys, [encode(group), what, value])
+        words: list[Arg] = [encode(group), what, value]
+        for name in chain:
+            if self._router.cluster and key_slot(encode(name)) != key_slot(encode(key)):
+                words.append(encode(name))  # no chain leaves a slot: no policy there to follow
+            else:
+                keys += [encode(name), encode(policy_key(name))]
+        line = eval_line(POLICY, keys, words)
         if what == "set":
             return await self._router.write(key, *line)
         return await self._router.call(key, *line)
@@ -276,9 +291,21 @@ class Delivery:
             if dead is not None and cluster and key_slot(encode(dead)) != key_slot(encode(key)):
                 raise WrongArgument.err(SAME_SLOT)
             value = json.dumps(policy.as_json(), separators=(",", ":"))
-        raw = await self._policy(key, group, "set", value)
+        # The script walks the dead-letter chain and sets the policy in one atomic step; it
+        # names the streams of the chain it was not given, and is sent again with them.
+        chain: list[str] = []
+        while True:
+            raw = await self._policy(key, group, "set", value, chain)
+            if raw[0] != 2:
+                break
+            more = [name for name in map(decode, raw[1:]) if name not in chain]
+            assert more, "the policy script asked again for the streams it was given"
+            chain += more
         if raw[0] == 0:
             raise no_such_group(key, group)
+        if raw[0] == 3:
+            assert policy is not None and policy.dead_letter_stream is not None
+            raise dead_letter_cycle(key, policy.dead_letter_stream)
         return bool(raw[1])
 
     async def forget_stream(self, key: str) -> None:

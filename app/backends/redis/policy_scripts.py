@@ -13,15 +13,37 @@ rules mirror app/engine/delivery.py, which defines them.
 from __future__ import annotations
 
 from app.backends.redis.scripts import NEWER_HELPERS
-from app.engine.delivery import DEAD_LETTER_FIELDS
+from app.engine.dead_letters import DEAD_LETTER_FIELDS, DEAD_LETTER_HOPS, MAX_DEAD_LETTER_HOPS
 
 _DL_NAMES = "{" + ", ".join(f"'{n}'" for n in DEAD_LETTER_FIELDS) + "}"
+
+# A dead letter's tail (app/engine/dead_letters.py ``dead_letter_tail``, word for word): of
+# the flat fields F, how many come before it, and its hop count; nil when F has none.
+DL_TAIL = (
+    f"local DL_NAMES = {_DL_NAMES}\n"
+    + f"local DL_HOPS, MAX_HOPS = '{DEAD_LETTER_HOPS}', {MAX_DEAD_LETTER_HOPS}\n"
+    + """
+local function dl_tail(f)
+  local n, hops = #f, 1
+  if n >= 2 and f[n - 1] == DL_HOPS and #f[n] <= 15 and string.match(f[n], '^[1-9]%d*$') then
+    hops = tonumber(f[n])
+    n = n - 2
+  end
+  local m = n - 2 * #DL_NAMES
+  if m < 0 then return nil end
+  for j = 1, #DL_NAMES do
+    if f[m + 2 * j - 1] ~= DL_NAMES[j] then return nil end
+  end
+  return m, hops
+end
+"""
+)
 
 # Helpers over NEWER_HELPERS: the policy's rules (``backoff``, ``exhausted``), the
 # candidates of a read, one move (claim or dead-letter).
 POLICY_HELPERS = (
     NEWER_HELPERS
-    + f"local DL_NAMES = {_DL_NAMES}\n"
+    + DL_TAIL
     + """
 local function now_ms()
   local t = redis.call('TIME')
@@ -109,13 +131,22 @@ local function serve(key, pkey, group, consumer, p, cands, bound)
           local _
           _, owner = release_of(pkey, group, id)
         end
-        local e = redis.call('XRANGE', key, id, id)[1]
+        local f = redis.call('XRANGE', key, id, id)[1][2]
         local argv = {'XADD', p.dead_letter_stream, '*'}
-        for _, v in ipairs(e[2]) do argv[#argv + 1] = v end
-        local values = {key, id, group, owner, count_text(c), reason}
-        for j = 1, #DL_NAMES do
-          argv[#argv + 1] = DL_NAMES[j]
-          argv[#argv + 1] = values[j]
+        local m, hops = dl_tail(f)
+        if m then
+          -- a dead letter already: its first origin stays, one hop more
+          for j = 1, m + 2 * #DL_NAMES do argv[#argv + 1] = f[j] end
+          if hops < MAX_HOPS then hops = hops + 1 end
+          argv[#argv + 1] = DL_HOPS
+          argv[#argv + 1] = string.format('%d', hops)
+        else
+          for _, v in ipairs(f) do argv[#argv + 1] = v end
+          local values = {key, id, group, owner, count_text(c), reason}
+          for j = 1, #DL_NAMES do
+            argv[#argv + 1] = DL_NAMES[j]
+            argv[#argv + 1] = values[j]
+          end
         end
         local added = redis.pcall(unpack(argv))
         if not (type(added) == 'table' and added.err) then
@@ -402,9 +433,40 @@ return n
 # ARGV[2] 'get' | 'set' | 'all', ARGV[3] the policy's JSON ('' : remove it)). {0} when the
 # group is missing ('all': {} for a missing stream); 'get': {1, json or false}; 'set':
 # {1, whether it had one}; 'all': {1, {name, json, ...}} for the groups there.
+# A 'set' walks the dead-letter chain first (app/engine/dead_letters.py ``leads_back``) over
+# the streams it is given: KEYS[3..] pairs (stream, its policy hash), ARGV[4..] streams to
+# take as without policies (another slot of a cluster, where no chain reaches). {3} when the
+# chain comes back to KEYS[1] (nothing set); {2, stream, ...} when it reaches streams it was
+# not given (nothing set: send again with them).
 POLICY = (
     NEWER_HELPERS
     + """
+local function leads_back(key, dead)
+  local known = {}
+  for i = 3, #KEYS, 2 do known[KEYS[i]] = i end
+  for i = 4, #ARGV do known[ARGV[i]] = 0 end
+  local seen, queue, missing = {[dead] = true}, {dead}, {}
+  local at = 1
+  while at <= #queue do
+    local name = queue[at]
+    at = at + 1
+    if name == key then return true, missing end
+    local i = known[name]
+    if i == nil then
+      missing[#missing + 1] = name
+    elseif i > 0 and redis.call('TYPE', KEYS[i])['ok'] == 'stream' then
+      for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[i])) do
+        local raw = redis.call('HGET', KEYS[i + 1], 'p:' .. field(g, 'name'))
+        local nxt = raw and cjson.decode(raw).dead_letter_stream
+        if type(nxt) == 'string' and not seen[nxt] then
+          seen[nxt] = true
+          queue[#queue + 1] = nxt
+        end
+      end
+    end
+  end
+  return false, missing
+end
 local key, pkey, group, what = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 local t = redis.call('TYPE', key)['ok']
 if t ~= 'stream' then
@@ -428,6 +490,16 @@ if not find_group(groups, group) then return {0} end
 local raw = redis.call('HGET', pkey, 'p:' .. group)
 if what == 'get' then return {1, raw} end
 if ARGV[3] ~= '' then
+  local dead = cjson.decode(ARGV[3]).dead_letter_stream
+  if type(dead) == 'string' then
+    local back, missing = leads_back(key, dead)
+    if back then return {3} end
+    if #missing > 0 then
+      local out = {2}
+      for _, name in ipairs(missing) do out[#out + 1] = name end
+      return out
+    end
+  end
   if not raw then
     redis.call('HDEL', pkey, 'r:' .. group, 'd:' .. group)
   end
@@ -461,10 +533,10 @@ return 1
 """
 
 # Redrive: KEYS[1] the dead-letter stream, KEYS[2..] the targets; ARGV: pairs (ID, index of
-# its target in KEYS). Each entry still there and ending with the dead-letter fields is
-# appended to its target without them and deleted: its new ID; else false (skipped).
+# its target in KEYS). Each entry still there and ending with a dead letter's tail (``dl_tail``)
+# is appended to its target without it and deleted: its new ID; else false (skipped).
 REDRIVE = (
-    f"local DL_NAMES = {_DL_NAMES}\n"
+    DL_TAIL
     + """
 local dead = KEYS[1]
 local out = {}
@@ -474,12 +546,8 @@ for i = 1, #ARGV, 2 do
   local moved = false
   if e then
     local f = e[2]
-    local m = #f - 2 * #DL_NAMES
-    local ok = m >= 0
-    for j = 1, #DL_NAMES do
-      if ok and f[m + 2 * j - 1] ~= DL_NAMES[j] then ok = false end
-    end
-    if ok and m > 0 then
+    local m = dl_tail(f)
+    if m and m > 0 then
       moved = redis.call('XADD', target, '*', unpack(f, 1, m))
       redis.call('XDEL', dead, id)
     end

@@ -52,10 +52,13 @@ _NEVER = 1 << 62  # a min-idle-time no owned entry reaches: no visibility timeou
 
 def set_policy(ks: Keyspace, key: str, group: str, policy: DeliveryPolicy | None) -> bool:
     """Set or remove the group's policy; whether it had one. The counters go with the
-    policy: kept while one is set (a change keeps them), cleared when it is removed."""
+    policy: kept while one is set (a change keeps them), cleared when it is removed. A
+    policy whose dead letters would come back to ``key`` is refused; replay sets what the
+    journal holds without asking again."""
     _, g = find_group(ks, key, group)
     if policy is not None:
         policy.check_for(key)
+        policy.check_chain(key, lambda name: _dead_letter_streams(ks, name))
     had = g.policy is not None
     g.policy = policy
     if policy is None:
@@ -64,6 +67,19 @@ def set_policy(ks: Keyspace, key: str, group: str, policy: DeliveryPolicy | None
     if policy is not None:
         ks.blocked.signal(key)  # a blocked read may have entries due at once now
     return had
+
+
+def _dead_letter_streams(ks: Keyspace, key: str) -> list[str]:
+    """The dead-letter streams the policies of ``key``'s groups name: the next links of a
+    dead-letter chain (``DeliveryPolicy.check_chain``)."""
+    stream = ks.get(key)
+    if stream is None:
+        return []
+    out = []
+    for g in stream.groups.values():
+        if g.policy is not None and g.policy.dead_letter_stream is not None:
+            out.append(g.policy.dead_letter_stream)
+    return out
 
 
 def _due(

@@ -293,6 +293,64 @@ def test_redrive_of_a_missing_stream_is_a_404(api: httpx.Client) -> None:
     problem(api.post(url(DEAD) + "/redrive", json={}), 404)
 
 
+# --- dead-letter chains (issue 37) -------------------------------------------------------
+
+A, B, C = "{o}a", "{o}b", "{o}c"
+
+
+def groups_on(api: httpx.Client, *streams: str) -> None:
+    for name in streams:
+        r = api.post(url(name) + "/groups", json={"name": "g", "id": "$", "mkstream": True})
+        assert r.status_code == 201, r.text
+
+
+def dead_to(api: httpx.Client, stream: str, dead: str) -> httpx.Response:
+    return api.put(url(stream) + "/groups/g/policy", json={"dead_letter_stream": dead})
+
+
+def cycle(dead: str, key: str) -> str:
+    return (
+        f"ERR dead_letter_stream '{dead}' leads back to '{key}' through the policies of its "
+        "groups: dead letters would go round for ever"
+    )
+
+
+def test_groups_cannot_dead_letter_into_each_other(api: httpx.Client) -> None:
+    """The probe of issue 37: two groups naming each other's stream grew without bound.
+    The second policy, which would close the cycle, is a 409; so is the third of three."""
+    groups_on(api, A, B, C)
+    assert dead_to(api, A, B).status_code == 200
+    assert problem(dead_to(api, B, A), 409, "ERR")["error"] == cycle(A, B)
+    problem(api.get(url(B) + "/groups/g/policy"), 404)  # nothing was set
+    assert dead_to(api, B, C).status_code == 200
+    assert problem(dead_to(api, C, A), 409)["error"] == cycle(A, C)
+    assert dead_to(api, C, C + ":dead").status_code == 200  # a chain that ends is fine
+
+
+def test_a_chain_of_dead_letters_keeps_the_first_origin_and_counts_hops(
+    api: httpx.Client,
+) -> None:
+    groups_on(api, A, B, C)
+    assert dead_to(api, A, B).status_code == 200
+    assert dead_to(api, B, C).status_code == 200
+    add(api, A, ("n", "1"), id="1-0")
+    for name in (A, B):
+        g = url(name) + "/groups/g"
+        r = api.post(f"{g}/consumers/c/reads", json={})
+        entry_ids = [e["id"] for e in r.json()["entries"]]
+        assert api.post(f"{g}/nacks", json={"ids": entry_ids, "mode": "FATAL"}).is_success
+        r = api.post(f"{g}/consumers/d/reads", json={})
+        assert r.json()["entries"] == []  # dead-lettered, not delivered
+    [(_, first)] = pairs(api, B)
+    [(_, second)] = pairs(api, C)
+    assert [f for f, _ in first] == ["n", *DEAD_LETTER_FIELDS]
+    assert second == [*first, ["xs-dl-hops", "2"]]  # not wrapped again: one field more
+    assert dict(map(tuple, second))["xs-dl-stream"] == A
+    r = api.post(url(C) + "/redrive", json={})
+    assert [m["stream"] for m in r.json()["moved"]] == [A]  # back to the first origin
+    assert [f for _, f in pairs(api, A)][-1] == [["n", "1"]]
+
+
 # --- retention -------------------------------------------------------------------------
 
 

@@ -9,14 +9,25 @@ const PREFIX = "xs-dl-";
 const ORIGIN = ["stream", "id", "group", "consumer", "deliveries", "reason"].map((n) => PREFIX + n);
 const PAGE = 100;
 
-/** [original pairs, origin object] of a dead letter; null for an entry that is none. */
+const HOPS = PREFIX + "hops";
+
+/** [original pairs, origin object] of a dead letter; null for an entry that is none. A dead
+ * letter dead-lettered again keeps its first origin and ends with xs-dl-hops (its moves). */
 export function split(pairs) {
   const n = ORIGIN.length;
-  if (pairs.length < n) return null;
-  const tail = pairs.slice(pairs.length - n);
+  let end = pairs.length;
+  let hops = null;
+  const last = pairs[end - 1];
+  if (last && last[0] === HOPS && /^[1-9][0-9]{0,14}$/.test(last[1])) {
+    hops = last[1];
+    end -= 1;
+  }
+  if (end < n) return null;
+  const tail = pairs.slice(end - n, end);
   if (!tail.every(([f], i) => f === ORIGIN[i])) return null;
   const origin = Object.fromEntries(tail.map(([f, v]) => [f.slice(PREFIX.length), v]));
-  return [pairs.slice(0, pairs.length - n), origin];
+  if (hops !== null) origin.hops = hops;
+  return [pairs.slice(0, end - n), origin];
 }
 
 export async function render(main, ctx) {
@@ -69,7 +80,8 @@ export async function render(main, ctx) {
       h("td", { class: "fields" }, fields.map(([f, v]) => h("span", { class: "pair" }, h("b", {}, shown(f)), " ", shown(v)))),
       h("td", { class: "origin" }, origin
         ? [h("a", { href: `#/s/${quote(origin.stream)}` }, shown(origin.stream)), ` ${origin.id} · `,
-          shown(origin.group), origin.consumer ? ` / ${shown(origin.consumer)}` : ""]
+          shown(origin.group), origin.consumer ? ` / ${shown(origin.consumer)}` : "",
+          origin.hops ? ` · ${origin.hops} hops` : ""]
         : h("span", { class: "muted" }, "not a dead letter")),
       h("td", { class: "num" }, origin ? number(origin.deliveries) : ""),
       h("td", {}, origin ? origin.reason : ""));
