@@ -20,6 +20,8 @@ S = "/v1/streams/s"
 G = S + "/groups/g"
 H = G + "/webhooks"
 URL = "https://hooks.example.com/orders"
+NOT_RUN_HOST = "not run: host '{}' matches no --webhook-allow-host glob"
+NOT_RUN_HTTP = "not run: http:// is refused: webhooks go over https (unless --webhook-allow-http)"
 
 
 def group(api: httpx.Client, name: str = "g") -> None:
@@ -29,9 +31,19 @@ def group(api: httpx.Client, name: str = "g") -> None:
 
 
 def view(name: str = "h", url: str = URL, **parts: Any) -> dict[str, Any]:
-    """A webhook as the service shows it (defaults, running)."""
+    """A webhook as the service shows it (defaults, running; no attempt yet, and not run by
+    a service without --webhook-allow-host, as its error says)."""
     shown = {"name": name, "url": url, "timeout_ms": 5000, "concurrency": 8, "batch": 1,
              "paused": False, "paused_reason": None}  # fmt: skip
+    return {**shown, **health(url), **parts}
+
+
+def health(url: str = URL, **parts: Any) -> dict[str, Any]:
+    """The health fields of a webhook no process ran: on the default settings the error
+    says why it is not run."""
+    why = NOT_RUN_HTTP if url.startswith("http:") else NOT_RUN_HOST.format(httpx.URL(url).host)
+    shown = {"last_status": None, "last_error": why, "last_attempt_at_ms": None,
+             "last_success_at_ms": None, "consecutive_failures": 0}  # fmt: skip
     return {**shown, **parts}
 
 
@@ -206,3 +218,57 @@ async def test_a_group_with_its_most_consumers_refuses_a_new_webhook() -> None:
         # A webhook named after a consumer that is there takes that consumer.
         r = await client.put(f"{H}/alice", json={"url": URL, "secret": SECRET})
         assert r.status_code == 201, r.text
+
+
+# --- the destination, checked when set (issue 37) --------------------------------------------
+LOOPBACK = "(unless --webhook-allow-private)"
+
+
+@pytest.mark.parametrize(
+    ("settings", "url", "words"),
+    [
+        # Every host allowed, http too, but not private addresses: loopback is refused.
+        ({"webhook_allow_http": True}, "http://127.0.0.1:9/hook", "127.0.0.1 is a loopback"),
+        ({"webhook_allow_http": True}, "http://[::1]:9/hook", "::1 is a loopback"),
+        ({"webhook_allow_http": True}, "http://10.1.2.3/hook", "10.1.2.3 is a private"),
+        # A name is resolved, as each request does: localhost is loopback.
+        ({"webhook_allow_http": True}, "http://localhost:9/hook", "127.0.0.1 is a loopback"),
+        ({}, "https://localhost/hook", "127.0.0.1 is a loopback"),
+        ({}, "http://127.0.0.1:9/hook", "(unless --webhook-allow-http)"),
+        ({"webhook_allow_hosts": ["*.example.com"]}, "https://127.0.0.1/", "--webhook-allow-host"),
+        ({"webhook_allow_private": True}, "https://169.254.169.254/", "cloud metadata address"),
+        ({}, "https://no-such-host.invalid/hook", "cannot resolve 'no-such-host.invalid'"),
+    ],
+)
+async def test_a_destination_the_rules_refuse_is_a_422_naming_the_rule(
+    settings: dict[str, Any], url: str, words: str
+) -> None:
+    allow = {"webhook_allow_hosts": ["*"], **settings}
+    async with serve(Store(), **allow) as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        r = await client.put(f"{H}/h", json={"url": url, "secret": SECRET})
+        body = problem(r, 422, "ERR")
+        assert body["detail"].startswith("ERR webhook destination refused: ")
+        assert words in body["detail"]
+        if "loopback" in words or "private" in words:
+            assert LOOPBACK in body["detail"]  # the setting that would allow it
+        assert (await client.get(H)).json() == {"webhooks": []}  # nothing was written
+        assert (await client.get(G + "/consumers")).json()["consumers"] == []
+        assert (await client.get(G + "/policy")).status_code == 404
+
+
+async def test_a_destination_the_rules_allow_is_set() -> None:
+    allow = {"webhook_allow_hosts": ["*"], "webhook_allow_http": True}
+    async with serve(Store(), **allow, webhook_allow_private=True) as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        for url in ("http://127.0.0.1:9/hook", "http://localhost:9/hook"):
+            r = await client.put(f"{H}/h", json={"url": url, "secret": SECRET})
+            assert r.status_code in (200, 201), r.text
+            no_attempt = {**health(url), "last_error": None}
+            assert r.json() == view(url=url, **no_attempt)
+
+
+async def test_a_refused_destination_on_a_missing_group_is_its_404() -> None:
+    async with serve(Store(), webhook_allow_hosts=["*"]) as client:
+        r = await client.put(f"{H}/h", json={"url": "https://127.0.0.1/", "secret": SECRET})
+        problem(r, 404, "NOGROUP")
