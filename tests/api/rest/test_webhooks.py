@@ -9,8 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.services import app_services
 from app.engine.delivery import MAX_WEBHOOK_BATCH
 from app.engine.store import Store
+from app.engine.webhook_health import HealthUpdate
+from app.main import create_app
+from app.settings import Settings
 from tests.api.inproc import serve
 from tests.api.rest.conftest import add, problem
 
@@ -272,3 +276,36 @@ async def test_a_refused_destination_on_a_missing_group_is_its_404() -> None:
     async with serve(Store(), webhook_allow_hosts=["*"]) as client:
         r = await client.put(f"{H}/h", json={"url": "https://127.0.0.1/", "secret": SECRET})
         problem(r, 404, "NOGROUP")
+
+
+async def test_the_health_the_loops_stored_is_shown() -> None:
+    """What the delivery loops stored (``Backend.record_webhook_health``) is in GET, the
+    list and PATCH; a webhook replaced with another URL starts with none."""
+    allow = {"webhook_allow_hosts": ["*"], "webhook_allow_private": True}
+    app = create_app(Settings(**allow), store=Store())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://xs") as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        url = "https://127.0.0.1/hook"
+        assert (await client.put(f"{H}/h", json={"url": url, "secret": SECRET})).is_success
+        backend = app_services(app).backend
+        (hook,) = await backend.webhooks("s", "g")
+        await backend.record_webhook_health(hook, HealthUpdate(False, 2, 502, "answers 502", 7))
+        await backend.record_webhook_health(hook, HealthUpdate(False, 1, None, "timeout", 9))
+        shown = view(url=url, **health(url, last_error="timeout", last_attempt_at_ms=9,
+                                      consecutive_failures=3))  # fmt: skip
+        assert (await client.get(f"{H}/h")).json() == shown
+        assert (await client.get(H)).json() == {"webhooks": [shown]}
+        r = await client.patch(f"{H}/h", json={"paused": True})
+        assert r.json() == {**shown, "paused": True, "paused_reason": "paused by request"}
+        await backend.record_webhook_health(hook, HealthUpdate(True, 0, 204, None, 11, 11))
+        r = await client.patch(f"{H}/h", json={"paused": False})
+        assert r.json() == view(
+            url=url,
+            **health(
+                url, last_error=None, last_status=204, last_attempt_at_ms=11, last_success_at_ms=11
+            ),
+        )
+        other = "https://127.0.0.2/hook"
+        r = await client.put(f"{H}/h", json={"url": other, "secret": SECRET})
+        assert r.json() == view(url=other, **health(other, last_error=None))
