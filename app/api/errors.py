@@ -20,7 +20,9 @@ The engine raises each kind with its class, and the Redis backend's replies get 
 (``app.engine.errors.classify``, ``app.backends.errors.fault_of``), so both backends answer
 alike. The command endpoint keeps the Upstash protocol's 400 for every other error reply
 (``command_status``). A malformed JSON body is 422, a malformed query or path 400, a body
-over ``max_body_bytes`` 413. Nothing a client sends can produce a 500.
+over ``max_body_bytes`` 413. A webhook whose destination the outbound rules refuse
+(``Refused``, app/delivery/outbound.py) is 422, the rule and its setting named. Nothing a
+client sends can produce a 500.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
 from app.api.services import services_of
 from app.backends.errors import BackendUnavailable, StorageUnavailable
+from app.delivery.outbound import Refused
 from app.engine.commands.bulk import BatchItemError
 from app.engine.errors import CommandError, Conflict, NoSuchKey
 from app.engine.errors import NotFound as NotFound  # re-exported: SSE raises it
@@ -194,6 +197,12 @@ def install(app: FastAPI) -> None:
         index = exc.index if isinstance(exc, BatchItemError) else None
         status = status_of(exc)
         return problem(request, status, exc.text, retry_headers(status), index=index)
+
+    @app.exception_handler(Refused)
+    async def destination_refused(request: Request, exc: Refused) -> Response:
+        text = f"ERR webhook destination refused: {exc}"
+        services_of(request).metrics.error(text)
+        return answer(request, 422, text)
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:

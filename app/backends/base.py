@@ -63,6 +63,7 @@ from app.engine.replies import (
 )
 from app.engine.stream import Entry, TrimSpec
 from app.engine.waiting import ClientGone
+from app.engine.webhook_health import HealthUpdate, WebhookHealth
 
 __all__ = ["Backend", "ClientGone", "Gone", "JsonReply"]
 
@@ -288,4 +289,14 @@ class Backend(Protocol):
 
     async def delete_webhook(self, key: str, group: str, name: str) -> bool:
         """Remove a webhook; whether there was one (its consumer and PEL stay)."""
+        ...
+
+    async def webhook_health(self, hooks: Sequence[Webhook]) -> list[WebhookHealth | None]:
+        """The health of each of ``hooks`` (of its URL), None where none is known. Not
+        journaled: an observation (app/engine/webhook_health.py says why)."""
+        ...
+
+    async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
+        """Fold ``update`` into the health of ``hook`` (of its URL), shared by every process
+        in front of the same Redis."""
         ...

@@ -83,6 +83,7 @@ from app.engine.responses import RESPONSES_KEY
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
 from app.engine.waiting import ClientGone, wait
+from app.engine.webhook_health import HealthUpdate, WebhookHealth, merged
 
 
 def _read(ks: Keyspace, request: ReadRequest) -> list[StreamRead] | Block | None:
@@ -111,6 +112,9 @@ class EmbeddedBackend:
         # A /pipeline that held the event loop this long lets other requests run, then goes on.
         self.pipeline_slice_s = pipeline_slice_ms / 1000
         self._running: set[str] = set()  # idempotent requests under way, by ticket name
+        # Webhooks' health by (stream, group, name, URL): kept in memory, not journaled
+        # (app/engine/webhook_health.py says why).
+        self._health: dict[tuple[str, str, str, str], WebhookHealth] = {}
 
     async def start(self) -> None:
         return None
@@ -589,6 +593,13 @@ class EmbeddedBackend:
             return self.store.run(hooks.delete_webhook, key, group, name)
         finally:
             await self._visible((key,))
+
+    async def webhook_health(self, hooks: Sequence[Webhook]) -> list[WebhookHealth | None]:
+        return [self._health.get((h.stream, h.group, h.name, h.url)) for h in hooks]
+
+    async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
+        key = (hook.stream, hook.group, hook.name, hook.url)
+        self._health[key] = merged(self._health.get(key), update)
 
 
 class _Idempotent:

@@ -42,6 +42,9 @@ does this for any consumer already, and the loop leaves it to it (it also dead-l
 
 Without a delivery policy on the group a failed entry is released (XNACK FAIL) and waits
 for a claim, as in Redis: nothing delivers it again by itself. The loop logs this once.
+
+Every attempt's outcome goes to the webhook's health (``health.HealthWriter``): the status,
+the error, when, and how many attempts failed in a row.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ import httpx
 
 from app import __version__
 from app.backends import Backend
+from app.delivery.health import HealthWriter
 from app.delivery.outbound import Refused
 from app.delivery.signing import Delivery, Signer, body_of, webhook_id
 from app.engine.commands.groups import ClaimArgs, PendingArgs
@@ -70,6 +74,7 @@ from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.replies import ClaimedEntry, MissingEntry
 from app.engine.stream import Entry
+from app.engine.webhook_health import HealthUpdate
 
 __all__ = ["HookOptions", "HookWorker", "Outcome", "Pause", "Tally"]
 
@@ -139,6 +144,7 @@ class HookWorker:
         self.options = options or HookOptions()
         self.now_s = now_s
         self.signer = Signer(hook.secret)
+        self.health = HealthWriter(backend, hook)
         self.policy: DeliveryPolicy | None = None
         self.gone = False
         self._lanes = list(lanes)  # the free ones: at most ``concurrency`` in flight
@@ -318,7 +324,7 @@ class HookWorker:
             headers["content-type"] = "application/json"
             headers["user-agent"] = f"xstreams/{__version__}"
             started = time.perf_counter()
-            status, retry_after = await self._post(lane, body, headers)
+            status, retry_after, error = await self._post(lane, body, headers)
             seconds = time.perf_counter() - started
             if isinstance(status, Outcome):
                 outcome = status
@@ -329,6 +335,7 @@ class HookWorker:
             else:
                 outcome = Outcome.FAILED
             self.tally.webhook_delivered(hook, outcome, seconds)
+            self._record(outcome, status, error)
             if outcome is Outcome.OK:
                 await self.backend.ack(hook.stream, hook.group, ids)
                 return
@@ -341,10 +348,21 @@ class HookWorker:
         finally:
             self._mine.difference_update(ids)
 
+    def _record(self, outcome: Outcome, status: int | Outcome, error: str | None) -> None:
+        """The attempt's outcome, to the webhook's health."""
+        at_ms = int(self.now_s() * 1000)
+        code = None if isinstance(status, Outcome) else status
+        if outcome is Outcome.OK:
+            update = HealthUpdate(True, 0, code, None, at_ms, at_ms)
+        else:
+            update = HealthUpdate(False, 1, code, error or outcome.value, at_ms)
+        self.health.record(update)
+
     async def _post(
         self, lane: httpx.AsyncBaseTransport, body: bytes, headers: dict[str, str]
-    ) -> tuple[int | Outcome, float | None]:
-        """The status (or the outcome without one) and the Retry-After in seconds."""
+    ) -> tuple[int | Outcome, float | None, str | None]:
+        """The status (or the outcome without one), the Retry-After in seconds, and what
+        went wrong (None for a 2xx)."""
         hook = self.hook
         try:
             async with asyncio.timeout(hook.timeout_ms / 1000):
@@ -366,23 +384,21 @@ class HookWorker:
                 finally:
                     await response.aclose()
         except Refused as e:
-            self._log_fault(f"refused destination: {e}")
-            return Outcome.REFUSED, None
+            return Outcome.REFUSED, None, self._log_fault(f"refused destination: {e}")
         except (TimeoutError, httpx.TimeoutException):
-            self._log_fault(f"no whole answer from {hook.url} within {hook.timeout_ms} ms")
-            return Outcome.TIMEOUT, None
+            text = f"no whole answer from {hook.url} within {hook.timeout_ms} ms"
+            return Outcome.TIMEOUT, None, self._log_fault(text)
         except (httpx.HTTPError, OSError) as e:
-            self._log_fault(f"cannot reach {hook.url}: {e or type(e).__name__}")
-            return Outcome.FAILED, None
+            text = f"cannot reach {hook.url}: {e or type(e).__name__}"
+            return Outcome.FAILED, None, self._log_fault(text)
         except Exception as e:  # whatever else a request raises is a failed delivery too
-            self._log_fault(f"request to {hook.url} failed: {e!r}")
-            return Outcome.FAILED, None
+            return Outcome.FAILED, None, self._log_fault(f"request to {hook.url} failed: {e!r}")
         status = response.status_code
         if 200 <= status < 300:
             self._fault = None
-            return status, None
-        self._log_fault(f"{hook.url} answers {status}")
-        return status, _retry_after(response.headers.get("retry-after"), self.now_s())
+            return status, None, None
+        text = self._log_fault(f"{hook.url} answers {status}")
+        return status, _retry_after(response.headers.get("retry-after"), self.now_s()), text
 
     async def _hold(self, seconds: float) -> None:
         """Start no request until ``seconds`` from now (bounded), holding the entry."""
@@ -416,13 +432,15 @@ class HookWorker:
             task.cancel()
         if self._sends:
             await asyncio.gather(*self._sends, return_exceptions=True)
+        await self.health.close(self.options.drain_s)
 
-    def _log_fault(self, text: str) -> None:
-        """A fault is logged when it starts or changes, not at every entry."""
+    def _log_fault(self, text: str) -> str:
+        """A fault is logged when it starts or changes, not at every entry; its text."""
         if text != self._fault:
             h = self.hook
             log.warning("webhook %r of %r/%r: %s", h.name, h.stream, h.group, text)
         self._fault = text
+        return text
 
 
 def _retry_after(value: str | None, now_s: float) -> float | None:

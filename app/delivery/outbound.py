@@ -45,6 +45,8 @@ __all__ = [
     "OutboundRules",
     "Refused",
     "Resolver",
+    "check_destination",
+    "checked_address",
     "transports_for",
 ]
 
@@ -79,7 +81,10 @@ class OutboundRules:
     def check_url(self, url: str | httpx.URL) -> tuple[str, int]:
         """The static part (scheme, host glob): the host and port to resolve, or ``Refused``.
         A REST resource may call it to refuse a webhook's URL when it is set."""
-        u = httpx.URL(url) if isinstance(url, str) else url
+        try:
+            u = httpx.URL(url) if isinstance(url, str) else url
+        except httpx.InvalidURL as e:
+            raise Refused(f"not a valid URL: {e}") from None
         scheme = u.scheme
         if scheme != "https" and not (scheme == "http" and self.allow_http):
             raise Refused(
@@ -118,6 +123,42 @@ class OutboundRules:
         raise Refused(f"{ip} is a {kind} address (unless --webhook-allow-private)")
 
 
+def _literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+async def checked_address(
+    rules: OutboundRules, host: str, port: int, resolver: Resolver = system_resolver
+) -> str:
+    """The address to connect to for ``host`` once every address it resolves to passed
+    ``check_address`` (an IP literal is its own), or ``Refused``."""
+    literal = _literal(host)
+    if literal is not None:
+        rules.check_address(literal)
+        return str(literal)
+    try:
+        found = await resolver(host, port)
+    except OSError as e:
+        raise Refused(f"cannot resolve {host!r}: {e}") from None
+    if not found:
+        raise Refused(f"{host!r} resolves to no address")
+    for text in found:
+        rules.check_address(ipaddress.ip_address(text.split("%", 1)[0]))
+    return found[0]
+
+
+async def check_destination(
+    rules: OutboundRules, url: str, resolver: Resolver = system_resolver
+) -> None:
+    """The whole check a request to ``url`` would pass now (scheme, host glob, DNS and
+    addresses), or ``Refused``: what a PUT of a webhook asks before it is stored."""
+    host, port = rules.check_url(url)
+    await checked_address(rules, host, port, resolver)
+
+
 @dataclass(slots=True)
 class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport that checks each request's destination (``OutboundRules``) and
@@ -132,27 +173,14 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
     async def address(self, host: str, port: int) -> str:
         """The checked address to connect to for ``host``, or ``Refused``."""
-        try:
-            literal: IPAddress | None = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            literal = None
-        if literal is not None:
-            self.rules.check_address(literal)
-            return str(literal)
-        now = time.monotonic()
-        cached = self.cache.get((host, port))
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        try:
-            found = await self.resolver(host, port)
-        except OSError as e:
-            raise Refused(f"cannot resolve {host!r}: {e}") from None
-        if not found:
-            raise Refused(f"{host!r} resolves to no address")
-        for text in found:
-            self.rules.check_address(ipaddress.ip_address(text.split("%", 1)[0]))
-        self.cache[(host, port)] = (now + DNS_CACHE_S, found[0])
-        return found[0]
+        if _literal(host) is None:
+            cached = self.cache.get((host, port))
+            if cached is not None and cached[0] > time.monotonic():
+                return cached[1]
+        ip = await checked_address(self.rules, host, port, self.resolver)
+        if _literal(host) is None:
+            self.cache[(host, port)] = (time.monotonic() + DNS_CACHE_S, ip)
+        return ip
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         host, port = self.rules.check_url(request.url)

@@ -12,6 +12,10 @@ A 410 Gone pauses the webhook through ``pause`` (the service stores it with
 ``Backend.set_webhook``; ``store_pause`` builds that callback). Until ``source`` shows the
 pause (or the webhook changes) the runner does not start it again, so a failing ``pause``
 does not turn into a loop of 410s.
+
+``check`` is the PUT's look at a new URL: the very check each request makes (``outbound``),
+DNS included, so a webhook that could never be delivered is refused when it is set. A
+webhook whose URL the scheme or host globs refuse here is not run; ``not_run`` says why.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from app.delivery.outbound import (
     OutboundRules,
     Refused,
     Resolver,
+    check_destination,
     system_resolver,
     transports_for,
 )
@@ -126,6 +131,23 @@ class WebhookRunner:
         finally:
             await self.close()
 
+    async def check(self, url: str) -> None:
+        """``Refused`` (naming the setting that would allow it) unless a request to ``url``
+        would go out now: scheme, host glob, and every address its name resolves to. A
+        service without ``--webhook-allow-host`` sends nowhere yet, so it checks nothing:
+        its webhooks wait for the setting, and their health says so."""
+        if self.rules.allow_hosts:
+            await check_destination(self.rules, url, self.resolver)
+
+    def not_run(self, hook: Webhook) -> str | None:
+        """Why this process does not run ``hook`` whatever its entries (its URL's scheme or
+        host refused: it waits for the setting), or None. A view shows it as its error."""
+        try:
+            self.rules.check_url(hook.url)
+        except Refused as e:
+            return f"not run: {e}"
+        return None
+
     def changed(self) -> None:
         """A webhook was set, paused or removed through this process: look again now
         instead of at the next ``refresh_s`` (other workers see it by then)."""
@@ -157,7 +179,7 @@ class WebhookRunner:
     def _allowed(self, key: Key, hook: Webhook) -> bool:
         """Whether the rules let the webhook's URL through (scheme, host glob); one that
         they refuse outright is not run at all, so its group's entries are not read, failed
-        and dead-lettered for a setting. Logged once per URL."""
+        and dead-lettered for a setting. Logged once per URL (``not_run`` shows why)."""
         try:
             self.rules.check_url(hook.url)
         except Refused as e:
@@ -166,7 +188,7 @@ class WebhookRunner:
                     "webhook %r of %r / %r not run: %s (see --webhook-allow-host)",
                     hook.name, hook.stream, hook.group, e,
                 )  # fmt: skip
-            self._refused[key] = hook.url
+                self._refused[key] = hook.url
             return False
         self._refused.pop(key, None)
         return True

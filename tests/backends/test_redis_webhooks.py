@@ -16,6 +16,7 @@ from app.engine.commands.streams import XAddArgs
 from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.errors import NoGroup
 from app.engine.store import Store
+from app.engine.webhook_health import HealthUpdate, WebhookHealth
 from tests.backends.test_redis_backend import _flush_cluster, _standalone_url
 
 pytestmark = pytest.mark.redis
@@ -139,3 +140,18 @@ async def test_on_a_cluster_listed_across_masters(cluster: RedisBackend) -> None
     assert await cluster.destroy_group("k0", "g")
     assert await cluster.delete_stream("k1")
     assert sorted(h.stream for h in await cluster.webhooks()) == sorted(keys[2:])
+
+
+@pytest.mark.slow
+async def test_health_on_a_cluster_beside_each_stream(cluster: RedisBackend) -> None:
+    """Each stream's webhooks' health is kept in its own slot: read and merged on the master
+    that holds the stream, listed across masters."""
+    hooks = [hook(stream=f"k{i}") for i in range(6)]
+    for i, h in enumerate(hooks):
+        await _groups(cluster, h.stream, "g")
+        await cluster.set_webhook(h)
+        update = HealthUpdate(False, i + 1, 500, f"answers 500 ({i})", 1_000 + i)
+        await cluster.record_webhook_health(h, update)
+    assert await cluster.webhook_health(hooks) == [
+        WebhookHealth(500, f"answers 500 ({i})", 1_000 + i, None, i + 1) for i in range(6)
+    ]

@@ -113,3 +113,25 @@ def test_the_served_webhook_runs_only_where_allowed(tmp_path: Path) -> None:
         finally:
             xs.client.close()
             srv.stop()
+
+
+def test_a_loopback_webhook_without_allow_private_is_refused_when_set(tmp_path: Path) -> None:
+    """The issue's case: every host and http allowed, private addresses not. The PUT is a
+    422 naming the setting, and nothing is stored."""
+    srv = DurableServer(
+        tmp_path, database(tmp_path), "--webhook-allow-host", "*", "--webhook-allow-http"
+    )
+    xs = Commands(srv.url)
+    try:
+        assert xs("XGROUP", "CREATE", "orders", "g", "$", "MKSTREAM") == "OK"
+        hook = {"url": "http://127.0.0.1:9/hook", "secret": SECRET}
+        r = xs.client.put("/v1/streams/orders/groups/g/webhooks/h", json=hook)
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"] == (
+            "ERR webhook destination refused: 127.0.0.1 is a loopback address"
+            " (unless --webhook-allow-private)"
+        )
+        assert xs.client.get("/v1/streams/orders/groups/g/webhooks").json() == {"webhooks": []}
+    finally:
+        xs.client.close()
+        srv.stop()

@@ -277,6 +277,29 @@ def test_dead_letters_are_shown_apart_from_their_origin_and_redriven(
     assert [e["fields"] for e in back] == [{"item": i} for i in ("first", "second")] * 2
 
 
+def test_a_webhook_shows_its_health_on_the_groups_page(dashboard: Dashboard, page: Any) -> None:
+    """A group's webhooks are listed on its card with their health; here one this service
+    does not run (no --webhook-allow-host), which its last error says, with the setting."""
+    d = dashboard
+    s = "orders-hooks"
+    _append(d, s, "first")
+    assert d.admin.post(f"/v1/streams/{s}/groups", json={"name": "billing", "id": "0"}).is_success
+    hook = {"url": "https://hooks.example.com/orders", "secret": "whsec_MDEyMzQ1Njc4OWFiY2RlZg=="}
+    r = d.admin.put(f"/v1/streams/{s}/groups/billing/webhooks/invoicer", json=hook)
+    assert r.status_code == 201, r.text
+    sign_in(page, d.url, d.operator)
+    open_page(page, d.url, route(s, groups=True))
+    row = page.locator('tr[data-webhook="invoicer"]')
+    row.wait_for()
+    assert "hooks.example.com/orders" in row.locator("th").inner_text()
+    assert row.locator("td.error").inner_text() == (
+        "not run: host 'hooks.example.com' matches no --webhook-allow-host glob"
+    )
+    assert row.locator("td.failures").inner_text() == "0"
+    assert row.locator("td.status").inner_text() == "—"
+    assert page.locator('section[data-group="billing"] .webhooks').is_visible()
+
+
 def test_a_read_only_jwt_is_shown_no_control_it_may_not_use(
     dashboard: Dashboard, page: Any
 ) -> None:

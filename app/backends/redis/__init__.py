@@ -83,6 +83,7 @@ from app.engine.replies import (
     StreamRead,
 )
 from app.engine.stream import Entry, TrimSpec
+from app.engine.webhook_health import HealthUpdate, WebhookHealth
 
 __all__ = ["RedisBackend", "cluster_address"]
 
@@ -318,6 +319,12 @@ class RedisBackend:
 
     async def delete_webhook(self, key: str, group: str, name: str) -> bool:
         return await self._webhooks.delete_webhook(key, group, name)
+
+    async def webhook_health(self, hooks: Sequence[Webhook]) -> list[WebhookHealth | None]:
+        return await self._webhooks.webhook_health(hooks)
+
+    async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
+        await self._webhooks.record_webhook_health(hook, update)
 
 
 def _refuse_blocking(blocks: bool) -> None:

@@ -9,21 +9,32 @@ group exists, as the engine's does; a listing shows only groups that still exist
 destroyed outside xstreams leaves its fields, which a new group of its name would find).
 They go with their group or stream as the policy does (``delivery.forget_lines``: DEL,
 UNLINK and XGROUP DESTROY through xstreams; FLUSHDB removes everything).
+
+Their health (app/engine/webhook_health.py) is kept apart, in a hash of its own in the
+stream's slot (``health_key``), by webhook and URL (``health_field``), as the text
+``health_text`` writes; ``HEALTH`` merges an update into it in one script (one call per
+update), so every front-end's attempts add up. The hash expires ``HEALTH_TTL_MS`` after its
+last update, so the health of webhooks gone with their stream or group does not stay.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+
+from redis.crc import key_slot
 
 from app.backends.redis.delivery import Delivery, policy_key
+from app.backends.redis.idempotent import slot_tag
 from app.backends.redis.parse import Arg, Raw, decode, encode
 from app.backends.redis.routing import Router
 from app.backends.redis.scripts import NEWER_HELPERS, eval_line
 from app.engine.commands.groups import no_such_group
 from app.engine.delivery import Webhook
 from app.engine.listpack import utf8
+from app.engine.webhook_health import HealthUpdate, WebhookHealth, health_from_text
 
-__all__ = ["WEBHOOK", "Webhooks", "webhook_field"]
+__all__ = ["HEALTH", "WEBHOOK", "Webhooks", "health_field", "health_key", "webhook_field"]
 
 # KEYS: the stream, its policy hash. ARGV: what ('list', 'set', 'del'), the group, then for
 # 'list' whether to list one group ('1') or all, for 'set' / 'del' the name (and the value).
@@ -67,6 +78,43 @@ if what == 'set' then return {1, redis.call('HSET', pkey, f, ARGV[4])} end
 return {1, redis.call('HDEL', pkey, f)}
 """
 )
+
+
+HEALTH_PREFIX = "xs:wh:"
+HEALTH_TTL_MS = 7 * 24 * 3600 * 1000
+
+# KEYS: the health hash. ARGV: the field, reset ('1' / '0'), failures, the last status ('' for
+# none), the last error ('!' and its text, '' for none), the attempt's and the success's
+# times ('' for none), the hash's time to live. The rule is ``webhook_health.merged``; the
+# layout ``health_text``'s.
+HEALTH = """
+local h, f = KEYS[1], ARGV[1]
+local failures, attempt, success = 0, '', ''
+local old = redis.call('HGET', h, f)
+if old then
+  local c, a, s = string.match(old, '^(%d*)|(%d*)|(%d*)|')
+  if c then failures, attempt, success = tonumber(c) or 0, a, s end
+end
+if ARGV[2] == '1' then failures = tonumber(ARGV[3]) else failures = failures + tonumber(ARGV[3]) end
+if ARGV[6] ~= '' then attempt = ARGV[6] end
+if ARGV[7] ~= '' then success = ARGV[7] end
+local text = failures .. '|' .. attempt .. '|' .. success .. '|' .. ARGV[4] .. '|' .. ARGV[5]
+redis.call('HSET', h, f, text)
+redis.call('PEXPIRE', h, ARGV[8])
+return 1
+"""
+
+
+def health_key(stream: str) -> str:
+    """The hash of the health of ``stream``'s webhooks, in its slot (as ``policy_key``)."""
+    return f"{HEALTH_PREFIX}{{{slot_tag(key_slot(encode(stream)))}}}:{stream}"
+
+
+def health_field(hook: Webhook) -> bytes:
+    """A webhook's field in ``health_key``: its group, name and URL, each length-prefixed but
+    the last, so no names make two fields alike."""
+    n = encode(hook.name)
+    return webhook_field(hook.group, "") + b"%d:" % len(n) + n + encode(hook.url)
 
 
 def webhook_field(group: str, name: str) -> bytes:
@@ -119,3 +167,40 @@ class Webhooks:
         if raw[0] == 0:
             raise no_such_group(key, group)
         return bool(raw[1])
+
+    async def webhook_health(self, hooks: Sequence[Webhook]) -> list[WebhookHealth | None]:
+        out: list[WebhookHealth | None] = [None] * len(hooks)
+        by_stream: dict[str, list[int]] = {}
+        for i, hook in enumerate(hooks):
+            by_stream.setdefault(hook.stream, []).append(i)
+        for stream, at in by_stream.items():
+            fields = [health_field(hooks[i]) for i in at]
+            raw = await self._router.call(stream, "HMGET", encode(health_key(stream)), *fields)
+            for i, value in zip(at, raw, strict=True):
+                out[i] = None if value is None else health_from_text(decode(value))
+        return out
+
+    async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
+        def n(v: int | None) -> str:
+            return "" if v is None else str(v)
+
+        words: list[Arg] = [
+            health_field(hook),
+            "1" if update.reset else "0",
+            str(update.failures),
+            n(update.last_status),
+            b"" if update.last_error is None else b"!" + _text(update.last_error),
+            n(update.attempt_at_ms),
+            n(update.success_at_ms),
+            str(HEALTH_TTL_MS),
+        ]
+        line = eval_line(HEALTH, [encode(health_key(hook.stream))], words)
+        await self._router.call_plain(hook.stream, *line)
+
+
+def _text(error: str) -> bytes:
+    """An error's text as bytes: any lone surrogate other than a byte's kept visibly."""
+    try:
+        return encode(error)
+    except UnicodeEncodeError:
+        return error.encode("utf-8", "backslashreplace")

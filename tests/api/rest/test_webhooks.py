@@ -9,8 +9,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.services import app_services
 from app.engine.delivery import MAX_WEBHOOK_BATCH
 from app.engine.store import Store
+from app.engine.webhook_health import HealthUpdate
+from app.main import create_app
+from app.settings import Settings
 from tests.api.inproc import serve
 from tests.api.rest.conftest import add, problem
 
@@ -20,6 +24,8 @@ S = "/v1/streams/s"
 G = S + "/groups/g"
 H = G + "/webhooks"
 URL = "https://hooks.example.com/orders"
+NOT_RUN_HOST = "not run: host '{}' matches no --webhook-allow-host glob"
+NOT_RUN_HTTP = "not run: http:// is refused: webhooks go over https (unless --webhook-allow-http)"
 
 
 def group(api: httpx.Client, name: str = "g") -> None:
@@ -29,9 +35,19 @@ def group(api: httpx.Client, name: str = "g") -> None:
 
 
 def view(name: str = "h", url: str = URL, **parts: Any) -> dict[str, Any]:
-    """A webhook as the service shows it (defaults, running)."""
+    """A webhook as the service shows it (defaults, running; no attempt yet, and not run by
+    a service without --webhook-allow-host, as its error says)."""
     shown = {"name": name, "url": url, "timeout_ms": 5000, "concurrency": 8, "batch": 1,
              "paused": False, "paused_reason": None}  # fmt: skip
+    return {**shown, **health(url), **parts}
+
+
+def health(url: str = URL, **parts: Any) -> dict[str, Any]:
+    """The health fields of a webhook no process ran: on the default settings the error
+    says why it is not run."""
+    why = NOT_RUN_HTTP if url.startswith("http:") else NOT_RUN_HOST.format(httpx.URL(url).host)
+    shown = {"last_status": None, "last_error": why, "last_attempt_at_ms": None,
+             "last_success_at_ms": None, "consecutive_failures": 0}  # fmt: skip
     return {**shown, **parts}
 
 
@@ -206,3 +222,90 @@ async def test_a_group_with_its_most_consumers_refuses_a_new_webhook() -> None:
         # A webhook named after a consumer that is there takes that consumer.
         r = await client.put(f"{H}/alice", json={"url": URL, "secret": SECRET})
         assert r.status_code == 201, r.text
+
+
+# --- the destination, checked when set (issue 37) --------------------------------------------
+LOOPBACK = "(unless --webhook-allow-private)"
+
+
+@pytest.mark.parametrize(
+    ("settings", "url", "words"),
+    [
+        # Every host allowed, http too, but not private addresses: loopback is refused.
+        ({"webhook_allow_http": True}, "http://127.0.0.1:9/hook", "127.0.0.1 is a loopback"),
+        ({"webhook_allow_http": True}, "http://[::1]:9/hook", "::1 is a loopback"),
+        ({"webhook_allow_http": True}, "http://10.1.2.3/hook", "10.1.2.3 is a private"),
+        # A name is resolved, as each request does: localhost is loopback.
+        ({"webhook_allow_http": True}, "http://localhost:9/hook", "127.0.0.1 is a loopback"),
+        ({}, "https://localhost/hook", "127.0.0.1 is a loopback"),
+        ({}, "http://127.0.0.1:9/hook", "(unless --webhook-allow-http)"),
+        ({"webhook_allow_hosts": ["*.example.com"]}, "https://127.0.0.1/", "--webhook-allow-host"),
+        ({"webhook_allow_private": True}, "https://169.254.169.254/", "cloud metadata address"),
+        ({}, "https://no-such-host.invalid/hook", "cannot resolve 'no-such-host.invalid'"),
+    ],
+)
+async def test_a_destination_the_rules_refuse_is_a_422_naming_the_rule(
+    settings: dict[str, Any], url: str, words: str
+) -> None:
+    allow = {"webhook_allow_hosts": ["*"], **settings}
+    async with serve(Store(), **allow) as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        r = await client.put(f"{H}/h", json={"url": url, "secret": SECRET})
+        body = problem(r, 422, "ERR")
+        assert body["detail"].startswith("ERR webhook destination refused: ")
+        assert words in body["detail"]
+        if "loopback" in words or "private" in words:
+            assert LOOPBACK in body["detail"]  # the setting that would allow it
+        assert (await client.get(H)).json() == {"webhooks": []}  # nothing was written
+        assert (await client.get(G + "/consumers")).json()["consumers"] == []
+        assert (await client.get(G + "/policy")).status_code == 404
+
+
+async def test_a_destination_the_rules_allow_is_set() -> None:
+    allow = {"webhook_allow_hosts": ["*"], "webhook_allow_http": True}
+    async with serve(Store(), **allow, webhook_allow_private=True) as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        for url in ("http://127.0.0.1:9/hook", "http://localhost:9/hook"):
+            r = await client.put(f"{H}/h", json={"url": url, "secret": SECRET})
+            assert r.status_code in (200, 201), r.text
+            no_attempt = {**health(url), "last_error": None}
+            assert r.json() == view(url=url, **no_attempt)
+
+
+async def test_a_refused_destination_on_a_missing_group_is_its_404() -> None:
+    async with serve(Store(), webhook_allow_hosts=["*"]) as client:
+        r = await client.put(f"{H}/h", json={"url": "https://127.0.0.1/", "secret": SECRET})
+        problem(r, 404, "NOGROUP")
+
+
+async def test_the_health_the_loops_stored_is_shown() -> None:
+    """What the delivery loops stored (``Backend.record_webhook_health``) is in GET, the
+    list and PATCH; a webhook replaced with another URL starts with none."""
+    allow = {"webhook_allow_hosts": ["*"], "webhook_allow_private": True}
+    app = create_app(Settings(**allow), store=Store())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://xs") as client:
+        await client.post("/", json=["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"])
+        url = "https://127.0.0.1/hook"
+        assert (await client.put(f"{H}/h", json={"url": url, "secret": SECRET})).is_success
+        backend = app_services(app).backend
+        (hook,) = await backend.webhooks("s", "g")
+        await backend.record_webhook_health(hook, HealthUpdate(False, 2, 502, "answers 502", 7))
+        await backend.record_webhook_health(hook, HealthUpdate(False, 1, None, "timeout", 9))
+        shown = view(url=url, **health(url, last_error="timeout", last_attempt_at_ms=9,
+                                      consecutive_failures=3))  # fmt: skip
+        assert (await client.get(f"{H}/h")).json() == shown
+        assert (await client.get(H)).json() == {"webhooks": [shown]}
+        r = await client.patch(f"{H}/h", json={"paused": True})
+        assert r.json() == {**shown, "paused": True, "paused_reason": "paused by request"}
+        await backend.record_webhook_health(hook, HealthUpdate(True, 0, 204, None, 11, 11))
+        r = await client.patch(f"{H}/h", json={"paused": False})
+        assert r.json() == view(
+            url=url,
+            **health(
+                url, last_error=None, last_status=204, last_attempt_at_ms=11, last_success_at_ms=11
+            ),
+        )
+        other = "https://127.0.0.2/hook"
+        r = await client.put(f"{H}/h", json={"url": other, "secret": SECRET})
+        assert r.json() == view(url=other, **health(other, last_error=None))

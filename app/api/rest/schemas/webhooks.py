@@ -2,7 +2,8 @@
 
 The numbers are checked by the engine's one rule (``app.engine.delivery.Webhook``): a value
 out of range is a 400 with its text, on every backend. The secret goes in and never comes
-out: no reply model has a field for it.
+out: no reply model has a field for it. A webhook is shown with its health, as its loops
+last stored it (app/engine/webhook_health.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from app.engine.delivery import (
     Webhook,
 )
 from app.engine.ids import INT64_MAX, INT64_MIN
+from app.engine.webhook_health import WebhookHealth
 
 __all__ = ["WebhookList", "WebhookPause", "WebhookSet", "WebhookView", "webhook_view"]
 
@@ -43,6 +45,11 @@ VIEW_EXAMPLE: JsonDict = {
     "batch": 1,
     "paused": True,
     "paused_reason": "paused by request",
+    "last_status": 503,
+    "last_error": "https://hooks.example.com/orders answers 503",
+    "last_attempt_at_ms": 1767225600000,
+    "last_success_at_ms": 1767225540000,
+    "consecutive_failures": 3,
 }
 
 
@@ -53,7 +60,8 @@ class WebhookSet(Body):
 
     url: Text = Field(
         description="The http(s) URL each entry (or batch) is POSTed to. Where the service "
-        "may send is its allow-list's to say (`--webhook-allow-host`), checked as it sends.",
+        "may send is its allow-list's to say (`--webhook-allow-host`): checked when set "
+        "(422) and as it sends.",
     )
     secret: Text = Field(
         description="The signing secret of the Standard Webhooks specification: `whsec_` and "
@@ -108,6 +116,21 @@ class WebhookView(BaseModel):
         description="Why it is paused: `paused by request` (PATCH), or what the receiver "
         "answered (410 Gone); null when running.",
     )
+    last_status: int | None = Field(
+        None, description="The HTTP status of the last attempt; null without an answer."
+    )
+    last_error: str | None = Field(
+        None,
+        description="Why the last attempt failed (the status, a timeout, a connection error, "
+        "a refused destination), or why the webhook is not run; null after a success.",
+    )
+    last_attempt_at_ms: int | None = Field(
+        None, description="When the last attempt ended (Unix time in ms); null: none yet."
+    )
+    last_success_at_ms: int | None = Field(
+        None, description="When the last 2xx came (Unix time in ms); null: none yet."
+    )
+    consecutive_failures: int = Field(0, description="Attempts failed since the last success.")
 
 
 class WebhookList(BaseModel):
@@ -118,7 +141,9 @@ class WebhookList(BaseModel):
     webhooks: list[WebhookView]
 
 
-def webhook_view(hook: Webhook) -> WebhookView:
+def webhook_view(hook: Webhook, health: WebhookHealth | None = None) -> WebhookView:
+    """The webhook with its health (of its URL; none known: the nulls)."""
+    h = health or WebhookHealth()
     return WebhookView(
         name=hook.name,
         url=hook.url,
@@ -127,4 +152,9 @@ def webhook_view(hook: Webhook) -> WebhookView:
         batch=hook.batch,
         paused=hook.paused,
         paused_reason=hook.paused_reason,
+        last_status=h.last_status,
+        last_error=h.last_error,
+        last_attempt_at_ms=h.last_attempt_at_ms,
+        last_success_at_ms=h.last_success_at_ms,
+        consecutive_failures=h.consecutive_failures,
     )

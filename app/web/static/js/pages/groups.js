@@ -1,11 +1,12 @@
 // A stream's consumer groups (XINFO GROUPS) with lag and pending drawn over time, each
-// group's consumers (XINFO CONSUMERS) with pending counts and idle times; creating a group,
-// reading as a consumer, deleting a consumer, for credentials that may.
+// group's consumers (XINFO CONSUMERS) with pending counts and idle times, and its webhooks
+// with their health (last status and error, failures in a row, last attempt and success);
+// creating a group, reading as a consumer, deleting a consumer, for credentials that may.
 
 import { api, groupPath, quote, streamPath, whoami } from "../api.js";
 import { History, lines } from "../charts.js";
 import {
-  confirmAction, dialogOpen, duration, every, field, h, notice, number, replace, shown, table,
+  ago, confirmAction, dialogOpen, duration, every, field, h, notice, number, replace, shown, table,
 } from "../dom.js";
 
 const REFRESH_MS = 1000;
@@ -39,15 +40,17 @@ export async function render(main, ctx) {
       const { groups } = await api("GET", `${path}/groups`);
       const consumers = await Promise.all(groups.map((g) =>
         api("GET", `${groupPath(stream, g.name)}/consumers`).then((r) => r.consumers, () => [])));
+      const hooks = await Promise.all(groups.map((g) =>
+        api("GET", `${groupPath(stream, g.name)}/webhooks`).then((r) => r.webhooks, () => [])));
       if (!ctx.alive()) return;
-      draw(groups, consumers);
+      draw(groups, consumers, hooks);
       if (status.classList.contains("error")) notice(status, ""); // news stay, errors go
     } catch (e) {
       if (ctx.alive()) notice(status, e.message, "error");
     }
   }
 
-  function draw(groups, consumers) {
+  function draw(groups, consumers, hooks) {
     const names = new Set(groups.map((g) => g.name));
     for (const [name, card] of cards) {
       if (!names.has(name)) {
@@ -78,6 +81,7 @@ export async function render(main, ctx) {
       replace(card.chart, lines(lag, pending, `${shown(g.name)}: lag ${g.lag ?? "unknown"}, pending ${g.pending}, over the last ${lag.length} seconds`),
         h("p", { class: "legend" }, h("span", { class: "key-a" }, "lag"), " ", h("span", { class: "key-b" }, "pending")));
       drawConsumers(card, g.name, consumers[i]);
+      drawWebhooks(card, hooks[i]);
     });
   }
 
@@ -85,6 +89,17 @@ export async function render(main, ctx) {
     const facts = h("dl", { class: "facts" });
     const chart = h("div", { class: "chart-box" });
     const tbody = h("tbody");
+    const hookBody = h("tbody");
+    const hooks = h("div", { class: "webhooks", hidden: true },
+      table(`Webhooks of ${shown(name)}`, [
+        h("th", { scope: "col" }, "Webhook"),
+        h("th", { scope: "col" }, "State"),
+        h("th", { scope: "col", class: "num" }, "Last status"),
+        h("th", { scope: "col", class: "num" }, "Failures in a row"),
+        h("th", { scope: "col" }, "Last attempt"),
+        h("th", { scope: "col" }, "Last success"),
+        h("th", { scope: "col" }, "Last error"),
+      ], hookBody));
     const pendingLink = h("a", { href: `#/s/${quote(stream)}/groups/${quote(name)}/pending` }, "Pending entries →");
     const el = h("section", { class: "card group", "aria-label": `Group ${shown(name)}`, dataset: { group: name } },
       h("h2", {}, shown(name)),
@@ -95,8 +110,9 @@ export async function render(main, ctx) {
         h("th", { scope: "col", class: "num" }, "Idle"),
         access.write ? h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Actions")) : null,
       ], tbody),
+      hooks,
       h("p", {}, pendingLink));
-    return { el, facts, chart, tbody };
+    return { el, facts, chart, tbody, hooks, hookBody };
   }
 
   function drawConsumers(card, group, consumers) {
@@ -117,6 +133,22 @@ export async function render(main, ctx) {
     if (focused !== null && focused !== undefined) {
       card.tbody.querySelector(`tr[data-consumer="${CSS.escape(focused)}"] button`)?.focus();
     }
+  }
+
+  /** A group's webhooks and their health; the table shows only when there are some. */
+  function drawWebhooks(card, hooks) {
+    card.hooks.hidden = !hooks.length;
+    replace(card.hookBody, hooks.map((w) => {
+      const failing = w.consecutive_failures > 0 || (w.last_error !== null && w.last_error !== undefined);
+      return h("tr", { dataset: { webhook: w.name }, class: failing ? "failing" : null },
+        h("th", { scope: "row" }, shown(w.name), h("div", { class: "muted url" }, shown(w.url))),
+        h("td", {}, w.paused ? `paused: ${w.paused_reason ?? ""}` : "running"),
+        h("td", { class: "num status" }, w.last_status ?? "—"),
+        h("td", { class: "num failures" }, number(w.consecutive_failures)),
+        h("td", {}, ago(w.last_attempt_at_ms)),
+        h("td", {}, ago(w.last_success_at_ms)),
+        h("td", { class: "error" }, w.last_error ?? "—"));
+    }));
   }
 
   async function deleteConsumer(group, c) {
