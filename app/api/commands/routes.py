@@ -33,6 +33,7 @@ from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
+from app.api.replay import key_answer, pipeline_answer
 from app.api.services import services_of
 from app.backends import Backend, ClientGone
 from app.engine.commands import Command, lookup
@@ -131,6 +132,8 @@ async def _run_one(request: Request, args: list[str]) -> Response:
         except CommandError as e:
             raise await _refused(backend, args, e) from None
         grant = _permit(request, cmd, args)
+        if (answer := key_answer(request.scope)) is not None:
+            return answer  # the Idempotency-Key's, once the check passed (app/api/replay)
         if _blocks(cmd, args):
             # A blocking read holds its connection: it counts against the credential's cap,
             # and stops waiting as soon as its client leaves.
@@ -210,6 +213,8 @@ async def run_pipeline(request: Request) -> Response:
             sent.append(args)
         if may_block and not blocks:
             blocks = _blocks(cmd, args)
+    if (answer := pipeline_answer(request.scope, refusals)) is not None:
+        return answer  # the Idempotency-Key's, with what the check refuses now refused
     lines = commands if sent is None else sent
     try:
         if blocks:
@@ -291,6 +296,8 @@ async def run_transaction(request: Request) -> Response:
                 check_command(principal, cmd, args)
         if aborted and not backend.checks_commands:
             raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
+        if (answer := key_answer(request.scope)) is not None:
+            return answer  # the Idempotency-Key's, once every command passed the check
         results = await backend.multi_exec(commands)
     except NoPerm as e:
         return _error(request, e.text, 403)
