@@ -9,9 +9,15 @@ the request, and a retry with the same key and the same request gets it again, b
 byte, with ``Idempotent-Replayed: true``. The same key with another request is 422; a retry
 while the first still runs is 409 with ``Retry-After``.
 
-Keys are scoped per credential: the stored name is the credential's identity and the key,
-so one tenant can neither replay nor probe another's. The fingerprint covers the method, the
-path and query, the body and that identity.
+Keys are scoped per credential: the stored name is the credential's identity
+(``Principal.identity``: an API key's id, a JWT's issuer and ``sub``, a JWT without ``sub``
+the token itself) and the key, so one tenant can neither replay nor probe another's. The
+fingerprint covers the method, the path and query, the body and that identity.
+
+An answer the key already has (the kept response, 422, 409) is not sent from here: the app
+runs with it in the scope, and the route sends it once its access check passed for the
+caller who sends this request (app/api/replay). Identity is who; the grant, which may differ
+between two tokens of one ``sub`` or change between attempts, is asked every time.
 
 This layer is a pure ASGI middleware inside the access gate (it needs the principal). It
 buffers the body (within ``max_body_bytes``; a larger one passes through to be refused by

@@ -10,7 +10,10 @@ without the key. So a retry never shows a caller what it may not see now, whoeve
 another token of the same subject with other grants, a key narrowed since.
 
 A pipeline answers each command on its own: a kept pipeline response is sent with the
-commands the check refuses now answered by their refusal (``pipeline_answer``).
+commands the check refuses now answered by their refusal (``items_answer``). SCAN's reply is
+narrowed to what its caller may read, so a kept one may list what this caller may not: a
+retry runs SCAN again for its caller (it writes nothing), alone or as its item of a kept
+pipeline or transaction.
 
 Handlers that decide further access from what they read (a redrive checks the streams its
 dead letters go back to) check no more on a retry: the first attempt moved those entries.
@@ -21,14 +24,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Scope
 
 from app.api.binary import encode_json
-from app.engine.errors import CommandError
 
-__all__ = ["REPLAYED", "SCOPE_KEY", "KeyAnswer", "key_answer", "pipeline_answer"]
+__all__ = ["REPLAYED", "SCOPE_KEY", "KeyAnswer", "has_key_answer", "items_answer", "key_answer"]
 
 SCOPE_KEY = "xstreams.key_answer"
 REPLAYED = (b"idempotent-replayed", b"true")
@@ -61,22 +64,26 @@ def key_answer(scope: Scope) -> Response | None:
     return None if answer is None else answer.response()
 
 
-def pipeline_answer(scope: Scope, refusals: Mapping[int, CommandError]) -> Response | None:
-    """``key_answer`` for /pipeline: a kept 200 answer with each command the check refused
-    now (``refusals``, by index) answered by that refusal instead of its kept item."""
+def has_key_answer(scope: Scope) -> bool:
+    return SCOPE_KEY in scope
+
+
+def items_answer(scope: Scope, replaced: Mapping[int, Any]) -> Response | None:
+    """``key_answer`` for /pipeline and /multi-exec: a kept 200 answer (one item a command)
+    with the items of ``replaced`` (by index) put instead of the kept ones: a command the
+    check refuses now answers its refusal, a SCAN its listing for this caller."""
     answer: KeyAnswer | None = scope.get(SCOPE_KEY)
     if answer is None:
         return None
-    if not refusals or not answer.replayed or answer.status != 200:
+    if not replaced or not answer.replayed or answer.status != 200:
         return answer.response()
     items = json.loads(answer.body)  # (the standard parser takes ``\udcNN``: app/api/binary)
-    if not isinstance(items, list) or max(refusals) >= len(items):  # not a kept pipeline
-        first = refusals[min(refusals)]
-        return Response(encode_json({"error": first.text}), 403, media_type="application/json")
+    if not isinstance(items, list) or max(replaced) >= len(items):  # not a kept list of items
+        first = replaced[min(replaced)]
+        return Response(encode_json(first), 403, media_type="application/json")
     changed = False
-    for i, error in refusals.items():
-        refused = {"error": error.text}
-        if items[i] != refused:
-            items[i] = refused
+    for i, item in replaced.items():
+        if items[i] != item:
+            items[i] = item
             changed = True
     return answer.response(encode_json(items) if changed else None)

@@ -284,3 +284,65 @@ async def test_a_narrowed_or_revoked_key_is_checked_again() -> None:
 
 def _fields(record: KeyRecord) -> dict[str, Any]:
     return {name: getattr(record, name) for name in KeyRecord.__dataclass_fields__}
+
+
+async def test_every_write_operation_replays_only_after_its_check() -> None:
+    """Every operation of the permission matrix that takes the header (the command endpoint
+    and each REST write): under one ``sub``, the token holding the grant runs it and its
+    retry replays, changing nothing; a token of the same ``sub`` holding nothing on the
+    stream gets its own refusal, never the kept response."""
+    from tests.access import test_matrix as matrix
+
+    def minted(grant: dict[str, Any]) -> dict[str, str]:
+        claims = {"sub": "u", "exp": int(time.time()) + 300, "xstreams": grant}
+        return bearer(jwt.encode(claims, matrix.SECRET, algorithm="HS256"))
+
+    holder, outsider = minted({"admin": True}), minted({"read": ["elsewhere"]})
+    writes = [op for op in matrix.OPS if op.method in ("POST", "PUT", "PATCH", "DELETE")]
+    assert {op.surface for op in writes} == {"commands", "rest"}
+    for op in writes:
+        app, store = matrix.fresh_app()
+        await matrix.prepare(app, store)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://xs") as c:
+            key = {"Idempotency-Key": f"every-{op.name}"}
+            first = await matrix_call(c, op, {**holder, **key})
+            assert "idempotent-replayed" not in first.headers, op.name
+            before = matrix.snapshot(store)
+            own = await matrix_call(c, op, outsider)
+            other = await matrix_call(c, op, {**outsider, **key})
+            # (SCAN lists what the caller may read: nothing, here, for the outsider)
+            assert own.status_code == 403 or op.verb == "list", (op.name, own.text)
+            assert (other.status_code, other.content) == (own.status_code, own.content), op.name
+            again = await matrix_call(c, op, {**holder, **key})
+            assert again.headers.get("idempotent-replayed") == "true", (op.name, again.text)
+            assert (again.status_code, again.content) == (first.status_code, first.content)
+            assert matrix.snapshot(store) == before, f"{op.name}: a replay changed the state"
+
+
+async def matrix_call(c: httpx.AsyncClient, op: Any, headers: dict[str, str]) -> httpx.Response:
+    return await c.request(op.method, op.path, json=op.json, params=op.params, headers=headers)
+
+
+async def test_a_retried_scan_lists_for_the_caller_who_sends_it(served: Served) -> None:
+    """SCAN lists what its caller may read: a retry under the key by a token of the same
+    ``sub`` and a narrower grant lists its own streams, alone, in a pipeline or a
+    transaction, while the rest of the kept answer stands."""
+    holder, outsider = token(HOLDER, "u"), token(OUTSIDER, "u")
+    scan = ["SCAN", "0", "COUNT", "1000"]
+    async with served(token="admin", jwt_secret=SECRET) as c:
+        await prepare(c)
+        for path, body in (
+            ("/", scan),
+            ("/pipeline", [scan, ["XLEN", "public-1"]]),
+            ("/multi-exec", [scan, ["XLEN", "public-1"]]),
+        ):
+            key = {"Idempotency-Key": f"scan-{path}"}
+            first = await c.post(path, json=body, headers={**bearer(holder), **key})
+            assert "secret-1" in first.text, first.text
+            own = await c.post(path, json=body, headers=bearer(outsider))
+            other = await c.post(path, json=body, headers={**bearer(outsider), **key})
+            assert "secret-1" not in other.text and "public-1" in other.text, other.text
+            assert other.json() == own.json(), path
+            again = await c.post(path, json=body, headers={**bearer(holder), **key})
+            assert again.json() == first.json(), path
