@@ -68,13 +68,12 @@ def has_key_answer(scope: Scope) -> bool:
     return SCOPE_KEY in scope
 
 
-def items_answer(scope: Scope, replaced: Mapping[int, Any]) -> Response | None:
-    """``key_answer`` for /pipeline and /multi-exec: a kept 200 answer (one item a command)
-    with the items of ``replaced`` (by index) put instead of the kept ones: a command the
-    check refuses now answers its refusal, a SCAN its listing for this caller."""
-    answer: KeyAnswer | None = scope.get(SCOPE_KEY)
-    if answer is None:
-        return None
+def items_answer(scope: Scope, replaced: Mapping[int, Any]) -> Response:
+    """``key_answer`` for /pipeline and /multi-exec (``has_key_answer``): a kept 200 answer
+    (one item a command) with the items of ``replaced`` (by index) put instead of the kept
+    ones: a command the check refuses now answers its refusal, a SCAN its listing for this
+    caller."""
+    answer: KeyAnswer = scope[SCOPE_KEY]
     if not replaced or not answer.replayed or answer.status != 200:
         return answer.response()
     items = json.loads(answer.body)  # (the standard parser takes ``\udcNN``: app/api/binary)

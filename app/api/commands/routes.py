@@ -248,9 +248,7 @@ async def run_pipeline(request: Request) -> Response:
     if has_key_answer(request.scope):  # the Idempotency-Key's, with what the check refuses now
         replaced = {i: {"error": e.text} for i, e in refusals.items()}
         replaced.update(await _listings_again(request, grant, commands, refusals))
-        answer = items_answer(request.scope, replaced)
-        assert answer is not None
-        return answer
+        return items_answer(request.scope, replaced)
     lines = commands if sent is None else sent
     try:
         if blocks:
@@ -333,9 +331,7 @@ async def run_transaction(request: Request) -> Response:
         if aborted and not backend.checks_commands:
             raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
         if has_key_answer(request.scope):  # the Idempotency-Key's, once every command passed
-            answer = items_answer(request.scope, await _listings_again(request, grant, commands))
-            assert answer is not None
-            return answer
+            return items_answer(request.scope, await _listings_again(request, grant, commands))
         results = await backend.multi_exec(commands)
     except NoPerm as e:
         return _error(request, e.text, 403)
