@@ -261,7 +261,7 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
 def _install_middleware(app: FastAPI, services: Services) -> None:
     """From the innermost out: each layer added wraps the ones before it."""
     # Inside the gate: a kept response is the credential's (app/api/idempotency.py).
-    app.add_middleware(Idempotency, services=services, routes=app.router.routes)
+    app.add_middleware(Idempotency, services=services)
     app.add_middleware(
         AccessGate, authenticator=services.access, open_paths=PROBES | dashboard.served_paths()
     )

@@ -54,6 +54,7 @@ class Principal:
     # Whether this request may run a command that writes. False for a cookie on a request
     # not shown to come from a trusted page: it may only read (module docstring).
     writes: bool = True
+    jwt_identity: str | None = None  # JWTs: ``VerifiedToken.identity``
 
     @property
     def unrestricted(self) -> bool:
@@ -71,6 +72,13 @@ class Principal:
     def limit_key(self) -> str:
         """What per-credential limits count against: the API key, the JWT's subject."""
         return self.key_id or f"{self.kind.value}:{self.name}"
+
+    @property
+    def identity(self) -> str:
+        """Who the credential is, whatever it may do now: an API key's id, a JWT's issuer and
+        ``sub`` (a JWT without ``sub``: the token itself), the admin token. Idempotency-Keys
+        are scoped by it; what a request may do is asked of the check, every time."""
+        return self.key_id or self.jwt_identity or f"{self.kind.value}:{self.name}"
 
 
 OPEN = Principal("open", ADMIN, Kind.OPEN)
@@ -177,6 +185,11 @@ class Authenticator:
             verified = self._jwt.verify(text, now_ms)
             if verified is not None:
                 return Principal(
-                    verified.subject, verified.grant, Kind.JWT, None, verified.expires_at_ms
+                    verified.subject,
+                    verified.grant,
+                    Kind.JWT,
+                    None,
+                    verified.expires_at_ms,
+                    jwt_identity=verified.identity,
                 )
         return None

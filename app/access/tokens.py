@@ -6,6 +6,10 @@ verifies the signature (HS256 with a shared secret, or RS256 / ES256 with the ap
 public key), ``exp`` (required: a token that never expires is refused), ``nbf`` and, when
 configured, ``aud``. The token is never stored; its ``sub`` names the caller in logs.
 
+A token's identity (``VerifiedToken.identity``: whose Idempotency-Keys it uses) is its
+issuer and ``sub``; a token without ``sub`` names nobody, so it is its own identity (a
+digest of the token): two such tokens never share what one of them kept.
+
 ``exp`` must be an integer (RFC 7519's NumericDate, as every minting library writes it):
 PyJWT alone also takes ``"99999999999"`` and ``1e300``. And it may lie no further ahead than
 ``max_lifetime_ms`` (``XSTREAMS_JWT_MAX_LIFETIME_MS``, a day by default): a token is a
@@ -15,9 +19,11 @@ years.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import jwt
+import orjson
 
 from app.access.grants import Grant, GrantError
 
@@ -33,6 +39,7 @@ class VerifiedToken:
     subject: str
     grant: Grant
     expires_at_ms: int
+    identity: str  # issuer and ``sub``, or the token's digest when it has no ``sub``
 
 
 class JwtVerifier:
@@ -80,4 +87,9 @@ class JwtVerifier:
         if expires_at_ms > now_ms + self._max_lifetime_ms + LEEWAY_S * 1000:
             return None
         subject = claims.get("sub")
-        return VerifiedToken(subject if isinstance(subject, str) else "jwt", grant, expires_at_ms)
+        if not isinstance(subject, str):
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            return VerifiedToken("jwt", grant, expires_at_ms, f"jwt-token:{digest}")
+        issuer = claims.get("iss")
+        named = orjson.dumps([issuer if isinstance(issuer, str) else None, subject])
+        return VerifiedToken(subject, grant, expires_at_ms, f"jwt:{named.decode()}")

@@ -9,9 +9,15 @@ the request, and a retry with the same key and the same request gets it again, b
 byte, with ``Idempotent-Replayed: true``. The same key with another request is 422; a retry
 while the first still runs is 409 with ``Retry-After``.
 
-Keys are scoped per credential: the stored name is the credential's identity and the key,
-so one tenant can neither replay nor probe another's. The fingerprint covers the method, the
-path and query, the body and that identity.
+Keys are scoped per credential: the stored name is the credential's identity
+(``Principal.identity``: an API key's id, a JWT's issuer and ``sub``, a JWT without ``sub``
+the token itself) and the key, so one tenant can neither replay nor probe another's. The
+fingerprint covers the method, the path and query, the body and that identity.
+
+An answer the key already has (the kept response, 422, 409) is not sent from here: the app
+runs with it in the scope, and the route sends it once its access check passed for the
+caller who sends this request (app/api/replay). Identity is who; the grant, which may differ
+between two tokens of one ``sub`` or change between attempts, is asked every time.
 
 This layer is a pure ASGI middleware inside the access gate (it needs the principal). It
 buffers the body (within ``max_body_bytes``; a larger one passes through to be refused by
@@ -30,12 +36,12 @@ import struct
 from urllib.parse import unquote_to_bytes
 
 import orjson
-from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.access_gate import principal_of
 from app.api.errors import error_body
-from app.api.rest.fallback import leaves, unrouted
+from app.api.replay import REPLAYED, SCOPE_KEY, KeyAnswer
+from app.api.rest.fallback import unrouted
 from app.api.services import Services
 from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.backends.idempotency import KeyReused, StillRunning, Ticket
@@ -45,7 +51,6 @@ from app.engine.errors import CommandError
 __all__ = ["HEADER", "Idempotency", "decode_response", "encode_response"]
 
 HEADER = b"idempotency-key"
-REPLAYED = (b"idempotent-replayed", b"true")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 MAX_KEY = 255
 # Headers a kept response does not carry: they describe one exchange, not the answer.
@@ -79,10 +84,9 @@ def parse_key(raw: bytes) -> str | None:
 
 
 class Idempotency:
-    def __init__(self, app: ASGIApp, services: Services, routes: list[BaseRoute]) -> None:
+    def __init__(self, app: ASGIApp, services: Services) -> None:
         self.app = app
         self.services = services
-        self.routes = routes  # the app's: a /v1 request no route serves is not kept (404, 405)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
@@ -111,73 +115,64 @@ class Idempotency:
     async def _run(self, scope: Scope, replay: _Replay, send: Send, key: str, body: bytes) -> None:
         services = self.services
         metrics = services.metrics
-        principal = principal_of(scope)
-        scope_name = principal.limit_key
+        scope_name = principal_of(scope).identity
         ticket = Ticket(
             name=f"{scope_name}\n{key}",
             fingerprint=_fingerprint(scope, scope_name, body),
             anchor=_anchor(scope, body) if services.backend.name == "redis-cluster" else None,
         )
         captured = _Captured()
+        answer: KeyAnswer | None = None
         try:
             async with services.backend.idempotent(ticket) as run:
                 if run.stored is not None:
-                    metrics.idempotent("replayed")
-                    status, headers, kept = decode_response(run.stored)
-                    await _send(send, status, [*headers, REPLAYED], kept)
-                    return
-                await self.app(scope, replay.receive, captured.send)
-                routed = scope.get("endpoint") is not unrouted  # the fallback's 404 / 405
-                if (
-                    routed
-                    and captured.complete
-                    and captured.status < 500
-                    and captured.status != 499
-                ):
-                    run.keep(encode_response(captured.status, captured.headers, captured.body()))
-                    metrics.idempotent("resumed" if run.resumed else "kept")
+                    answer = KeyAnswer(*decode_response(run.stored), replayed=True)
+                else:
+                    await self.app(scope, replay.receive, captured.send)
+                    routed = scope.get("endpoint") is not unrouted  # the fallback's 404 / 405
+                    if (
+                        routed
+                        and captured.complete
+                        and captured.status < 500
+                        and captured.status != 499
+                    ):
+                        run.keep(
+                            encode_response(captured.status, captured.headers, captured.body())
+                        )
+                        metrics.idempotent("resumed" if run.resumed else "kept")
         except KeyReused:
-            if scope["path"].startswith("/v1/") and not _served(self.routes, scope):
-                # A method or path no route serves: its 404 / 405, not the key's 422.
-                await self.app(scope, replay.receive, send)
-                return
-            metrics.idempotent("reused")
-            await _answer_error(
+            answer = _error_answer(
                 scope,
-                send,
                 422,
                 "ERR this Idempotency-Key was used for a different request: use a new key for"
                 " a new request",
             )
-            return
+            outcome = "reused"
         except StillRunning:
-            metrics.idempotent("running")
-            await _answer_error(
+            answer = _error_answer(
                 scope,
-                send,
                 409,
                 "ERR the first request with this Idempotency-Key is still running: retry later",
                 retry_after=1,
             )
-            return
+            outcome = "running"
         except (StorageUnavailable, BackendUnavailable) as e:
             # Not acknowledged: a kept response (if any) is there for the retry once it is back.
             await _answer_error(scope, send, 503, getattr(e, "text", str(e)), retry_after=1)
             return
+        else:
+            outcome = "replayed"
+        if answer is not None:
+            # The route sends the key's answer once its access check passed for this caller
+            # (app/api/replay); a caller it refuses, or a method or path no route serves,
+            # gets the app's own answer, as without the key.
+            scope[SCOPE_KEY] = answer
+            await self.app(scope, replay.receive, send)
+            if answer.taken:
+                metrics.idempotent(outcome)
+            return
         headers = [*captured.headers, REPLAYED] if run.resumed else captured.headers
         await _send(send, captured.status, headers, captured.body())
-
-
-def _served(routes: list[BaseRoute], scope: Scope) -> bool:
-    """Whether a /v1 route serves this method and path (not the fallback's 404 / 405)."""
-    for route in leaves(routes):
-        if (
-            route.path.startswith("/v1/")
-            and route.endpoint is not unrouted
-            and route.matches(scope)[0] is Match.FULL
-        ):
-            return True
-    return False
 
 
 def _fingerprint(scope: Scope, scope_name: str, body: bytes) -> bytes:
@@ -284,9 +279,9 @@ async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], bod
     await send({"type": "http.response.body", "body": body})
 
 
-async def _answer_error(
-    scope: Scope, send: Send, status: int, text: str, retry_after: int | None = None
-) -> None:
+def _error_answer(
+    scope: Scope, status: int, text: str, retry_after: int | None = None
+) -> KeyAnswer:
     media, body = error_body(scope["path"], status, text)
     headers: list[tuple[bytes, bytes]] = [
         (b"content-type", media.encode()),
@@ -294,4 +289,11 @@ async def _answer_error(
     ]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
-    await _send(send, status, headers, body)
+    return KeyAnswer(status, headers, body, replayed=False)
+
+
+async def _answer_error(
+    scope: Scope, send: Send, status: int, text: str, retry_after: int | None = None
+) -> None:
+    answer = _error_answer(scope, status, text, retry_after)
+    await _send(send, answer.status, answer.headers, answer.body)

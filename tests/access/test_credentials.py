@@ -276,3 +276,31 @@ def test_jwt_maximum_lifetime_is_configured() -> None:
     short = Authenticator(jwt=JwtVerifier(secret=SECRET, max_lifetime_ms=60_000))
     assert short.authenticate(bearer(mint({"exp": now_s + 3600})), b"", now_s * 1000) is None
     assert short.authenticate(bearer(mint({"exp": now_s + 30})), b"", now_s * 1000) is not None
+
+
+def test_identity_of_each_credential() -> None:
+    """What Idempotency-Keys are scoped by: an API key's id, a JWT's issuer and ``sub``, a
+    JWT without ``sub`` the token itself; never what the credential may do."""
+    record, text = key_record()
+    auth = Authenticator(token="t", keys=KeyRing([record]), jwt=JwtVerifier(secret=SECRET))
+
+    def identity(credential: str) -> str:
+        p = auth.authenticate(bearer(credential), b"", NOW_MS)
+        assert p is not None
+        return p.identity
+
+    assert identity(text) == record.key_id
+    assert identity("t") == "token:admin"
+    other_grant = {"xstreams": {"write": ["elsewhere"]}}
+    assert identity(mint({})) == identity(mint(other_grant))  # one sub, other grants
+    assert identity(mint({"iss": "a"})) != identity(mint({"iss": "b"}))
+    unnamed, also_unnamed = unnamed_token({}), unnamed_token(other_grant)
+    assert identity(unnamed) == identity(unnamed)
+    assert identity(unnamed) != identity(also_unnamed)
+    assert identity(unnamed) not in (identity(mint({})), "jwt:jwt")
+
+
+def unnamed_token(claims: dict[str, Any]) -> str:
+    """A JWT without ``sub``."""
+    base = {"exp": int(time.time()) + 60, "xstreams": {"read": ["orders"]}}
+    return jwt.encode({**base, **claims}, SECRET, algorithm="HS256")

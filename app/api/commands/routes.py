@@ -19,6 +19,7 @@ about 40 % of a one-entry XADD when they went through FastAPI's router (bench/RE
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -33,6 +34,7 @@ from app.api.commands.upstash import command_args, command_list, path_args
 from app.api.deps import read_body, wait_for_disconnect
 from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
+from app.api.replay import has_key_answer, items_answer, key_answer
 from app.api.services import services_of
 from app.backends import Backend, ClientGone
 from app.engine.commands import Command, lookup
@@ -85,6 +87,37 @@ def _permit(request: Request, cmd: Command, args: list[str]) -> Grant:
     return principal.grant
 
 
+def _lists(grant: Grant, cmd: Command) -> bool:
+    """Whether ``cmd``'s reply is narrowed to what ``grant`` may read (SCAN, not for the
+    admin): a kept one may list what another grant could read, so a retry runs it again."""
+    return cmd.access is Access.LIST and not grant.admin
+
+
+async def _listings_again(
+    request: Request, grant: Grant, commands: list[list[str]], skip: Container[int] = ()
+) -> dict[int, dict[str, Any]]:
+    """The items of a retried request's SCANs (``_lists``), run again for this caller, by
+    index; the rest of its answer is the kept one (app/api/replay). SCAN writes nothing."""
+    if grant.admin:
+        return {}
+    backend = services_of(request).backend
+    shaper = _shaper(request)
+    items: dict[int, dict[str, Any]] = {}
+    for i, args in enumerate(commands):
+        if i in skip or not args:
+            continue
+        try:
+            cmd = lookup(args)
+        except CommandError:
+            continue  # answered as it was (the table refuses it alike)
+        if _lists(grant, cmd):
+            try:
+                items[i] = {"result": shaper(_listed(grant, cmd, await backend.command(args)))}
+            except CommandError as e:
+                items[i] = {"error": e.text}
+    return items
+
+
 def _blocks(cmd: Command, args: list[str]) -> bool:
     """Whether ``args`` may wait on the server (XREAD / XREADGROUP with BLOCK): only then is
     the client's leaving watched for (an over-eager yes costs a task, never a wrong answer)."""
@@ -131,6 +164,8 @@ async def _run_one(request: Request, args: list[str]) -> Response:
         except CommandError as e:
             raise await _refused(backend, args, e) from None
         grant = _permit(request, cmd, args)
+        if not _lists(grant, cmd) and (answer := key_answer(request.scope)) is not None:
+            return answer  # the Idempotency-Key's, once the check passed (app/api/replay)
         if _blocks(cmd, args):
             # A blocking read holds its connection: it counts against the credential's cap,
             # and stops waiting as soon as its client leaves.
@@ -210,6 +245,10 @@ async def run_pipeline(request: Request) -> Response:
             sent.append(args)
         if may_block and not blocks:
             blocks = _blocks(cmd, args)
+    if has_key_answer(request.scope):  # the Idempotency-Key's, with what the check refuses now
+        replaced = {i: {"error": e.text} for i, e in refusals.items()}
+        replaced.update(await _listings_again(request, grant, commands, refusals))
+        return items_answer(request.scope, replaced)
     lines = commands if sent is None else sent
     try:
         if blocks:
@@ -291,6 +330,8 @@ async def run_transaction(request: Request) -> Response:
                 check_command(principal, cmd, args)
         if aborted and not backend.checks_commands:
             raise CommandError(EXECABORT)  # (one that runs the table answers it, and counts)
+        if has_key_answer(request.scope):  # the Idempotency-Key's, once every command passed
+            return items_answer(request.scope, await _listings_again(request, grant, commands))
         results = await backend.multi_exec(commands)
     except NoPerm as e:
         return _error(request, e.text, 403)

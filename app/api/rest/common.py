@@ -27,6 +27,7 @@ from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, query_pairs, quote_name
 from app.api.deps import wait_for_disconnect
+from app.api.replay import key_answer
 from app.api.rest.models import MODELS, model_of
 from app.api.rest.request import RestRequest
 from app.api.rest.schemas.entries import FieldsForm
@@ -128,7 +129,12 @@ class RestRoute(APIRoute):
 
 async def answered(request: Request, call: Callable[[], Awaitable[Response]]) -> Response:
     """``call()`` inside ``Backend.answering``: its response is built while the journal
-    commits and leaves once what it shows is durable. A client gone answers 499."""
+    commits and leaves once what it shows is durable. A client gone answers 499. Called
+    once the route's access check passed: a request whose Idempotency-Key already has an
+    answer gets it here instead (app/api/replay)."""
+    answer = key_answer(request.scope)
+    if answer is not None:
+        return answer
     try:
         async with services_of(request).backend.answering():
             return await call()
