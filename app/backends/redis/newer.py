@@ -68,7 +68,12 @@ from app.backends.redis.scripts import (
 from app.engine.clock import ManualClock
 from app.engine.commands.deletes import parse_ids_block
 from app.engine.commands.nack import NackArgs, parse_xnack
-from app.engine.commands.reads import ReadRequest, parse_read_request, resolve_read
+from app.engine.commands.reads import (
+    ReadRequest,
+    claiming,
+    parse_read_request,
+    resolve_read,
+)
 from app.engine.commands.streams import XAddArgs, parse_trim_options, parse_xadd
 from app.engine.commands.table import Command
 from app.engine.errors import CommandError
@@ -271,10 +276,13 @@ def claim_read(
     keys: list[str],
     ids: list[str],
     errors: list[CommandError | None],
+    claims: list[bool],
     mode: str = "read",
     waiting: bool = False,
 ) -> Bounded:
     """The CLAIM read of ``keys`` (one slot) by script; ``mode`` 'check': only its errors.
+    ``claims``: which keys claim (``claiming``, over the whole request's IDs); the other
+    ``>`` keys are read as without CLAIM.
     ``finish`` gives the read's reply (delivery counts as integers); with ``waiting``, when
     nothing was there, ``[None, ms]``: when the next pending entry turns idle enough (-1:
     none pending), for a blocked read."""
@@ -291,6 +299,7 @@ def claim_read(
         cap or 0,
         *map(encode, ids),
         *("1" if e else "0" for e in errors),
+        *("1" if c else "0" for c in claims),
     ]
     group = r.group
 
@@ -343,7 +352,8 @@ def _claim_command(limits: Limits, args: list[str]) -> Bounded | None:
         limits.check_read_keys(r.command, len(r.keys))
     except CommandError as e:
         return _raise(e)
-    return claim_read(limits, r, list(r.keys), list(r.ids), claim_id_errors(r))
+    claims = claiming(text == ">" for text in r.ids)
+    return claim_read(limits, r, list(r.keys), list(r.ids), claim_id_errors(r), claims)
 
 
 # --- raw commands -----------------------------------------------------------------------------

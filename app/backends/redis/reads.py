@@ -29,7 +29,7 @@ from app.backends.redis.newer import (
 from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
 from app.engine.clock import ManualClock
-from app.engine.commands.reads import ReadRequest, parse_read_request
+from app.engine.commands.reads import ReadRequest, claiming, parse_read_request
 from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits
@@ -199,22 +199,30 @@ class Reads:
         longer than until the next pending entry turns idle enough, then again."""
         router = self._router
         errors = claim_id_errors(r)
+        claims = claiming(text == ">" for text in r.ids)
         keys = list(r.keys)
         slots: dict[int, list[int]] = {}
         for i, key in enumerate(keys):
             slots.setdefault(router.slot(key), []).append(i)
         parts = [
-            ([keys[i] for i in idx], [r.ids[i] for i in idx], [errors[i] for i in idx])
+            (
+                [keys[i] for i in idx],
+                [r.ids[i] for i in idx],
+                [errors[i] for i in idx],
+                [claims[i] for i in idx],
+            )
             for idx in slots.values()
         ]
         if len(parts) > 1:  # each key's errors first, in order, as one slot's script would
             for key, text, error in zip(keys, r.ids, errors, strict=True):
-                check = claim_read(self._limits, r, [key], [text], [error], "check")
+                check = claim_read(self._limits, r, [key], [text], [error], [False], "check")
                 check.finish(await router.call(key, *check.line))
 
-        def part(part_keys: list[str], ids: list[str], errs: list[CommandError | None]) -> Part:
+        def part(
+            part_keys: list[str], ids: list[str], errs: list[CommandError | None], cl: list[bool]
+        ) -> Part:
             async def run() -> Raw:
-                read = claim_read(self._limits, r, part_keys, ids, errs, waiting=True)
+                read = claim_read(self._limits, r, part_keys, ids, errs, cl, waiting=True)
                 return read.finish(await router.write(part_keys[0], *read.line))
 
             return run

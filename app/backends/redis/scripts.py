@@ -553,9 +553,10 @@ local out = {}
 for i = 1, nkeys do
   local key, id = KEYS[i], ARGV[8 + i]
   local rows = {}
+  local claims = ARGV[8 + 2 * nkeys + i] == '1'
   if id == '>' then
     local npel = field(infos[i], 'pending')
-    if npel > 0 then
+    if claims and npel > 0 then
       local pel = redis.call('XPENDING', key, group, 'IDLE', ARGV[4], '-', '+', npel)
       table.sort(pel, function(a, b)
         if a[3] ~= b[3] then return a[3] > b[3] end
@@ -585,7 +586,9 @@ for i = 1, nkeys do
       argv[#argv + 1] = '>'
       local fresh = redis.call(unpack(argv))
       if fresh then
-        for _, e in ipairs(fresh[1][2]) do rows[#rows + 1] = {e[1], e[2], 0, '0'} end
+        for _, e in ipairs(fresh[1][2]) do
+          if claims then rows[#rows + 1] = {e[1], e[2], 0, '0'} else rows[#rows + 1] = e end
+        end
       end
     end
     if #rows > 0 then out[#out + 1] = {key, rows} end
@@ -605,7 +608,7 @@ end
 if #out > 0 then return {1, out} end
 local wait = -1
 for i = 1, nkeys do
-  if ARGV[8 + i] == '>' and field(infos[i], 'pending') > 0 then
+  if ARGV[8 + 2 * nkeys + i] == '1' and field(infos[i], 'pending') > 0 then
     local pel = redis.call('XPENDING', KEYS[i], group, '-', '+', field(infos[i], 'pending'))
     for _, p in ipairs(pel) do
       local ms = min_idle - p[3]

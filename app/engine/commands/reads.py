@@ -3,7 +3,7 @@ Redis's ``xreadCommand``; a read that finds nothing and may block returns a ``Bl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from app.engine.blocking import Block, Retry
@@ -88,6 +88,16 @@ def _unbalanced() -> CommandError:
     return WrongArgument.err(
         "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
     )
+
+
+def claiming(new: Iterable[bool]) -> list[bool]:
+    """Which streams of an XREADGROUP ... CLAIM claim, given which are read with ``>``: the
+    ``>`` streams before the first history read. redis-server 8.6 serves the ``>`` streams
+    after one as a read without CLAIM (2-item entries, nothing claimed)."""
+    out: list[bool] = []
+    for is_new in new:
+        out.append(is_new and all(out))
+    return out
 
 
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
@@ -206,11 +216,9 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             if found is not None:
                 ks.limits.check_new_consumer(a.group, found.consumers, a.consumer)
     out: list[StreamRead] = []
-    # CLAIM applies to the ``>`` streams before the first history read: redis-server 8.6
-    # serves the ``>`` streams after one as a read without CLAIM (2-item entries, nothing
-    # claimed; XREADGROUP ... CLAIM 0 STREAMS t s 0 > answers only t's history).
-    claim_ms = a.claim_ms
-    for key, gt in zip(a.keys, a.ids, strict=True):
+    claims = claiming(gt == NEW for gt in a.ids)
+    for key, gt, claim in zip(a.keys, a.ids, claims, strict=True):
+        claim_ms = a.claim_ms if claim else None
         stream = ks.get(key)
         if stream is None:
             continue
@@ -218,7 +226,6 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
             group = stream.groups[a.group]
             assert a.consumer is not None
             if gt != NEW:
-                claim_ms = None
                 consumer = group.consumer(a.consumer, now)
                 ks.record(consumer_seen(key, group, consumer))
                 history = group.read_history(stream, consumer, gt, a.count, now)
