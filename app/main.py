@@ -158,7 +158,11 @@ def _opened(settings: Settings) -> _Parts:
     if not settings.embedded:
         return _Parts(store=None, keys=KeyStore.at(settings.resolved_database_url()))
     storage = Storage(settings)
-    config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
+    config = StreamConfig(
+        settings.stream_node_max_entries,
+        settings.stream_node_max_bytes,
+        settings.idmp_max_producers,
+    )
     store = Store(config=config, journal=storage.writer)
     return _Parts(store, storage, storage.keys)
 

@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     # blocks approximate trimming (`~`) can drop, so they must match Redis to match its replies.
     stream_node_max_entries: int = 100
     stream_node_max_bytes: int = 4096
+    # Producers one stream's idempotent appends (XADD IDMP, Redis 8.6) may track; past it the
+    # one that appended least recently is forgotten (embedded backend; Redis has no cap).
+    idmp_max_producers: PositiveInt = 10_000
     # Largest request body accepted by the command endpoint, in bytes.
     max_body_bytes: int = 16 * 1024 * 1024
     log_level: str = "info"

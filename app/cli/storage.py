@@ -104,7 +104,11 @@ def check(
     except checking.CheckUnavailable as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from e
-    config = StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
+    config = StreamConfig(
+        settings.stream_node_max_entries,
+        settings.stream_node_max_bytes,
+        settings.idmp_max_producers,
+    )
     try:
         report = checking.check(db, config)
         _summary(report)

@@ -26,6 +26,7 @@ from app.engine.effects import (
     StreamCreated,
 )
 from app.engine.glob import glob_match
+from app.engine.idmp import DEFAULT_MAX_PRODUCERS
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
 from app.engine.responses import Responses
@@ -40,10 +41,13 @@ connections), supplied by the service that runs it (``Keyspace.info``)."""
 
 @dataclass(slots=True)
 class StreamConfig:
-    """Redis's stream-node-max-entries / stream-node-max-bytes."""
+    """Redis's stream-node-max-entries / stream-node-max-bytes, and the producers one
+    stream's IDMP state may hold (a service setting, not Redis's: ``app.engine.idmp``).
+    Replay applies them as commands did, so every way the state is rebuilt gets them."""
 
     node_max_entries: int = 100
     node_max_bytes: int = 4096
+    idmp_max_producers: int = DEFAULT_MAX_PRODUCERS
 
     def get(self, name: str) -> int:
         """The value of a CONFIG parameter (``app.engine.config``) by its name."""

@@ -266,7 +266,7 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             if s.idmp is None:
                 s.idmp = Idmp()
             s.idmp.expire(now_ms)
-            s.idmp.record(producer, iid, sid)
+            s.idmp.record(producer, iid, sid, now_ms, ks.config.idmp_max_producers)
         case IdmpDuplicate(key=key, now_ms=now_ms):
             idmp = _stream(ks, key).idmp
             if idmp is None:

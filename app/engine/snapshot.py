@@ -37,7 +37,7 @@ from app.engine.pel import MASK64, key_of, sid_of
 from app.engine.responses import Stored
 from app.engine.stream import Node, Stream
 
-SNAPSHOT_FORMAT = 5
+SNAPSHOT_FORMAT = 6
 # 3: a group may carry a sixth item, its released (XNACK) IDs in FIFO order; nodes as in 2.
 # 4: a stream may carry "idmp", its IDMP state (Redis 8.6: ``idmp_view``); the document may
 #    carry "responses", the kept responses of Idempotency-Key (``app.engine.responses``).
@@ -45,6 +45,8 @@ SNAPSHOT_FORMAT = 5
 #    entries, then [id, consumer that held it] pairs); one with webhooks carries them as an
 #    eighth, {name: webhook}, its seventh then null when it has no policy; the document may
 #    carry "retention", [[stream name, retention], ...] (``app.engine.delivery``).
+# 6: a stream's "idmp" may carry a sixth item, the producers evicted past the cap, and an iid
+#    a fourth, its stamp when that is not its ID's millisecond (``idmp_view``).
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,12 +204,17 @@ def encode_snapshot(view: SnapshotView) -> bytes:
     released = any(len(g) > 5 for sv in view.streams for g in sv.groups)
     policy = view.retention or any(len(g) > 6 for sv in view.streams for g in sv.groups)
     idmp = any(sv.idmp is not None for sv in view.streams)
+    idmp6 = any(sv.idmp is not None and _idmp_format_6(sv.idmp) for sv in view.streams)
     doc: dict[str, Any] = {
         # The oldest format that can hold the state: 2, then 3 with released (XNACK)
-        # entries, then 4 with IDMP state or kept responses (Idempotency-Key), so an older
+        # entries, then 4 with IDMP state or kept responses (Idempotency-Key), 5 with
+        # delivery policies, webhooks or retention, 6 with evicted IDMP producers or an IDMP
+        # stamp that is not its ID's millisecond, so an older
         # xstreams still loads a snapshot without the newer state and a database that never
         # used the newer commands can move back a version.
         "format": SNAPSHOT_FORMAT
+        if idmp6
+        else 5
         if policy
         else 4
         if idmp or view.responses
@@ -299,12 +306,12 @@ def configure(ks: Keyspace, name: Any, value: Any) -> None:
 
 
 def decode_snapshot(data: bytes, ks: Keyspace) -> None:
-    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1-5)."""
+    """Load a snapshot into an empty keyspace, nodes exactly as they were (formats 1-6)."""
     try:
         doc = decode_json(data)
     except ValueError as e:
         raise ReplayError(f"snapshot is not valid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, 4, SNAPSHOT_FORMAT):
+    if not isinstance(doc, dict) or doc.get("format") not in (1, 2, 3, 4, 5, SNAPSHOT_FORMAT):
         raise ReplayError("unknown snapshot format")
     decode_node = _decode_node if doc["format"] != 1 else _decode_node_v1
     try:
@@ -345,30 +352,46 @@ def decode_snapshot(data: bytes, ks: Keyspace) -> None:
 
 def idmp_view(idmp: Idmp) -> list[Any]:
     """A stream's IDMP state as plain values: duration, maxsize, the two counters, then every
-    iid still held as ``[producer, iid, id]``, oldest first (each producer's in its order)."""
+    iid still held as ``[producer, iid, id]``, oldest first (each producer's in its order),
+    with its stamp as a fourth item when that is not the ID's millisecond (a future-dated
+    stream, format 6); then the producers evicted, when some were (format 6). Loading holds
+    them in this order, which rebuilds the producers' order too: a producer's newest iid is
+    always held, and the producers are in the order of their newest iids."""
     held = [
         [p, iid, sid_text(sid)]
-        for p, iid, sid in idmp.order
-        if idmp.producers.get(p, {}).get(iid) == sid
+        if stamp == sid.ms
+        else [p, iid, sid_text(sid), put_i64(stamp, "a stamp")]
+        for p, iid, sid, stamp in idmp.held()
     ]
-    return [
+    view = [
         idmp.duration_s,
         idmp.maxsize,
         put_u64(idmp.iids_added, "iids_added"),
         put_u64(idmp.iids_duplicates, "iids_duplicates"),
         held,
     ]
+    if idmp.pids_evicted:
+        view.append(put_u64(idmp.pids_evicted, "pids_evicted"))
+    return view
+
+
+def _idmp_format_6(view: list[Any]) -> bool:
+    """Whether an ``idmp_view`` needs format 6: evicted producers, or a stamp."""
+    return len(view) > 5 or any(len(h) > 3 for h in view[4])
 
 
 def load_idmp(v: list[Any]) -> Idmp:
-    duration, maxsize, added, duplicates, held = v
+    duration, maxsize, added, duplicates, held, *rest = v
     idmp = Idmp(int(duration), int(maxsize), iids_added=u64(added), iids_duplicates=u64(duplicates))
-    for producer, iid, text in held:
+    if rest:
+        (evicted,) = rest
+        idmp.pids_evicted = u64(evicted)
+    for producer, iid, text, *stamp in held:
         if not isinstance(producer, str) or not isinstance(iid, str):
             raise ReplayError(f"malformed snapshot: IDMP producer {producer!r}, iid {iid!r}")
         sid = sid_from_text(text)
-        idmp.producers.setdefault(producer, {})[iid] = sid
-        idmp.order.append((producer, iid, sid))
+        (ms,) = stamp or (sid.ms,)
+        idmp.hold(producer, iid, sid, i64(ms))
     return idmp
 
 

@@ -282,13 +282,19 @@ class ServiceCollector(Collector):
 
 
 def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
-    """Streams, entries, node bytes, groups, blocked clients: one pass over the keyspace."""
-    entries = node_bytes = groups = 0
+    """Streams, entries, node bytes, groups, IDMP producers, blocked clients: one pass over
+    the keyspace."""
+    entries = node_bytes = groups = producers = iids = evicted = 0
     for stream in ks.streams.values():
         entries += stream.length
         groups += len(stream.groups)
         for node in stream.nodes:
             node_bytes += node.lp_bytes
+        idmp = stream.idmp
+        if idmp is not None:
+            producers += len(idmp.producers)
+            iids += idmp.iids
+            evicted += idmp.pids_evicted
     yield GaugeMetricFamily("xstreams_streams", "Streams (keys).", value=len(ks.streams))
     yield GaugeMetricFamily("xstreams_stream_entries", "Entries in all streams.", value=entries)
     yield GaugeMetricFamily(
@@ -297,6 +303,21 @@ def _keyspace(m: Metrics, ks: Keyspace) -> Iterator[Metric]:
         value=node_bytes,
     )
     yield GaugeMetricFamily("xstreams_consumer_groups", "Consumer groups.", value=groups)
+    yield GaugeMetricFamily(
+        "xstreams_idmp_producers",
+        "Producers of idempotent appends (XADD IDMP) held, over all streams (an expired one"
+        " goes at its stream's next IDMP append).",
+        value=producers,
+    )
+    yield GaugeMetricFamily(
+        "xstreams_idmp_iids", "Idempotent IDs (XADD IDMP) held, over all streams.", value=iids
+    )
+    yield GaugeMetricFamily(
+        "xstreams_idmp_producers_evicted",
+        "Producers forgotten past XSTREAMS_IDMP_MAX_PRODUCERS, over the streams there are now"
+        " (the sum of their pids-evicted).",
+        value=evicted,
+    )
     yield GaugeMetricFamily(
         "xstreams_blocked_clients",
         "Clients blocked in XREAD / XREADGROUP BLOCK (long polls included).",

@@ -48,7 +48,11 @@ def snapshot_database(settings: Settings) -> OfflineSnapshot:
     try:
         migrate.upgrade(db.engine)
         store = Store(
-            config=StreamConfig(settings.stream_node_max_entries, settings.stream_node_max_bytes)
+            config=StreamConfig(
+                settings.stream_node_max_entries,
+                settings.stream_node_max_bytes,
+                settings.idmp_max_producers,
+            )
         )
         recovered = recover(db, store)
         size = 0

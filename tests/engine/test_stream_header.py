@@ -36,7 +36,8 @@ REDIS_IDMP = [
 def test_the_header_fields_are_redis_header_in_order() -> None:
     names = [f.name.replace("_", "-") for f in fields(StreamHeader)]
     assert names == [*REDIS_HEADER, "idmp"]
-    assert [f.name.replace("_", "-") for f in fields(IdmpInfo)] == REDIS_IDMP
+    # Redis's IDMP fields in Redis's order, then the one of xstreams's producer cap.
+    assert [f.name.replace("_", "-") for f in fields(IdmpInfo)] == [*REDIS_IDMP, "pids-evicted"]
 
 
 def test_info_and_full_info_share_one_header(store: Store) -> None:

@@ -189,7 +189,8 @@ class Shaper:
 
     def _header(self, h: StreamHeader) -> list[tuple[str, Any]]:
         """The pairs XINFO STREAM and XINFO STREAM FULL begin with (Redis 8.6's IDMP fields
-        last, when the stream has IDMP state)."""
+        last, when the stream has IDMP state, then ``pids-evicted`` once the producers' cap
+        evicted one: a stream Redis would answer for differently already)."""
         pairs: list[tuple[str, Any]] = [
             ("length", h.length),
             ("radix-tree-keys", h.radix_tree_keys),
@@ -209,6 +210,8 @@ class Shaper:
                 ("iids-added", m.iids_added),
                 ("iids-duplicates", m.iids_duplicates),
             ]
+            if m.pids_evicted:  # xstreams's cap, not Redis's: shown once it took a producer
+                pairs.append(("pids-evicted", m.pids_evicted))
         return pairs
 
     def _delivery(self, p: PendingDelivery, with_consumer: bool) -> list[Any]:

@@ -371,7 +371,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     if a.idmp is not None and iid is not None:
         if stream.idmp is None:
             stream.idmp = Idmp()
-        stream.idmp.record(a.idmp.producer, iid, sid)
+        stream.idmp.record(a.idmp.producer, iid, sid, now, ks.config.idmp_max_producers)
         ks.record(IdmpRecorded(key=a.key, producer=a.idmp.producer, iid=iid, id=sid, now_ms=now))
     if a.trim is not None:
         trim = with_default_limit(ks, a.trim)

@@ -89,6 +89,7 @@ def dedupe(api: httpx.Client) -> None:
         "iids_tracked": 5,
         "iids_added": 5,
         "iids_duplicates": 3,
+        "pids_evicted": 0,
     }
     # the config resource: a change forgets every producer's idempotent IDs
     r = api.put(C, json={"idmp_duration_s": 300, "idmp_maxsize": 2})

@@ -80,6 +80,11 @@ class IdmpState(BaseModel):
     iids_tracked: int = Field(description="Idempotent IDs kept now, over all producers.")
     iids_added: int = Field(description="Appends that recorded a new idempotent ID, ever.")
     iids_duplicates: int = Field(description="Repeats answered without appending, ever.")
+    pids_evicted: int = Field(
+        description="Producers forgotten, with their idempotent IDs, because the stream held"
+        " XSTREAMS_IDMP_MAX_PRODUCERS others that appended more recently (embedded backend;"
+        " always 0 in front of Redis, which has no such cap)."
+    )
 
 
 IDMP_DOC = (
@@ -124,6 +129,7 @@ def _idmp(m: IdmpInfo) -> IdmpState:
         iids_tracked=m.iids_tracked,
         iids_added=m.iids_added,
         iids_duplicates=m.iids_duplicates,
+        pids_evicted=m.pids_evicted,
     )
 
 
