@@ -65,7 +65,7 @@ def test_idmpauto_iid_follows_the_pairs(pair8: Pair8) -> None:
 def test_maxsize_evicts_and_xcfgset_clears_on_change(pair8: Pair8) -> None:
     p = pair8
     start(p)
-    p("XCFGSET", "s", "IDMP-MAXSIZE", "2", "IDMP-DURATION", "5")
+    p("XCFGSET", "s", "IDMP-MAXSIZE", "2", "IDMP-DURATION", "300")
     for iid in ("i1", "i2", "i3"):
         p("XADD", "s", "IDMP", "p", iid, "*", "f", "v")
     p.run(
@@ -76,7 +76,7 @@ def test_maxsize_evicts_and_xcfgset_clears_on_change(pair8: Pair8) -> None:
     same(p)
     p("XCFGSET", "s", "IDMP-MAXSIZE", "2")  # unchanged: keeps the iids
     same(p)
-    p("XCFGSET", "s", "IDMP-DURATION", "5", "IDMP-MAXSIZE", "3")  # changed: forgets them
+    p("XCFGSET", "s", "IDMP-DURATION", "300", "IDMP-MAXSIZE", "3")  # changed: forgets them
     same(p)
     p("XADD", "s", "IDMP", "p", "i3", "*", "f", "v")
     same(p)
