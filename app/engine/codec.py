@@ -214,7 +214,10 @@ def sid_texts(ids: Sequence[StreamID]) -> list[str]:
 
 
 def sid_from_text(text: Any) -> StreamID:
-    if not isinstance(text, str):
+    """An ID from its stored form; ReplayError for anything else. On the path of every
+    replayed entry: the pair is built as the tuple it is (``_sid``), not through the named
+    tuple's keyword-taking constructor."""
+    if type(text) is not str:
         raise ReplayError(f"expected an ID string, got {text!r}")
     ms_text, _, seq_text = text.partition("-")
     try:
@@ -222,8 +225,11 @@ def sid_from_text(text: Any) -> StreamID:
     except ValueError as e:
         raise ReplayError(f"malformed ID {text!r}") from e
     if 0 <= ms <= UINT64_MAX and 0 <= seq <= UINT64_MAX:
-        return StreamID(ms, seq)
+        return _sid(StreamID, (ms, seq))
     raise ReplayError(f"ID {text!r} is outside the 64-bit range")
+
+
+_sid = tuple.__new__
 
 
 def _opt_sid(text: Any) -> StreamID | None:
@@ -294,9 +300,19 @@ def _put_opt_i64(value: int | None, what: str) -> int | None:
 
 
 def _fields(values: Any) -> Fields:
-    if not isinstance(values, list) or not all(map(isinstance, values, repeat(str))):
+    if type(values) is not list or not all(map(isinstance, values, repeat(str))):
         raise ReplayError(f"expected a list of field names and values, got {values!r}")
     return tuple(values)
+
+
+def entry_from_wire(w: list[Any]) -> tuple[str, StreamID, Fields]:
+    """An ``add`` effect's key, ID and fields, checked as its kind decodes them, without
+    the dataclass: replay appends most journal records straight from these
+    (``replay.restore_stored``). ``w`` is the whole stored list, of 4 items."""
+    key = w[1]
+    if type(key) is not str:
+        raise ReplayError(f"expected a string, got {key!r}")
+    return key, sid_from_text(w[2]), _fields(w[3])
 
 
 def _b64(data: bytes) -> str:
@@ -405,6 +421,43 @@ def _webhook(w: list[Any]) -> WebhookSet:
     return WebhookSet(key=key, group=group, name=name, webhook=hook)
 
 
+def idmp_from_wire(
+    w: list[Any], sid: StreamID | None = None
+) -> tuple[str, str, str, StreamID, int]:
+    """An ``idmp`` effect's key, producer, iid, ID and time, checked as its kind decodes
+    them (``entry_from_wire``'s twin). ``sid``: the ID of the entry the same record
+    appended, taken when the stored text is that entry's (it always is)."""
+    key, producer, iid, text = w[1], w[2], w[3], w[4]
+    if type(key) is not str or type(producer) is not str or type(iid) is not str:
+        raise ReplayError(f"expected strings, got {w[1:4]!r}")
+    if sid is None or type(text) is not str or text != f"{sid.ms}-{sid.seq}":
+        sid = sid_from_text(text)
+    return key, producer, iid, sid, i64(w[5])
+
+
+def kept_from_wire(w: list[Any]) -> tuple[str, bytes, bytes, int]:
+    """A ``remember`` effect's name, fingerprint, response and expiry, checked as its kind
+    decodes them."""
+    pair = _pair(w[3])
+    return _str(w[2]), _payload(pair[0]), _payload(pair[1]), i64(w[4])
+
+
+def _entry_added(key: str, sid: StreamID, fields: Fields) -> EntryAdded:
+    return EntryAdded(key=key, id=sid, fields=fields)
+
+
+def _response_kept(
+    key: str, name: str, fingerprint: bytes, response: bytes, expires_ms: int
+) -> ResponseKept:
+    return ResponseKept(
+        key=key, name=name, fingerprint=fingerprint, response=response, expires_ms=expires_ms
+    )
+
+
+def _idmp_recorded(key: str, producer: str, iid: str, sid: StreamID, now_ms: int) -> IdmpRecorded:
+    return IdmpRecorded(key=key, producer=producer, iid=iid, id=sid, now_ms=now_ms)
+
+
 def _entries_added(w: list[Any]) -> EntriesAdded:
     ids = _sids(w[2])
     if not isinstance(w[3], list) or len(w[3]) != len(ids) or not ids:
@@ -469,7 +522,7 @@ KINDS: tuple[Kind[Any], ...] = (
         EntryAdded,
         4,
         lambda e: ["add", e.key, sid_text(e.id), list(e.fields)],
-        lambda w: EntryAdded(key=_str(w[1]), id=sid_from_text(w[2]), fields=_fields(w[3])),
+        lambda w: _entry_added(*entry_from_wire(w)),
     ),
     _kind(
         "adds",
@@ -639,13 +692,7 @@ KINDS: tuple[Kind[Any], ...] = (
             [_b64(e.fingerprint), _b64(e.response)],
             put_i64(e.expires_ms, "an expiry time"),
         ],
-        lambda w: ResponseKept(
-            key=_str(w[1]),
-            name=_str(w[2]),
-            fingerprint=_payload(_pair(w[3])[0]),
-            response=_payload(_pair(w[3])[1]),
-            expires_ms=i64(w[4]),
-        ),
+        lambda w: _response_kept(_str(w[1]), *kept_from_wire(w)),
     ),
     # Record format 3 (Redis 8.6's idempotent appends):
     _kind(
@@ -660,13 +707,7 @@ KINDS: tuple[Kind[Any], ...] = (
             sid_text(e.id),
             put_i64(e.now_ms, "a time"),
         ],
-        lambda w: IdmpRecorded(
-            key=_str(w[1]),
-            producer=_str(w[2]),
-            iid=_str(w[3]),
-            id=sid_from_text(w[4]),
-            now_ms=i64(w[5]),
-        ),
+        lambda w: _idmp_recorded(*idmp_from_wire(w)),
     ),
     _kind(
         "idmpdup",

@@ -8,6 +8,9 @@ the listpack's size (not its bytes) is what makes ``MAXLEN ~`` agree with redis-
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from app.engine.ids import string2ll
 
 LP_EMPTY_BYTES = 7  # 6-byte header + end marker
@@ -77,3 +80,20 @@ def fields_bytes(fields: tuple[str, ...] | list[str]) -> int:
     if joined.isascii():
         return len(joined)
     return sum(map(byte_len, fields))
+
+
+# A string that starts as an integer may be stored as one: ``str_size`` decides those.
+_MAY_BE_INT = re.compile("(?:^|\x00)[-0-9]")
+
+
+def strs_size(strs: Sequence[str]) -> int:
+    """``sum(map(str_size, strs))``, in a few C passes when no string can be an integer and
+    all are ASCII under 64 bytes (each then takes its length + 2): the values of most
+    entries, which every append and every replayed entry sizes. (A NUL inside a string can
+    only send it to the exact path.)"""
+    if not strs:
+        return 0
+    joined = "\x00".join(strs)
+    if joined.isascii() and _MAY_BE_INT.search(joined) is None and max(map(len, strs)) < 64:
+        return len(joined) + 1 + len(strs)  # the lengths, plus 2 each, less the NULs
+    return sum(map(str_size, strs))

@@ -50,7 +50,7 @@ from operator import add
 from typing import Final
 
 from app.engine.ids import StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, fields_bytes, int_size, str_size
+from app.engine.listpack import LP_EMPTY_BYTES, fields_bytes, int_size, str_size, strs_size
 
 Fields = tuple[str, ...]
 """Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
@@ -244,10 +244,10 @@ class Node:
             same = names == mfields
             size = samefields + int_size(sid.ms - mms) + int_size(sid.seq - mseq)
             if same:
-                size += sum(map(str_size, fields[1::2])) + int_size(nfields + 3)
+                size += strs_size(fields[1::2]) + int_size(nfields + 3)
             else:
                 all_same = False
-                size += int_size(nfields) + sum(map(str_size, fields)) + int_size(2 * nfields + 4)
+                size += int_size(nfields) + strs_size(fields) + int_size(2 * nfields + 4)
             self.lp_bytes += size
             if prev is not None and sid < prev:
                 self.ordered = False

@@ -11,10 +11,16 @@ the one acknowledged (entries out of order, a group reset, counters off).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import assert_never
+from collections.abc import Iterable
+from typing import Any, assert_never
 
-from app.engine.codec import sid_text
+from app.engine.codec import (
+    entry_from_wire,
+    idmp_from_wire,
+    kept_from_wire,
+    record_from_wire,
+    sid_text,
+)
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -55,7 +61,7 @@ from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
 from app.engine.rdbio import PayloadVersionError
 from app.engine.refs import drop_refs, trim_stream
-from app.engine.responses import Stored
+from app.engine.responses import RESPONSES_KEY, Stored
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Fields, Stream, id_follows
 
@@ -63,63 +69,127 @@ from app.engine.stream import Fields, Stream, id_follows
 def apply_record(ks: Keyspace, record: Record) -> None:
     """Apply one record's effects in order; raises ReplayError for one that does not fit."""
     for effect in record:
-        try:
-            apply_effect(ks, effect)
-        except ReplayError:
-            raise
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-            raise ReplayError(f"cannot apply effect {effect!r}: {e!r}") from e
+        _apply(ks, effect)
+
+
+def _apply(ks: Keyspace, effect: Effect) -> None:
+    try:
+        apply_effect(ks, effect)
+    except ReplayError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        raise ReplayError(f"cannot apply effect {effect!r}: {e!r}") from e
 
 
 def restore(ks: Keyspace, snapshot: bytes | None, records: Iterable[Record]) -> int:
-    """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many.
-
-    A journal is mostly records of one XADD each; consecutive ones to one stream are
-    appended as one batch (``_Appends``), as the bulk path appends a pipeline's XADDs."""
+    """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many."""
     if snapshot is not None:
         decode_snapshot(snapshot, ks)
+    replay = _Replay(ks)
     n = 0
-    appends = _Appends()
     for record in records:
-        if len(record) == 1 and isinstance(record[0], EntryAdded | EntriesAdded):
-            appends.add(ks, record[0])
-        else:
-            appends.end()
-            apply_record(ks, record)
+        replay.record(record)
         n += 1
-    appends.end()
+    replay.end()
     return n
 
 
-class _Appends:
-    """Entries replayed into one stream from consecutive records, appended in one
-    ``append_many`` when another kind of record (or stream) comes. Each entry is checked as
-    its record arrives, so a bad one is refused at its own record; the append itself cannot
-    fail on checked entries."""
+def restore_stored(ks: Keyspace, snapshot: bytes | None, values: Iterable[Any]) -> int:
+    """``restore`` from records in their stored form (decoded JSON, ``app.engine.codec``),
+    as recovery reads them: an entry is appended from its stored list without becoming an
+    ``EntryAdded`` first. Each record is decoded whole before any of it is applied, so a
+    malformed one changes nothing."""
+    if snapshot is not None:
+        decode_snapshot(snapshot, ks)
+    replay = _Replay(ks)
+    n = 0
+    for value in values:
+        replay.stored(value)
+        n += 1
+    replay.end()
+    return n
 
-    __slots__ = ("ids", "key", "last", "rows", "stream")
+
+# Effects that neither read nor change a stream's entries: applied while appends are held.
+_BESIDE = (IdmpRecorded, IdmpDuplicate, ResponseKept)
+
+
+class _Replay:
+    """Replays records, appending the entries of consecutive ones to one stream in one
+    ``append_many`` (as the bulk path appends a pipeline's XADDs) until an effect that may
+    read or change entries comes, or another stream. An idempotent XADD's IDMP state or
+    kept response does not break a run (``_BESIDE``). Each entry is checked as its record
+    arrives, so a bad one is refused at its own record; the append itself cannot fail on
+    checked entries."""
+
+    __slots__ = ("ids", "key", "ks", "last", "rows", "stream")
     MOST = 4096  # entries held before they are appended anyway
 
-    def __init__(self) -> None:
+    def __init__(self, ks: Keyspace) -> None:
+        self.ks = ks
         self.stream: Stream | None = None
         self.key = ""
         self.last = MIN_ID
         self.ids: list[StreamID] = []
         self.rows: list[Fields] = []
 
-    def add(self, ks: Keyspace, effect: EntryAdded | EntriesAdded) -> None:
-        if self.stream is None or effect.key != self.key:
-            self.end()
-            self.stream = _stream(ks, effect.key)
-            self.key, self.last = effect.key, self.stream.last_id
+    def record(self, record: Record) -> None:
+        for effect in record:
+            self.effect(effect)
+
+    def effect(self, effect: Effect) -> None:
         if isinstance(effect, EntryAdded):
-            ids: Sequence[StreamID] = (effect.id,)
-            rows: Sequence[Fields] = (effect.fields,)
+            self.add(effect.key, effect.id, effect.fields)
+        elif isinstance(effect, EntriesAdded):
+            for sid, fields in zip(effect.ids, effect.rows, strict=True):
+                self.add(effect.key, sid, fields)
+        elif isinstance(effect, _BESIDE):
+            _apply(self.ks, effect)
         else:
-            ids, rows = effect.ids, effect.rows
-        self.last = _follows(effect.key, self.last, ids)
-        self.ids += ids
-        self.rows += rows
+            self.end()
+            _apply(self.ks, effect)
+
+    def stored(self, value: Any) -> None:
+        """One record in its stored form. The common ones go without dataclasses: a lone
+        entry, an idempotent XADD's entry and IDMP record, a kept response. Any other is
+        decoded as effects, then applied. Either way the whole record is decoded first."""
+        if type(value) is list:
+            n = len(value)
+            if n == 1:
+                w = value[0]
+                if type(w) is list and len(w) == 4 and w[0] == "add":
+                    self.add(*entry_from_wire(w))
+                    return
+                if type(w) is list and len(w) == 5 and w[0] == "remember" and w[1] == RESPONSES_KEY:
+                    name, fingerprint, response, expires_ms = kept_from_wire(w)
+                    self.ks.responses.put(name, Stored(fingerprint, response, expires_ms))
+                    return
+            elif n == 2:
+                a, b = value
+                if (
+                    type(a) is list and len(a) == 4 and a[0] == "add"
+                    and type(b) is list and len(b) == 6 and b[0] == "idmp"
+                ):  # fmt: skip
+                    key, sid, fields = entry_from_wire(a)
+                    idmp = idmp_from_wire(b, sid)
+                    self.add(key, sid, fields)
+                    _record_idmp(self.ks, *idmp)
+                    return
+        self.record(record_from_wire(value))
+
+    def add(self, key: str, sid: StreamID, fields: Fields) -> None:
+        if self.stream is None or key != self.key:
+            self.end()
+            self.stream = _stream(self.ks, key)
+            self.key, self.last = key, self.stream.last_id
+        if not id_follows(self.last, sid):
+            raise ReplayError(
+                f"entry {sid_text(sid)} of {key!r} is not greater than the stream's last ID"
+                f" {sid_text(self.last)}: IDs would go backwards"
+            )
+        self.last = sid
+        self.ids.append(sid)
+        self.rows.append(fields)
         if len(self.ids) >= self.MOST:
             self._flush()
 
@@ -158,6 +228,15 @@ def _group(ks: Keyspace, key: str, name: str) -> ConsumerGroup:
     if g is None:
         raise ReplayError(f"effect on missing group {name!r} of {key!r}")
     return g
+
+
+def _record_idmp(ks: Keyspace, key: str, producer: str, iid: str, sid: StreamID, now: int) -> None:
+    """An IDMP XADD's iid, after what expired by the time the command read (``Idmp``)."""
+    s = _stream(ks, key)
+    if s.idmp is None:
+        s.idmp = Idmp()
+    s.idmp.expire(now)
+    s.idmp.record(producer, iid, sid, now, ks.config.idmp_max_producers)
 
 
 def apply_effect(ks: Keyspace, effect: Effect) -> None:
@@ -262,11 +341,7 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
             elif g.webhooks.pop(name, None) is None:
                 raise ReplayError(f"removal of missing webhook {name!r} of {group!r}")
         case IdmpRecorded(key=key, producer=producer, iid=iid, id=sid, now_ms=now_ms):
-            s = _stream(ks, key)
-            if s.idmp is None:
-                s.idmp = Idmp()
-            s.idmp.expire(now_ms)
-            s.idmp.record(producer, iid, sid, now_ms, ks.config.idmp_max_producers)
+            _record_idmp(ks, key, producer, iid, sid, now_ms)
         case IdmpDuplicate(key=key, now_ms=now_ms):
             idmp = _stream(ks, key).idmp
             if idmp is None:

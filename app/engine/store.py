@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from app.engine.blocking import Block
 from app.engine.clock import Clock, SystemClock
@@ -19,7 +19,7 @@ from app.engine.commands.table import resolved
 from app.engine.effects import JournalSink, Record
 from app.engine.errors import EXECABORT, CommandError
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.replay import restore
+from app.engine.replay import restore, restore_stored
 from app.engine.replies import CommandReply
 from app.engine.snapshot import SnapshotView, snapshot_view
 
@@ -46,6 +46,13 @@ class Store:
         if self.keyspace.streams:
             raise RuntimeError("restore needs an empty store")
         return restore(self.keyspace, snapshot, records)
+
+    def restore_stored(self, snapshot: bytes | None, values: Iterable[Any]) -> int:
+        """``restore`` from records in their stored form (decoded JSON), as recovery reads
+        them (``replay.restore_stored``)."""
+        if self.keyspace.streams:
+            raise RuntimeError("restore needs an empty store")
+        return restore_stored(self.keyspace, snapshot, values)
 
     @property
     def clock(self) -> Clock:

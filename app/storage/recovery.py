@@ -16,9 +16,9 @@ import gc
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
-from app.engine.codec import record_from_wire
-from app.engine.effects import Record, ReplayError
+from app.engine.effects import ReplayError
 from app.engine.store import Store
 from app.storage.database import Database, Row
 from app.storage.tables import RECORD_FORMAT, checksum
@@ -88,7 +88,7 @@ def recover(db: Database, store: Store) -> Recovered:
     gc.disable()
     records = state.records()
     try:
-        replayed = store.restore(snap.data if snap else None, records)
+        replayed = store.restore_stored(snap.data if snap else None, records)
     except ReplayError as e:
         if state.started:
             where = f"journal record seq={state.seq}"
@@ -172,7 +172,9 @@ class _Position:
             f"{_where(row)} in {self.db.url}: {what}; {_STOPPED}", self.stop(row, 0)
         )
 
-    def records(self) -> Generator[Record]:
+    def records(self) -> Generator[Any]:
+        """Each record after the snapshot in its stored form (decoded JSON), checked row by
+        row; replay decodes it (``Store.restore_stored``)."""
         url = self.db.url
         for row in self.db.rows_after(self.seq):
             if row.last_seq < row.seq:
@@ -214,5 +216,5 @@ class _Position:
                 self.started = True
                 self.seq = seq
                 self.replayed += 1
-                yield record_from_wire(record)
+                yield record
             self.rows += 1
