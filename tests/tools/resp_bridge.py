@@ -13,7 +13,8 @@ What the bridge answers itself, because it belongs to the connection and not the
 - MULTI / EXEC / DISCARD: commands between MULTI and EXEC are queued (``+QUEUED``) and sent
   together to ``/multi-exec``;
 - SELECT: xstreams has one keyspace, so every database number is that keyspace;
-- FUNCTION FLUSH (sent by the Tcl suite before each file): there are no functions to flush.
+- FUNCTION FLUSH and SCRIPT FLUSH (sent by the Tcl suite before each file): there are no
+  functions or scripts to flush.
 
 The reply's RESP type is read back from the Upstash shape: ``{"error"}`` is an error, a JSON
 integer an integer, null a nil bulk string, an array an array; the literal ``OK`` (never
@@ -112,7 +113,7 @@ class Connection:
             return b"+QUEUED\r\n"
         if name == "select":
             return b"+OK\r\n"
-        if name == "function" and len(args) >= 2 and args[1].lower() == "flush":
+        if name in ("function", "script") and len(args) >= 2 and args[1].lower() == "flush":
             return b"+OK\r\n"
         return item(await self.post("/", args))
 
