@@ -37,7 +37,7 @@ serve: setup
 # session beside nothing else.
 TEST_WORKERS ?= 2
 test: setup-test
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark"
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark" --durations=30
 	$(VENV)/bin/pytest -m spark
 
 # The engine and protocol tests, the differential suite in process (redis-server as the

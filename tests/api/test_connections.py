@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -54,12 +55,17 @@ def timed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 async def _until_closed(port: int, sent: bytes, timeout: float) -> tuple[bytes, float]:
     """Open a connection, send ``sent``, then read until the server closes it; what came
-    back and how long after starting to connect (the server's clock starts later)."""
+    back and how long after starting to connect (the server's clock starts later).
+
+    The connect and the send are one blocking step: with hundreds of connections opening on
+    a loaded event loop, a send left to a later turn can come after the server's head
+    timeout has already passed, and the server rightly takes the silence for nothing sent."""
     started = time.monotonic()
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(sent)
+    sock.setblocking(False)
+    reader, writer = await asyncio.open_connection(sock=sock)
     try:
-        writer.write(sent)
-        await writer.drain()
         try:
             data = await asyncio.wait_for(reader.read(-1), timeout)
         except ConnectionResetError:

@@ -543,6 +543,35 @@ async def test_blocking_reads_are_bounded(backend: RedisBackend) -> None:
     assert await backend.read(ReadRequest(["{b}x"], ["0-0"], block_ms=10)) == []
 
 
+async def test_a_cancellation_dropped_while_connecting_still_ends_a_blocking_read(
+    backend: RedisBackend,
+) -> None:
+    """On Python 3.11 redis-py's connect handshake sends through ``wait_for``, which may drop
+    a cancellation that arrives as the send completes (CPython gh-86296). A read cancelled
+    then must end all the same, not go on to send its BLOCK 0 and hold a connection for ever."""
+    key = "{b}dropped"
+    pool = backend.blocking_reads._block_pool(backend.router.node(key))
+    real = pool.get_connection
+    entered = asyncio.Event()
+
+    async def dropping(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass  # dropped, as wait_for on 3.11 may
+        return await real(*args, **kwargs)
+
+    pool.get_connection = dropping  # type: ignore[method-assign]
+    read = asyncio.ensure_future(backend.read(ReadRequest([key], ["0-0"], block_ms=0)))
+    await entered.wait()
+    read.cancel()
+    async with asyncio.timeout(10):
+        (outcome,) = await asyncio.gather(read, return_exceptions=True)
+    assert isinstance(outcome, asyncio.CancelledError)
+    assert backend.blocking_reads.held == 0
+
+
 async def test_wrongtype_from_a_string_key(backend: RedisBackend) -> None:
     await _set_string(backend, "str")
     calls: list[Callable[[], Awaitable[Any]]] = [

@@ -41,6 +41,7 @@ from app.backends.redis.parse import (
 from app.backends.redis.routing import (
     UNREACHABLE,
     Router,
+    cancel_count,
     cancellable,
 )
 from app.backends.redis.urls import BlockPools
@@ -94,16 +95,19 @@ class BlockingReads:
         """Unless Redis answered, the connection is closed before it goes back to its pool:
         a late reply must never reach the next command sent on it."""
         pool = self._block_pool(node)
+        # A cancellation redis-py drops while connecting (its handshake sends through
+        # ``wait_for``, see ``cancellable``) must still stop the read: BLOCK 0 never ends.
+        since = cancel_count()
         try:
             conn = await pool.get_connection()  # type: ignore[no-untyped-call]
         except UNREACHABLE as e:
             raise RedisUnavailable(str(e)) from None
         answered = False
         try:
-            await cancellable(conn.send_command(*args))  # not blocked for BLOCK's time
+            await cancellable(conn.send_command(*args), since)  # not blocked for BLOCK's time
             try:
                 # BLOCK decides how long: no socket timeout (redis-py's default is 5 s).
-                reply = await cancellable(conn.read_response(timeout=math.inf))
+                reply = await cancellable(conn.read_response(timeout=math.inf), since)
             except (MovedError, AskError):
                 answered = True
                 raise

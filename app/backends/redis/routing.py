@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import contextlib
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
@@ -391,17 +392,29 @@ def _raw_replies(client: Redis | RedisCluster) -> None:
                 del table[name]
 
 
-async def cancellable(aw: Awaitable[T]) -> T:
+async def cancellable(aw: Awaitable[T], since: int | None = None) -> T:
     """``aw``, except that a cancellation requested meanwhile is raised even when ``aw``
     returned: redis-py sends through ``asyncio.wait_for``, which on Python 3.11 returns the
     send's result and drops a cancellation that arrives as the send completes (CPython
-    gh-86296, fixed in 3.12). The reply was read in full, so the connection stays usable."""
+    gh-86296, fixed in 3.12). The reply was read in full, so the connection stays usable.
+    ``since``: the task's ``cancelling()`` count from an earlier step, whose own dropped
+    cancellation (in a connect, say) is raised here too."""
     task = asyncio.current_task()
-    before = task.cancelling() if task is not None else 0
+    before = since if since is not None else cancel_count()
+    if task is not None and task.cancelling() > before:
+        if inspect.iscoroutine(aw):
+            aw.close()  # never started: nothing sent
+        raise asyncio.CancelledError
     result = await aw
     if task is not None and task.cancelling() > before:
         raise asyncio.CancelledError
     return result
+
+
+def cancel_count() -> int:
+    """The current task's count of cancellations requested (for ``cancellable``'s ``since``)."""
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
 
 
 async def _exchange(
