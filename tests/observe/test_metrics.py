@@ -12,6 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
+from app.engine.keyspace import StreamConfig
+from app.engine.store import Store
 from tests.api.inproc import serve
 from tests.conftest import Server
 from tests.observe.support import Samples, labels_of, parse, scraped, value
@@ -188,6 +190,23 @@ async def test_group_series_are_opt_in_and_bounded() -> None:
         await c.post("/pipeline", json=setup)
         s = parse((await c.get("/metrics")).text)
         assert not labels_of(s, "xstreams_group_pending", "group")
+
+
+async def test_idmp_producers_past_the_cap_are_counted_as_evicted() -> None:
+    """Three producers on a stream that may hold two: the gauges show the two held, their
+    IDs, and the one forgotten, as XINFO STREAM's pids-evicted does."""
+    store = Store(config=StreamConfig(idmp_max_producers=2))
+    async with serve(store=store) as c:
+        for producer in ("p1", "p2", "p3"):
+            for iid in ("a", "b"):
+                r = await c.post("/", json=["XADD", "s", "IDMP", producer, iid, "*", "f", "v"])
+                assert r.status_code == 200, r.text
+        s = parse((await c.get("/metrics")).text)
+        info = (await c.post("/", json=["XINFO", "STREAM", "s"])).json()["result"]
+    fields = dict(zip(info[::2], info[1::2], strict=True))
+    assert value(s, "xstreams_idmp_producers") == fields["pids-tracked"] == 2
+    assert value(s, "xstreams_idmp_iids") == fields["iids-tracked"] == 4
+    assert value(s, "xstreams_idmp_producers_evicted") == fields["pids-evicted"] == 1
 
 
 async def test_labels_stay_bounded_whatever_clients_send() -> None:
