@@ -11,8 +11,8 @@ the one acknowledged (entries out of order, a group reset, counters off).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, assert_never
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, assert_never
 
 from app.engine.codec import (
     entry_from_wire,
@@ -65,6 +65,8 @@ from app.engine.responses import RESPONSES_KEY, Stored
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Fields, Stream, id_follows
 
+T = TypeVar("T")
+
 
 def apply_record(ks: Keyspace, record: Record) -> None:
     """Apply one record's effects in order; raises ReplayError for one that does not fit."""
@@ -83,15 +85,7 @@ def _apply(ks: Keyspace, effect: Effect) -> None:
 
 def restore(ks: Keyspace, snapshot: bytes | None, records: Iterable[Record]) -> int:
     """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many."""
-    if snapshot is not None:
-        decode_snapshot(snapshot, ks)
-    replay = _Replay(ks)
-    n = 0
-    for record in records:
-        replay.record(record)
-        n += 1
-    replay.end()
-    return n
+    return _restore(ks, snapshot, records, _Replay.record)
 
 
 def restore_stored(ks: Keyspace, snapshot: bytes | None, values: Iterable[Any]) -> int:
@@ -99,12 +93,18 @@ def restore_stored(ks: Keyspace, snapshot: bytes | None, values: Iterable[Any]) 
     as recovery reads them: an entry is appended from its stored list without becoming an
     ``EntryAdded`` first. Each record is decoded whole before any of it is applied, so a
     malformed one changes nothing."""
+    return _restore(ks, snapshot, values, _Replay.stored)
+
+
+def _restore(
+    ks: Keyspace, snapshot: bytes | None, items: Iterable[T], apply: Callable[[_Replay, T], None]
+) -> int:
     if snapshot is not None:
         decode_snapshot(snapshot, ks)
     replay = _Replay(ks)
     n = 0
-    for value in values:
-        replay.stored(value)
+    for item in items:
+        apply(replay, item)
         n += 1
     replay.end()
     return n

@@ -21,7 +21,8 @@ import httpx
 import jwt
 import pytest
 
-from app.access import Grant, KeyRecord, hash_secret, new_key
+from app.access import Grant, KeyRecord
+from tests.access.test_matrix import key as key_record
 from tests.support.access import create_key
 from tests.support.targets import TARGET_PARAMS, Served, served_on
 from tests.support.waiting import until_async
@@ -115,18 +116,6 @@ def accepted(client: httpx.AsyncClient, text: str) -> Callable[[], Awaitable[boo
         return (await client.get("/v1/whoami", headers=bearer(text))).status_code == 200
 
     return known
-
-
-def key_record(grant: Grant) -> tuple[KeyRecord, str]:
-    key_id, secret, text = new_key()
-    record = KeyRecord(
-        key_id=key_id,
-        name=f"k-{key_id}",
-        secret_hash=hash_secret(secret),
-        grant=grant,
-        created_at_ms=0,
-    )
-    return record, text
 
 
 async def prepare(c: httpx.AsyncClient) -> None:
