@@ -20,8 +20,8 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import contextlib
+import inspect
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
