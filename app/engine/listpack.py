@@ -86,6 +86,21 @@ def fields_bytes(fields: tuple[str, ...] | list[str]) -> int:
 _MAY_BE_INT = re.compile("(?:^|\x00)[-0-9]")
 
 
+def values_sizes(strs: Sequence[str]) -> tuple[int, int]:
+    """``(strs_size(strs), fields_bytes(strs))`` from one join: node sizing wants both for
+    every appended entry (its listpack bytes, and its raw bytes for the node's limit)."""
+    if not strs:
+        return 0, 0
+    joined = "\x00".join(strs)
+    if joined.isascii():
+        n = len(strs)
+        raw = len(joined) - n + 1
+        if _MAY_BE_INT.search(joined) is None and max(map(len, strs)) < 64:
+            return raw + 2 * n, raw
+        return sum(map(str_size, strs)), raw
+    return sum(map(str_size, strs)), sum(map(byte_len, strs))
+
+
 def strs_size(strs: Sequence[str]) -> int:
     """``sum(map(str_size, strs))``, in a few C passes when no string can be an integer and
     all are ASCII under 64 bytes (each then takes its length + 2): the values of most

@@ -50,7 +50,14 @@ from operator import add
 from typing import Final
 
 from app.engine.ids import StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, fields_bytes, int_size, str_size, strs_size
+from app.engine.listpack import (
+    LP_EMPTY_BYTES,
+    fields_bytes,
+    int_size,
+    str_size,
+    strs_size,
+    values_sizes,
+)
 
 Fields = tuple[str, ...]
 """Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
@@ -226,35 +233,44 @@ class Node:
         else:
             prev = None
         samefields = int_size(_SAMEFIELDS)
+        # The master's names' bytes: an entry with the same names adds only its values'.
+        names_bytes = fields_bytes(mfields)
+        lp_bytes, live, ordered = self.lp_bytes, self.live, self.ordered
         end = len(ids)
         i = start
         all_same = True
+        # int_size inlined where it is 2 (0..127): most deltas and counts of a node.
         while i < end:
             sid, fields = ids[i], rows[i]
-            if i > start and (
-                self.lp_bytes + fields_bytes(fields) >= max_bytes
-                or (max_entries and n >= max_entries)
-            ):
-                break
-            live = self.live
-            if n:
-                self.lp_bytes += int_size(live + 1) - int_size(live)
             names = fields[0::2]
             nfields = len(names)
             same = names == mfields
-            size = samefields + int_size(sid.ms - mms) + int_size(sid.seq - mseq)
             if same:
-                size += strs_size(fields[1::2]) + int_size(nfields + 3)
+                values, raw = values_sizes(fields[1::2])
+                raw += names_bytes
+            else:
+                raw = fields_bytes(fields)
+            if i > start and (lp_bytes + raw >= max_bytes or (max_entries and n >= max_entries)):
+                break
+            if n and live >= 127:
+                lp_bytes += int_size(live + 1) - int_size(live)
+            d = sid.ms - mms
+            size = samefields + (2 if 0 <= d <= 127 else int_size(d))
+            d = sid.seq - mseq
+            size += 2 if 0 <= d <= 127 else int_size(d)
+            if same:
+                size += values + (2 if nfields <= 124 else int_size(nfields + 3))
             else:
                 all_same = False
                 size += int_size(nfields) + strs_size(fields) + int_size(2 * nfields + 4)
-            self.lp_bytes += size
+            lp_bytes += size
             if prev is not None and sid < prev:
-                self.ordered = False
-            prev = sid if self.ordered else None
-            self.live = live + 1
+                ordered = False
+            prev = sid if ordered else None
+            live += 1
             n += 1
             i += 1
+        self.lp_bytes, self.live, self.ordered = lp_bytes, live, ordered
         self._pack(ids[start:i], rows[start:i], all_same)
         return i
 

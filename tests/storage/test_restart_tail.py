@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from sqlalchemy import func, select
 
 from app.engine.store import Store
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
-from app.storage.recovery import recover
+from app.storage.recovery import RecoveryError, recover
 from app.storage.tables import journal, snapshots
 from tests.conftest import Commands
 from tests.storage.conftest import DurableServer
@@ -78,3 +79,17 @@ def test_record_count_triggers_a_snapshot_and_a_restart_replays_the_tail(
     finally:
         xs.client.close()
         srv.stop()
+
+
+def test_a_bad_record_inside_a_row_is_named_exactly(db: Database) -> None:
+    """Replay takes a row's records at once; a refusal still names its own record, and what
+    ``xstreams check --repair`` may keep of the row (the records before it)."""
+    db.append([(1, orjson.dumps([["new", "s"]]))])
+    ids = (1, 2, 2, 3)  # the third goes back
+    db.append([(seq, orjson.dumps([["add", "s", f"{i}-0", ["f", "v"]]])) for seq, i in
+               enumerate(ids, 2)])  # fmt: skip
+    with pytest.raises(RecoveryError, match="cannot replay journal record seq=4") as caught:
+        recover(db, Store())
+    stop = caught.value.stop
+    assert stop is not None and stop.in_record
+    assert (stop.bad_seq, stop.last_good_seq, stop.keep, stop.records) == (4, 3, 2, 3)
