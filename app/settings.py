@@ -72,8 +72,8 @@ class Settings(BaseSettings):
     # after the newest one; the journal rows it covers are then deleted.
     snapshot_after_bytes: int = 64 * 1024 * 1024
     # ... or once this many records were: a restart replays each record after the newest
-    # snapshot, at a cost per record (~10-25 us) whatever its size, so many small records
-    # (kept Idempotency-Key responses, XADD IDMP) must not wait for the byte trigger.
+    # snapshot, at a cost per record whatever its size, so many small records (kept
+    # Idempotency-Key responses, XADD IDMP) must not wait for the byte trigger.
     snapshot_after_records: PositiveInt = 500_000
     # Take a snapshot on clean shutdown, so the next start replays (almost) nothing.
     snapshot_on_shutdown: bool = True
