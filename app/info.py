@@ -79,6 +79,7 @@ def install(
             ("aof_enabled", 1),  # the journal of effects plays the AOF's part
             ("xstreams_fsync", storage.mode.value),
             ("xstreams_journal_bytes_since_snapshot", storage.writer.bytes_since_snapshot),
+            ("xstreams_journal_records_since_snapshot", storage.writer.records_since_snapshot),
             ("xstreams_snapshots_taken", storage.snapshots.taken if storage.snapshots else 0),
             ("xstreams_storage", "ok" if failure is None else "unavailable"),
         ]

@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     # A snapshot is taken in the background once this many bytes of records were appended
     # after the newest one; the journal rows it covers are then deleted.
     snapshot_after_bytes: int = 64 * 1024 * 1024
+    # ... or once this many records were: a restart replays each record after the newest
+    # snapshot, at a cost per record whatever its size, so many small records (kept
+    # Idempotency-Key responses, XADD IDMP) must not wait for the byte trigger.
+    snapshot_after_records: PositiveInt = 500_000
     # Take a snapshot on clean shutdown, so the next start replays (almost) nothing.
     snapshot_on_shutdown: bool = True
 

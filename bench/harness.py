@@ -29,6 +29,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+# Redis 8.6, put there by .ci/redis8: the anchor for XADD IDMP, which 7.0 does not know.
+REDIS8_SERVER = (
+    Path(os.environ.get("XSTREAMS_REDIS8_DIR") or Path.home() / ".cache/xstreams/redis8")
+    / "bin"
+    / "redis-server-8"
+)
 LOOPBACK = "127.0.0.1"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -172,12 +178,15 @@ class Fleet:
         _wait_port(port, server.proc, 20)
         return server
 
-    def redis_in(self, name: str, folder: Path, appendonly: bool) -> Server:
+    def redis_in(
+        self, name: str, folder: Path, appendonly: bool, binary: str = "redis-server"
+    ) -> Server:
         """A redis-server of our own on the data in ``folder``: its AOF (``appendonly``) or
-        its dump.rdb, loaded at start; returned once it listens, which precedes loading."""
+        its dump.rdb, loaded at start; returned once it listens, which precedes loading.
+        ``binary``: another build (``REDIS8_SERVER`` for Redis 8's commands)."""
         port = free_port()
         argv = [
-            "redis-server", "--port", str(port), "--bind", LOOPBACK, "--save", "",
+            binary, "--port", str(port), "--bind", LOOPBACK, "--save", "",
             "--daemonize", "no", "--loglevel", "warning", "--dir", str(folder),
             "--dbfilename", "dump.rdb", "--appendonly", "yes" if appendonly else "no",
             "--appendfsync", "everysec", "--auto-aof-rewrite-percentage", "0",

@@ -55,9 +55,12 @@ def verdict(
     xs: dict[str, Any],
     bare: dict[str, Any] | None,
     baseline: dict[str, Any] | None = None,
+    redis: dict[str, Any] | None = None,
 ) -> str:
     """'met' or 'missed', with the measured value beside the target. ``baseline``: the cell
-    a ``baseline_ratio`` target compares with (the same request without the feature)."""
+    a ``baseline_ratio`` target compares with (the same request without the feature);
+    ``redis``: the anchor a ``redis_ratio`` target compares with (a time: at most that many
+    times redis-server's)."""
     target = row.get("target")
     if not target:
         return ""
@@ -77,6 +80,12 @@ def verdict(
             raise MissingFigure(f"row {row['label']!r}: a baseline target needs its baseline")
         ok, got, want = ratio >= value, f"{ratio:.0%} of the rate without it", f"≥ {value:.0%}"
         short = f"{value / ratio:.2f}x short" if not ok else ""
+    elif kind == "redis_ratio":
+        ratio = _ratio(xs, redis)
+        if ratio is None:
+            raise MissingFigure(f"row {row['label']!r}: a redis target needs redis's figure")
+        ok, got, want = ratio <= value, f"{ratio:.2f}x redis-server", f"≤ {value:g}x"
+        short = f"{ratio / value:.2f}x over" if not ok else ""
     elif kind == "min":
         ok, got, want = xs["median"] >= value, _num(xs["median"]), f"≥ {_num(value)}"
         short = f"{value / xs['median']:.1f}x short" if not ok else ""
@@ -97,6 +106,8 @@ def target_text(row: dict[str, Any]) -> str:
         return f"≥ {value:.0%} of ceiling"
     if kind == "baseline_ratio":
         return f"≥ {value:.0%} of the row without it"
+    if kind == "redis_ratio":
+        return f"≤ {value:g}x redis"
     text = f"{'≥' if kind == 'min' else '≤'} {_num(value)}"
     figure = target.get("figure", "median")
     return text if figure == "median" else f"{figure.removesuffix('_ms')} {text}"
@@ -140,7 +151,7 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 "cells": (xs, redis, bare),
                 "vs_bare": _ratio(xs, bare),
                 "vs_redis": _ratio(xs, redis),
-                "verdict": verdict(row, xs, bare, baseline),
+                "verdict": verdict(row, xs, bare, baseline, redis),
             }
         )
     return out
@@ -169,7 +180,7 @@ def markdown(figures: dict[str, Any]) -> str:
             f"| {r['label']} | {r['unit']} | {_spread(xs)} | {_spread(redis)} | {_spread(bare)} "
             f"| {_pct(r['vs_bare'])} | {_pct(r['vs_redis'])} | {target_text(r)} |"
         )
-    lines += ["", "Targets (issues 7, 13 and 29):", "", "| workload | verdict |", "|---|---|"]
+    lines += ["", "Targets (issues 7, 13, 29 and 37):", "", "| workload | verdict |", "|---|---|"]
     lines += [f"| {r['label']} | {r['verdict']} |" for r in resolved if r["verdict"]]
     tails = tail_verdicts(resolved)
     if tails:

@@ -43,7 +43,10 @@ from bench.harness import LOOPBACK
 from bench.stall import Heavy, _fill, measure
 from tests.engine.payloads import tombstones
 
-_NO_SNAPSHOT = {"XSTREAMS_SNAPSHOT_AFTER_BYTES": str(1 << 60)}
+_NO_SNAPSHOT = {
+    "XSTREAMS_SNAPSHOT_AFTER_BYTES": str(1 << 60),
+    "XSTREAMS_SNAPSHOT_AFTER_RECORDS": str(1 << 60),
+}
 
 
 def _text(payload: bytes) -> str:

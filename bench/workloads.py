@@ -45,6 +45,7 @@ class Plan:
     redis_consume_entries: int = 500_000
     memory_entries: int = 1_000_000
     recovery_entries: int = 1_000_000  # workload 7 (bench/recovery.py)
+    restart_records: int = 100_000  # workload 7's Idempotency-Key and IDMP journals
     keyspace_streams: int = 100_000  # workload 8 (bench/keyspace.py)
 
     @classmethod
@@ -98,7 +99,8 @@ class Row:
     xstreams: str
     redis: str | None
     bare: str | None
-    target: dict[str, Any] | None = None  # {"kind": "ceiling_ratio"|"min"|"max", "value": x}
+    # {"kind": "ceiling_ratio"|"baseline_ratio"|"redis_ratio"|"min"|"max", "value": x}
+    target: dict[str, Any] | None = None
 
 
 def measure(cells: list[Cell], rounds: int, log: Callable[[str], None]) -> None:

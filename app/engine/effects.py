@@ -331,7 +331,11 @@ class JournalSink(Protocol):
 
 
 class ReplayError(Exception):
-    """A journal record or snapshot the engine cannot apply: recovery must stop."""
+    """A journal record or snapshot the engine cannot apply: recovery must stop. ``index``:
+    which record of the row being replayed it is, when records come a row at a time
+    (``replay.restore_stored_rows``)."""
+
+    index: int | None = None
 
 
 class Unstorable(ValueError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import chain
 
 from app.engine.ids import string2ll
 
@@ -84,6 +85,36 @@ def fields_bytes(fields: tuple[str, ...] | list[str]) -> int:
 
 # A string that starts as an integer may be stored as one: ``str_size`` decides those.
 _MAY_BE_INT = re.compile("(?:^|\x00)[-0-9]")
+
+
+def values_sizes(strs: Sequence[str]) -> tuple[int, int]:
+    """``(strs_size(strs), fields_bytes(strs))`` from one join: node sizing wants both for
+    every appended entry (its listpack bytes, and its raw bytes for the node's limit)."""
+    if not strs:
+        return 0, 0
+    joined = "\x00".join(strs)
+    if joined.isascii():
+        n = len(strs)
+        raw = len(joined) - n + 1
+        if _MAY_BE_INT.search(joined) is None and max(map(len, strs)) < 64:
+            return raw + 2 * n, raw
+        return sum(map(str_size, strs)), raw
+    return sum(map(str_size, strs)), sum(map(byte_len, strs))
+
+
+def plain_lengths(rows: Sequence[Sequence[str]]) -> list[int] | None:
+    """The byte length of each row's strings joined, when every string of every row takes
+    its length + 2 (``strs_size``'s fast case: ASCII, under 64 bytes, not integer-looking);
+    else None. A run of entries is sized with it in a few C passes (``Node.append_run``)."""
+    strs = list(chain.from_iterable(rows))
+    if not strs:
+        return None
+    joined = "\x00".join(strs)
+    if not joined.isascii() or _MAY_BE_INT.search(joined) is not None:
+        return None
+    if max(map(len, strs)) >= 64:
+        return None
+    return list(map(len, map("".join, rows)))
 
 
 def strs_size(strs: Sequence[str]) -> int:

@@ -46,11 +46,19 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, count, repeat
-from operator import add
+from operator import add, eq, ge, itemgetter, lt, sub
 from typing import Final
 
 from app.engine.ids import StreamID
-from app.engine.listpack import LP_EMPTY_BYTES, fields_bytes, int_size, str_size, strs_size
+from app.engine.listpack import (
+    LP_EMPTY_BYTES,
+    fields_bytes,
+    int_size,
+    plain_lengths,
+    str_size,
+    strs_size,
+    values_sizes,
+)
 
 Fields = tuple[str, ...]
 """Field/value pairs flattened in the order the client gave them: (f1, v1, f2, v2, ...)."""
@@ -63,6 +71,11 @@ _SEPARATORS: Final = "\x1f" + "".join(chr(c) for c in range(256) if c != 0x1F)
 """Separator candidates, the ASCII unit separator first: all Latin-1, so a separator never
 makes a node's string wider than its content."""
 _UMAX: Final = {"H": 0xFFFF, "I": 0xFFFF_FFFF, "Q": MASK64}
+# A run this long or longer is sized in C passes when it can be (``Node._plain_run``).
+_PLAIN_RUN: Final = 8
+_NAMES = itemgetter(slice(0, None, 2))
+_VALUES = itemgetter(slice(1, None, 2))
+_MS, _SEQ = itemgetter(0), itemgetter(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,38 +238,105 @@ class Node:
             )
         else:
             prev = None
+        if len(ids) - start >= _PLAIN_RUN:
+            done = self._plain_run(ids, rows, start, max_bytes, max_entries, n, prev)
+            if done is not None:
+                return done
         samefields = int_size(_SAMEFIELDS)
+        # The master's names' bytes: an entry with the same names adds only its values'.
+        names_bytes = fields_bytes(mfields)
+        lp_bytes, live, ordered = self.lp_bytes, self.live, self.ordered
         end = len(ids)
         i = start
         all_same = True
+        # int_size inlined where it is 2 (0..127): most deltas and counts of a node.
         while i < end:
             sid, fields = ids[i], rows[i]
-            if i > start and (
-                self.lp_bytes + fields_bytes(fields) >= max_bytes
-                or (max_entries and n >= max_entries)
-            ):
-                break
-            live = self.live
-            if n:
-                self.lp_bytes += int_size(live + 1) - int_size(live)
             names = fields[0::2]
             nfields = len(names)
             same = names == mfields
-            size = samefields + int_size(sid.ms - mms) + int_size(sid.seq - mseq)
             if same:
-                size += strs_size(fields[1::2]) + int_size(nfields + 3)
+                values, raw = values_sizes(fields[1::2])
+                raw += names_bytes
+            else:
+                raw = fields_bytes(fields)
+            if i > start and (lp_bytes + raw >= max_bytes or (max_entries and n >= max_entries)):
+                break
+            if n and live >= 127:
+                lp_bytes += int_size(live + 1) - int_size(live)
+            d = sid.ms - mms
+            size = samefields + (2 if 0 <= d <= 127 else int_size(d))
+            d = sid.seq - mseq
+            size += 2 if 0 <= d <= 127 else int_size(d)
+            if same:
+                size += values + (2 if nfields <= 124 else int_size(nfields + 3))
             else:
                 all_same = False
                 size += int_size(nfields) + strs_size(fields) + int_size(2 * nfields + 4)
-            self.lp_bytes += size
+            lp_bytes += size
             if prev is not None and sid < prev:
-                self.ordered = False
-            prev = sid if self.ordered else None
-            self.live = live + 1
+                ordered = False
+            prev = sid if ordered else None
+            live += 1
             n += 1
             i += 1
+        self.lp_bytes, self.live, self.ordered = lp_bytes, live, ordered
         self._pack(ids[start:i], rows[start:i], all_same)
         return i
+
+    def _plain_run(
+        self,
+        ids: Sequence[StreamID],
+        rows: Sequence[Fields],
+        start: int,
+        max_bytes: int,
+        max_entries: int,
+        n: int,
+        prev: tuple[int, int] | None,
+    ) -> int | None:
+        """``append_run``'s sizing done in a few C passes over the run, for its common
+        case: every entry has the master's names and plain values (``plain_lengths``), IDs
+        in order, and the node's live count stays under 128 (past it the header's count
+        element grows). The same sizes and the same closing point as entry by entry; None
+        when the run is not such a run."""
+        mfields = self.master_fields
+        nf = len(mfields)
+        k = len(ids) - start
+        if max_entries:
+            k = min(k, max(max_entries - n, 1))  # the first entry is always taken
+        live = self.live
+        if not nf or live + k > 127:
+            return None
+        run_ids, run_rows = ids[start : start + k], rows[start : start + k]
+        if not all(map(eq, map(_NAMES, run_rows), repeat(mfields))):
+            return None
+        lengths = plain_lengths(list(map(_VALUES, run_rows)))
+        if lengths is None:
+            return None
+        if self.ordered:  # an ordered node stays ordered only if the run is in order
+            after = [prev, *run_ids] if prev is not None else list(run_ids)
+            if any(map(lt, after[1:], after)):
+                return None
+        master = self.master
+        dms = list(map(sub, map(_MS, run_ids), repeat(master.ms)))
+        dseq = list(map(sub, map(_SEQ, run_ids), repeat(master.seq)))
+        # An entry: flags, two ID deltas, its values (each its length + 2), the count.
+        base = int_size(_SAMEFIELDS) + 2 * nf + int_size(nf + 3)
+        sizes = [base + x for x in lengths]
+        for deltas in (dms, dseq):
+            if min(deltas) >= 0 and max(deltas) <= 127:
+                sizes = [x + 2 for x in sizes]
+            else:
+                sizes = list(map(add, sizes, map(int_size, deltas)))
+        before = list(accumulate(sizes, initial=self.lp_bytes))  # the node before each
+        # The node closes before the first later entry whose fields would reach max_bytes.
+        room = max_bytes - fields_bytes(mfields)
+        over = map(ge, map(add, before[1:k], lengths[1:k]), repeat(room))
+        stop = next(compress(count(1), over), k)
+        self.lp_bytes = before[stop]
+        self.live = live + stop
+        self._pack(run_ids[:stop], run_rows[:stop], True)
+        return start + stop
 
     def _pack(self, ids: Sequence[StreamID], rows: Sequence[Fields], all_same: bool) -> None:
         """``put`` of a run at once: the common case (SAMEFIELDS entries in a node of such

@@ -11,8 +11,8 @@ the one acknowledged (entries out of order, a group reset, counters off).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, assert_never
+from collections.abc import Iterable
+from typing import Any, assert_never
 
 from app.engine.codec import (
     entry_from_wire,
@@ -65,8 +65,6 @@ from app.engine.responses import RESPONSES_KEY, Stored
 from app.engine.snapshot import configure, decode_snapshot
 from app.engine.stream import Fields, Stream, id_follows
 
-T = TypeVar("T")
-
 
 def apply_record(ks: Keyspace, record: Record) -> None:
     """Apply one record's effects in order; raises ReplayError for one that does not fit."""
@@ -85,7 +83,15 @@ def _apply(ks: Keyspace, effect: Effect) -> None:
 
 def restore(ks: Keyspace, snapshot: bytes | None, records: Iterable[Record]) -> int:
     """Rebuild ``ks`` (empty) from a snapshot and the records after it; returns how many."""
-    return _restore(ks, snapshot, records, _Replay.record)
+    if snapshot is not None:
+        decode_snapshot(snapshot, ks)
+    replay = _Replay(ks)
+    n = 0
+    for record in records:
+        replay.record(record)
+        n += 1
+    replay.end()
+    return n
 
 
 def restore_stored(ks: Keyspace, snapshot: bytes | None, values: Iterable[Any]) -> int:
@@ -93,19 +99,20 @@ def restore_stored(ks: Keyspace, snapshot: bytes | None, values: Iterable[Any]) 
     as recovery reads them: an entry is appended from its stored list without becoming an
     ``EntryAdded`` first. Each record is decoded whole before any of it is applied, so a
     malformed one changes nothing."""
-    return _restore(ks, snapshot, values, _Replay.stored)
+    return restore_stored_rows(ks, snapshot, ([value] for value in values))
 
 
-def _restore(
-    ks: Keyspace, snapshot: bytes | None, items: Iterable[T], apply: Callable[[_Replay, T], None]
-) -> int:
+def restore_stored_rows(ks: Keyspace, snapshot: bytes | None, rows: Iterable[list[Any]]) -> int:
+    """``restore_stored`` of records handed a journal row (a list of them) at a time, as
+    recovery reads them: nothing runs per record between the rows' records but replay
+    itself. A ``ReplayError`` carries the ``index`` in its row of the record that raised."""
     if snapshot is not None:
         decode_snapshot(snapshot, ks)
     replay = _Replay(ks)
     n = 0
-    for item in items:
-        apply(replay, item)
-        n += 1
+    for values in rows:
+        replay.stored(values)
+        n += len(values)
     replay.end()
     return n
 
@@ -149,33 +156,43 @@ class _Replay:
             self.end()
             _apply(self.ks, effect)
 
-    def stored(self, value: Any) -> None:
-        """One record in its stored form. The common ones go without dataclasses: a lone
+    def stored(self, values: list[Any]) -> None:
+        """Records in their stored form. The common ones go without dataclasses: a lone
         entry, an idempotent XADD's entry and IDMP record, a kept response. Any other is
         decoded as effects, then applied. Either way the whole record is decoded first."""
-        if type(value) is list:
-            n = len(value)
-            if n == 1:
-                w = value[0]
-                if type(w) is list and len(w) == 4 and w[0] == "add":
-                    self.add(*entry_from_wire(w))
-                    return
-                if type(w) is list and len(w) == 5 and w[0] == "remember" and w[1] == RESPONSES_KEY:
-                    name, fingerprint, response, expires_ms = kept_from_wire(w)
-                    self.ks.responses.put(name, Stored(fingerprint, response, expires_ms))
-                    return
-            elif n == 2:
-                a, b = value
-                if (
-                    type(a) is list and len(a) == 4 and a[0] == "add"
-                    and type(b) is list and len(b) == 6 and b[0] == "idmp"
-                ):  # fmt: skip
-                    key, sid, fields = entry_from_wire(a)
-                    idmp = idmp_from_wire(b, sid)
-                    self.add(key, sid, fields)
-                    _record_idmp(self.ks, *idmp)
-                    return
-        self.record(record_from_wire(value))
+        add = self.add
+        i = 0
+        try:
+            for i, value in enumerate(values):  # noqa: B007 (i: the record that raised)
+                if type(value) is list:
+                    n = len(value)
+                    if n == 1:
+                        w = value[0]
+                        if type(w) is list and len(w) == 4 and w[0] == "add":
+                            add(*entry_from_wire(w))
+                            continue
+                        if (
+                            type(w) is list and len(w) == 5
+                            and w[0] == "remember" and w[1] == RESPONSES_KEY
+                        ):  # fmt: skip
+                            name, fingerprint, response, expires_ms = kept_from_wire(w)
+                            self.ks.responses.put(name, Stored(fingerprint, response, expires_ms))
+                            continue
+                    elif n == 2:
+                        a, b = value
+                        if (
+                            type(a) is list and len(a) == 4 and a[0] == "add"
+                            and type(b) is list and len(b) == 6 and b[0] == "idmp"
+                        ):  # fmt: skip
+                            key, sid, fields = entry_from_wire(a)
+                            idmp = idmp_from_wire(b, sid)
+                            add(key, sid, fields)
+                            _record_idmp(self.ks, *idmp)
+                            continue
+                self.record(record_from_wire(value))
+        except ReplayError as e:
+            e.index = i
+            raise
 
     def add(self, key: str, sid: StreamID, fields: Fields) -> None:
         if self.stream is None or key != self.key:

@@ -19,7 +19,7 @@ from app.engine.commands.table import resolved
 from app.engine.effects import JournalSink, Record
 from app.engine.errors import EXECABORT, CommandError
 from app.engine.keyspace import Keyspace, StreamConfig
-from app.engine.replay import restore, restore_stored
+from app.engine.replay import restore, restore_stored, restore_stored_rows
 from app.engine.replies import CommandReply
 from app.engine.snapshot import SnapshotView, snapshot_view
 
@@ -53,6 +53,12 @@ class Store:
         if self.keyspace.streams:
             raise RuntimeError("restore needs an empty store")
         return restore_stored(self.keyspace, snapshot, values)
+
+    def restore_stored_rows(self, snapshot: bytes | None, rows: Iterable[list[Any]]) -> int:
+        """``restore_stored`` a journal row's records at a time (``replay``)."""
+        if self.keyspace.streams:
+            raise RuntimeError("restore needs an empty store")
+        return restore_stored_rows(self.keyspace, snapshot, rows)
 
     @property
     def clock(self) -> Clock:

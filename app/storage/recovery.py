@@ -86,11 +86,12 @@ def recover(db: Database, store: Store) -> Recovered:
     # collector would only rescan the growing keyspace again and again (half the time).
     collecting = gc.isenabled()
     gc.disable()
-    records = state.records()
+    records = state.rows_of_records()
     try:
-        replayed = store.restore_stored(snap.data if snap else None, records)
+        replayed = store.restore_stored_rows(snap.data if snap else None, records)
     except ReplayError as e:
         if state.started:
+            state.failed_at(e.index)
             where = f"journal record seq={state.seq}"
             row = state.row
             assert row is not None  # a record was read, so its row was
@@ -139,6 +140,7 @@ class _Position:
         self.db = db
         self.snapshot_id = snapshot_id
         self.seq = after  # the last record loaded
+        self.first = after  # the first record of those last handed to replay
         self.started = False  # a journal record was handed to replay
         self.row: Row | None = None
         self.rows = 0
@@ -172,9 +174,16 @@ class _Position:
             f"{_where(row)} in {self.db.url}: {what}; {_STOPPED}", self.stop(row, 0)
         )
 
-    def records(self) -> Generator[Any]:
-        """Each record after the snapshot in its stored form (decoded JSON), checked row by
-        row; replay decodes it (``Store.restore_stored``)."""
+    def failed_at(self, index: int | None) -> None:
+        """Replay refused record ``index`` of the records last handed (None: the last)."""
+        if index is not None:
+            left = self.seq - (self.first + index)  # handed after the one refused
+            self.seq -= left
+            self.replayed -= left
+
+    def rows_of_records(self) -> Generator[list[Any]]:
+        """The records after the snapshot in their stored form (decoded JSON), a row's at
+        a time, checked row by row; replay decodes them (``Store.restore_stored_rows``)."""
         url = self.db.url
         for row in self.db.rows_after(self.seq):
             if row.last_seq < row.seq:
@@ -210,11 +219,12 @@ class _Position:
                 )
             self.row = row
             self.bytes += len(row.records)
-            for seq, record in enumerate(records, row.seq):
-                if seq <= self.seq:
-                    continue  # already in the snapshot (a row it covers in part)
+            if row.seq <= self.seq:  # already in the snapshot, in part (or whole)
+                records = records[self.seq - row.seq + 1 :]
+            if records:
                 self.started = True
-                self.seq = seq
-                self.replayed += 1
-                yield record
+                self.first = self.seq + 1
+                self.seq = row.last_seq
+                self.replayed += len(records)
+                yield records
             self.rows += 1

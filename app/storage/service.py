@@ -37,7 +37,10 @@ class Storage:
         self.snapshot_on_shutdown = settings.snapshot_on_shutdown
         self.db = Database(create_db_engine(settings.resolved_database_url(), settings.fsync))
         self.writer = JournalWriter(
-            self.db, settings.fsync, snapshot_after_bytes=settings.snapshot_after_bytes
+            self.db,
+            settings.fsync,
+            snapshot_after_bytes=settings.snapshot_after_bytes,
+            snapshot_after_records=settings.snapshot_after_records,
         )
         self.keys = KeyStore.sharing(self.db)  # the API keys, in the same database
         self.snapshots: Snapshotter | None = None
@@ -108,7 +111,7 @@ class Storage:
         )
         self.snapshots = Snapshotter(self.db, store, self.writer)
         self.writer.on_threshold = self.snapshots.maybe_start
-        self.writer.start(result.last_seq, result.journal_bytes)
+        self.writer.start(result.last_seq, result.journal_bytes, result.records)
         return result
 
     async def stop(self) -> None:
@@ -116,7 +119,7 @@ class Storage:
         if self.snapshots is not None:
             await self.snapshots.wait_idle()
             wanted = self.snapshot_on_shutdown or self.mode is FsyncMode.OFF
-            if wanted and self.writer.bytes_since_snapshot > 0 and self.writer.failure is None:
+            if wanted and self.writer.records_since_snapshot > 0 and self.writer.failure is None:
                 try:
                     await self.snapshots.take()
                 except Exception as e:

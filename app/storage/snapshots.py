@@ -22,7 +22,7 @@ from app.storage.writer import JournalWriter, describe
 
 log = logging.getLogger("xstreams.storage")
 
-# After a failed background snapshot, wait this long before the size trigger tries again.
+# After a failed background snapshot, wait this long before the trigger tries again.
 RETRY_AFTER_S = 10.0
 
 
@@ -35,7 +35,8 @@ class SnapshotTaken:
 
 
 class Snapshotter:
-    """Takes snapshots on demand, on journal size (``maybe_start``) and on shutdown."""
+    """Takes snapshots on demand, on journal size or record count (``maybe_start``) and on
+    shutdown."""
 
     def __init__(self, db: Database, store: Store, writer: JournalWriter) -> None:
         self.db = db
@@ -71,6 +72,7 @@ class Snapshotter:
             view = self.store.snapshot_view()
             covers = self.writer.last_seq
             counted = self.writer.bytes_since_snapshot
+            counted_records = self.writer.records_since_snapshot
             t0 = time.perf_counter()
             data = await asyncio.to_thread(encode_snapshot, view)
             t1 = time.perf_counter()
@@ -78,6 +80,7 @@ class Snapshotter:
             await asyncio.to_thread(self.db.write_snapshot, covers, data)
             t2 = time.perf_counter()
             self.writer.bytes_since_snapshot -= counted
+            self.writer.records_since_snapshot -= counted_records
             self.taken += 1
             log.info("snapshot covering record %d: %d bytes", covers, len(data))
             return SnapshotTaken(covers, len(data), int((t1 - t0) * 1000), int((t2 - t1) * 1000))

@@ -86,15 +86,20 @@ class JournalWriter:
         mode: FsyncMode,
         *,
         snapshot_after_bytes: int = 64 * 1024 * 1024,
+        snapshot_after_records: int = 500_000,
         retry_s: float = 0.5,
     ) -> None:
         self.db = db
         self.mode = mode
         self.snapshot_after_bytes = snapshot_after_bytes
+        self.snapshot_after_records = snapshot_after_records
         self.retry_s = retry_s
         self.last_seq = 0  # highest seq appended
         self.committed_seq = 0  # highest seq known to be in the database
         self.bytes_since_snapshot = 0
+        # Records count apart from bytes: replay costs per record, and small records (kept
+        # responses, IDMP) would stay far below the byte trigger while restart grows.
+        self.records_since_snapshot = 0
         self.commits = 0  # transactions committed, for metrics and the benchmark
         self.on_threshold: Callable[[], None] | None = None
         # Told each group commit's duration (s) and record count (the service's metrics).
@@ -134,12 +139,16 @@ class JournalWriter:
             raise self._refuse(record, e) from e
         self.last_seq += 1
         self.bytes_since_snapshot += len(data)
+        self.records_since_snapshot += 1
         if self.mode is not FsyncMode.OFF:
             self._pending.append((self.last_seq, data))
             self._wake.set()
         if self.mode is FsyncMode.ALWAYS and not stamp_keys(record, self._key_seq, self.last_seq):
             self._all_seq = self.last_seq
-        if self.bytes_since_snapshot >= self.snapshot_after_bytes and self.on_threshold:
+        if self.on_threshold is not None and (
+            self.bytes_since_snapshot >= self.snapshot_after_bytes
+            or self.records_since_snapshot >= self.snapshot_after_records
+        ):
             self.on_threshold()
 
     def hold(self) -> int:
@@ -221,10 +230,12 @@ class JournalWriter:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self, last_seq: int, journal_bytes: int = 0) -> None:
-        """Begin after recovery: the next record is ``last_seq + 1``."""
+    def start(self, last_seq: int, journal_bytes: int = 0, journal_records: int = 0) -> None:
+        """Begin after recovery: the next record is ``last_seq + 1``; the journal replayed
+        (bytes, records) counts toward the next snapshot."""
         self.last_seq = self.committed_seq = last_seq
         self.bytes_since_snapshot = journal_bytes
+        self.records_since_snapshot = journal_records
         self._started = True
         self._task = asyncio.create_task(self._run(), name="xstreams-journal")
 

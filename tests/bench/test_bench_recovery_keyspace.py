@@ -17,7 +17,10 @@ from bench.workloads import Plan
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_recovery_and_keyspace_rows_at_a_tiny_size() -> None:
-    plan = Plan(True, rounds=1, seconds=1.0, recovery_entries=300, keyspace_streams=300)
+    plan = Plan(
+        True, rounds=1, seconds=1.0, recovery_entries=300, restart_records=300,
+        keyspace_streams=300,
+    )  # fmt: skip
     logged: list[str] = []
     with harness.fleet() as fleet:
         cells, rows = recovery(fleet, plan, logged.append)
@@ -47,5 +50,17 @@ def test_recovery_and_keyspace_rows_at_a_tiny_size() -> None:
     verdicts = [t for t in text.splitlines() if t.startswith("| 8. ") and "target ≤ 5.00" in t]
     assert len(verdicts) == 3 and all("p99" in t for t in verdicts)
     restart = [t for t in text.splitlines() if t.startswith("| 7. restart")]
-    assert len(restart) == 2 and all(t.endswith("| — |") for t in restart)
+    assert len(restart) == 4 and all(t.endswith("| — |") for t in restart)
+    # Issue 37: the journal against redis-server's AOF load, and journals of Idempotency-Key
+    # XADDs and of XADD IDMP (Redis 8.6 beside it) with their verdicts.
+    for tag, kind, target in (
+        ("idempotency", "Idempotency-Key XADDs", "≤ 1.00"),
+        ("idmp", "XADD IDMP", "≤ 2.5x redis"),
+    ):
+        assert figures["cells"][f"redis_restart_journal_{tag}"]["median"] > 0
+        line = next(t for t in text.splitlines() if t.startswith("| 7. recovery") and kind in t)
+        assert line.endswith(f"| {target} |")
+    ratio = next(t for t in text.splitlines() if "against redis-server's AOF load" in t)
+    assert ratio.endswith("| ≤ 2.5x redis |")
+    assert any("x redis-server (target ≤ 2.5x)" in t for t in text.splitlines())
     assert any("snapshot of" in line for line in logged)
