@@ -126,7 +126,7 @@ def test_xidmprecord_names_an_entry_for_a_later_idmp_append(store: Store) -> Non
     assert _idmp(store) is None
     assert store.execute(["XIDMPRECORD", "s", "p", "i", str(first)]) == "OK"
     assert store.execute(["XIDMPRECORD", "s", "p", "i", str(first)]) == "OK"
-    with pytest.raises(CommandError, match="^ERR IID already exists for this producer with a "):
+    with pytest.raises(CommandError, match=r"^ERR IID already exists for this producer with a "):
         store.execute(["XIDMPRECORD", "s", "p", "i", str(second)])
     assert store.execute(["XIDMPRECORD", "s", "q", "i", str(second)]) == "OK"
     assert store.execute(["XADD", "s", "IDMP", "p", "i", "*", "f", "x"]) == first
