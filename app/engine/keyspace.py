@@ -52,6 +52,9 @@ class StreamConfig:
     # stream-idmp-duration / stream-idmp-maxsize).
     idmp_duration_s: int = DEFAULT_DURATION_S
     idmp_maxsize: int = DEFAULT_MAXSIZE
+    # XREAD's ``+`` ID, the last entry (Redis 7.4): a service setting, off by default because
+    # Redis 7.0 refuses ``+`` there and every reply 7.0 gives stays as 7.0 gives it.
+    xread_last_entry: bool = False
 
     def get(self, name: str) -> int:
         """The value of a CONFIG parameter (``app.engine.config``) by its name."""
