@@ -162,6 +162,7 @@ def _opened(settings: Settings) -> _Parts:
         settings.stream_node_max_entries,
         settings.stream_node_max_bytes,
         settings.idmp_max_producers,
+        xread_last_entry=settings.xread_last_entry,
     )
     store = Store(config=config, journal=storage.writer)
     return _Parts(store, storage, storage.keys)

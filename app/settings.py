@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     # Producers one stream's idempotent appends (XADD IDMP, Redis 8.6) may track; past it the
     # one that appended least recently is forgotten (embedded backend; Redis has no cap).
     idmp_max_producers: PositiveInt = 10_000
+    # Embedded backend: XREAD's `+` ID reads each stream's last entry (Redis 7.4 and later).
+    # Off by default: Redis 7.0 refuses `+` there, and xstreams answers as 7.0 unless told.
+    # In front of Redis, the server decides.
+    xread_last_entry: bool = False
     # Largest request body accepted by the command endpoint, in bytes.
     max_body_bytes: int = 16 * 1024 * 1024
     log_level: str = "info"

@@ -5,6 +5,10 @@ starts, so they decide what ``~`` trimming removes: after CONFIG SET, every stre
 append uses the new value, as in Redis (nodes already written keep their size). Values are
 parsed with Redis's own rules and refused in its words (``config.c``): the entries limit is
 a strict integer, the bytes limit a memory value (``4096``, ``4kb``, ``1m``).
+
+``stream-idmp-duration`` and ``stream-idmp-maxsize`` (Redis 8.6) are the IDMP window and
+size a stream starts with (XCFGSET changes one stream's); strict integers within XCFGSET's
+bounds, refused in redis-server 8.6's words.
 """
 
 from __future__ import annotations
@@ -14,6 +18,14 @@ from dataclasses import dataclass
 
 from app.engine.errors import CommandError, SyntaxError_
 from app.engine.glob import glob_match
+from app.engine.idmp import (
+    DEFAULT_DURATION_S,
+    DEFAULT_MAXSIZE,
+    MAX_DURATION_S,
+    MAX_MAXSIZE,
+    MIN_DURATION_S,
+    MIN_MAXSIZE,
+)
 from app.engine.ids import INT64_MAX, UINT64_MAX, string2ll
 
 _MEMORY_UNITS = {
@@ -60,6 +72,20 @@ def _memory(text: str) -> int:
     return value
 
 
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An integer config with bounds of its own (``createIntConfig``)."""
+
+    def parse(text: str) -> int:
+        value = string2ll(text)
+        if value is None:
+            raise BadValue("argument couldn't be parsed into an integer")
+        if not low <= value <= high:
+            raise BadValue(f"argument must be between {low} and {high} inclusive")
+        return value
+
+    return parse
+
+
 @dataclass(frozen=True, slots=True)
 class Parameter:
     name: str
@@ -69,9 +95,14 @@ class Parameter:
 
 PARAMETERS: dict[str, Parameter] = {
     p.name: p
+    # A glob lists them in this order: 7.0's for the node limits, 8.6's for the IDMP ones.
     for p in (
+        Parameter("stream-idmp-maxsize", _bounded(MIN_MAXSIZE, MAX_MAXSIZE), DEFAULT_MAXSIZE),
         Parameter("stream-node-max-bytes", _memory, 4096),
         Parameter("stream-node-max-entries", _integer, 100),
+        Parameter(
+            "stream-idmp-duration", _bounded(MIN_DURATION_S, MAX_DURATION_S), DEFAULT_DURATION_S
+        ),
     )
 }
 

@@ -183,7 +183,12 @@ _BY_CODE: dict[str, type[CommandError]] = {
     "UNBLOCKED": Unblocked,
 }
 
-_NOT_FOUND_PREFIXES = (NO_SUCH_KEY, NO_SUCH_ENTRY, "ERR no such consumer ")
+_NOT_FOUND_PREFIXES = (
+    NO_SUCH_KEY,
+    NO_SUCH_ENTRY,
+    "ERR no such consumer ",
+    "ERR No such message in stream",  # XIDMPRECORD (Redis 8.6)
+)
 _NOT_FOUND_PARTS = ("The XGROUP subcommand requires the key to exist",)
 _CONFLICT_PARTS = (
     "is equal or smaller than the target stream top item",  # XADD
@@ -191,6 +196,7 @@ _CONFLICT_PARTS = (
     "smaller than current max_deleted_entry_id",
     "is smaller than the target stream length",  # XSETID ENTRIESADDED
     "exhausted the last possible ID",
+    "IID already exists for this producer with a different stream ID",  # XIDMPRECORD
 )
 _TOO_MANY_PARTS = ("(max_stream_groups)", "(max_group_consumers)")
 _TOO_LARGE_PARTS = (
@@ -229,6 +235,8 @@ _WRONG_ARGUMENT_PREFIXES = (
     "ERR min-idle-time ",
     "ERR The CLAIM option",
     "ERR Invalid RETRYCOUNT option argument",
+    "ERR producer ID must be non-empty",  # XIDMPRECORD (Redis 8.6)
+    "ERR idempotent ID must be non-empty",
 )
 
 

@@ -26,7 +26,7 @@ from app.engine.effects import (
     StreamCreated,
 )
 from app.engine.glob import glob_match
-from app.engine.idmp import DEFAULT_MAX_PRODUCERS
+from app.engine.idmp import DEFAULT_DURATION_S, DEFAULT_MAX_PRODUCERS, DEFAULT_MAXSIZE, Idmp
 from app.engine.limits import Limits
 from app.engine.replies import ScanPage
 from app.engine.responses import Responses
@@ -48,10 +48,33 @@ class StreamConfig:
     node_max_entries: int = 100
     node_max_bytes: int = 4096
     idmp_max_producers: int = DEFAULT_MAX_PRODUCERS
+    # The IDMP window and size a stream's IDMP state starts with (Redis 8.6's
+    # stream-idmp-duration / stream-idmp-maxsize).
+    idmp_duration_s: int = DEFAULT_DURATION_S
+    idmp_maxsize: int = DEFAULT_MAXSIZE
+    # XREAD's ``+`` ID, the last entry (Redis 7.4): a service setting, off by default because
+    # Redis 7.0 refuses ``+`` there and every reply 7.0 gives stays as 7.0 gives it.
+    xread_last_entry: bool = False
 
     def get(self, name: str) -> int:
         """The value of a CONFIG parameter (``app.engine.config``) by its name."""
-        return self.node_max_entries if name == "stream-node-max-entries" else self.node_max_bytes
+        return int(getattr(self, _FIELDS[name]))
+
+    def set(self, name: str, value: int) -> None:
+        setattr(self, _FIELDS[name], value)
+
+    def new_idmp(self) -> Idmp:
+        """The IDMP state a stream gets on its first IDMP append, XIDMPRECORD or XCFGSET."""
+        return Idmp(self.idmp_duration_s, self.idmp_maxsize)
+
+
+# CONFIG parameters to the ``StreamConfig`` fields that hold them.
+_FIELDS = {
+    "stream-node-max-entries": "node_max_entries",
+    "stream-node-max-bytes": "node_max_bytes",
+    "stream-idmp-duration": "idmp_duration_s",
+    "stream-idmp-maxsize": "idmp_maxsize",
+}
 
 
 class StreamMap(dict[str, Stream]):
@@ -167,12 +190,10 @@ class Keyspace:
         self.blocked.signal(dst)
 
     def configure(self, values: dict[str, int]) -> None:
-        """CONFIG SET of node limits: the keyspace's and every stream's next append."""
+        """CONFIG SET: node limits apply to every stream's next append; the IDMP values to
+        streams that get IDMP state from now on (a stream's own stay as they are)."""
         for name, value in values.items():
-            if name == "stream-node-max-entries":
-                self.config.node_max_entries = value
-            else:
-                self.config.node_max_bytes = value
+            self.config.set(name, value)
             self.config_set[name] = value
             self.record(ConfigSet(parameter=name, value=value))
         for stream in self.streams.values():

@@ -55,7 +55,6 @@ from app.engine.effects import (
     WebhookSet,
 )
 from app.engine.groups import Consumer, ConsumerGroup
-from app.engine.idmp import Idmp
 from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
@@ -251,7 +250,7 @@ def _record_idmp(ks: Keyspace, key: str, producer: str, iid: str, sid: StreamID,
     """An IDMP XADD's iid, after what expired by the time the command read (``Idmp``)."""
     s = _stream(ks, key)
     if s.idmp is None:
-        s.idmp = Idmp()
+        s.idmp = ks.config.new_idmp()
     s.idmp.expire(now)
     s.idmp.record(producer, iid, sid, now, ks.config.idmp_max_producers)
 
@@ -368,7 +367,7 @@ def apply_effect(ks: Keyspace, effect: Effect) -> None:
         case IdmpConfigured(key=key, duration_s=duration_s, maxsize=maxsize):
             s = _stream(ks, key)
             if s.idmp is None:
-                s.idmp = Idmp()
+                s.idmp = ks.config.new_idmp()
             s.idmp.configure(duration_s, maxsize)
         case LastIdSet():
             s = _stream(ks, effect.key)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from app.engine import config
 from app.engine.codec import (
     decode_json,
     encode_json,
@@ -296,12 +297,17 @@ def _decode_node_v1(nd: dict[str, Any]) -> Node:
 
 
 def configure(ks: Keyspace, name: Any, value: Any) -> None:
-    """Apply a journaled or snapshotted CONFIG SET of a node limit, refusing what no CONFIG SET
-    could have recorded."""
-    if name not in ("stream-node-max-entries", "stream-node-max-bytes"):
+    """Apply a journaled or snapshotted CONFIG SET, refusing what no CONFIG SET could have
+    recorded."""
+    p = config.PARAMETERS.get(name) if isinstance(name, str) else None
+    if p is None:
         raise ReplayError(f"CONFIG SET of unknown parameter {name!r}")
     if type(value) is not int or value < 0:
         raise ReplayError(f"CONFIG SET {name} to {value!r}: not a size")
+    try:
+        p.parse(str(value))
+    except config.BadValue as e:
+        raise ReplayError(f"CONFIG SET {name} to {value!r}: {e}") from None
     ks.configure({name: value})
 
 

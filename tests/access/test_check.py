@@ -53,6 +53,7 @@ LINES: list[tuple[list[str], str]] = [
     (["XTRIM", "orders", "MAXLEN", "0"], "write"),
     (["XSETID", "orders", "1-1"], "write"),
     (["XCFGSET", "orders", "IDMP-MAXSIZE", "5"], "write"),
+    (["XIDMPRECORD", "orders", "p", "i", "1-1"], "write"),
     (["XADD", "orders", "IDMP", "p", "i", "*", "f", "v"], "write"),
     (["DEL", "orders"], "write"),
     (["XGROUP", "CREATE", "orders", "g", "$"], "write"),

@@ -65,10 +65,10 @@ async def future(t: Trio, key: str) -> None:
     await t.all("append", [XAddArgs(key, ("f", "v"), id=FUTURE)])
 
 
-def refused(word: str, features: Features | None) -> tuple[str, str, str]:
+def refused(word: str, features: Features | None, needs: str = "8.6") -> tuple[str, str, str]:
     assert features is not None
     version = ".".join(map(str, features.version))
-    text = f"ERR {word} needs Redis 8.6 or newer (this server is {version})"
+    text = f"ERR {word} needs Redis {needs} or newer (this server is {version})"
     return ("error", "NotAvailable", text)
 
 
@@ -150,6 +150,9 @@ async def test_older_servers_refuse_clearly(old: RedisBackend) -> None:  # noqa:
         with pytest.raises(NotAvailable) as e:
             await old.command(argv)
         assert outcome(e.value) == refused(word, features)
+    with pytest.raises(NotAvailable) as e:
+        await old.command(["XIDMPRECORD", "o", "p", "i", "1-1"])
+    assert outcome(e.value) == refused("XIDMPRECORD", features, "8.6.2")
     # a malformed IDMP gets the engine's error; a field named idmp is only a field
     with pytest.raises(CommandError) as err:
         await old.command(["XADD", "o", "IDMP", "p", "i", "1-0", "f", "v"])
@@ -193,6 +196,15 @@ COMMANDS: list[list[str]] = [
     ["XADD", "{i}", "IDMP", "p", "i3", "*", "f", "3"],
     ["XADD", "{i}", "IDMP", "p", "i1", "*", "f", "3"],
     ["XRANGE", "{i}", "-", "+"],
+    ["XINFO", "STREAM", "{i}"],
+    ["XIDMPRECORD", "{i}", "r", "x", f"{F}-0"],
+    ["XIDMPRECORD", "{i}", "r", "x", f"{F}-0"],
+    ["XIDMPRECORD", "{i}", "r", "x", f"{F}-1"],
+    ["XIDMPRECORD", "{i}", "r", "y", "9-9"],
+    ["XIDMPRECORD", "{i}", "", "y", "bad"],
+    ["XIDMPRECORD", "{i}", "", "y", f"{F}-0"],
+    ["XIDMPRECORD", "{i}nokey", "r", "y", f"{F}-0"],
+    ["XADD", "{i}", "IDMP", "r", "x", "*", "f", "4"],
     ["XINFO", "STREAM", "{i}"],
 ]
 
@@ -250,6 +262,14 @@ def test_each_server_version_gets_idmp_or_a_refusal() -> None:
             assert sent(version, *argv) is None, (version, argv)
     # a plain XADD with an IDMP field goes as it is
     assert sent("7.0.15", "XADD", "s", "*", "idmp", "p") is None
+    record = ["XIDMPRECORD", "s", "p", "i", "1-1"]
+    for version in ("7.0.15", "8.6.0", "8.6.1"):
+        line = sent(version, *record)
+        assert line is not None and line.line == ["PING"], version
+        with pytest.raises(NotAvailable, match=r"needs Redis 8\.6\.2 or newer"):
+            line.finish(b"PONG")
+    for version in ("8.6.2", "8.6.3", "8.8.0"):
+        assert sent(version, *record) is None, version
 
 
 def test_an_idmp_batch_is_planned_up_to_the_millisecond_its_checks_hold() -> None:

@@ -138,6 +138,23 @@ def test_what_trims_deletes_and_renames_leave(pair8: Pair8) -> None:
         ("XCFGSET", "nokey", "IDMP-DURATION", "0"),
         ("XCFGSET", "nokey"),
         ("XCFGSET",),
+        ("XIDMPRECORD", "s", "p", "i"),
+        ("XIDMPRECORD", "s", "p", "i", FUTURE, "extra"),
+        ("XIDMPRECORD", "nokey", "", "", "bad"),
+        ("XIDMPRECORD", "nokey", "", "i", FUTURE),
+        ("XIDMPRECORD", "nokey", "p", "", FUTURE),
+        ("XIDMPRECORD", "nokey", "p", "i", FUTURE),
+        ("XIDMPRECORD", "s", "", "i", "bad"),
+        ("XIDMPRECORD", "s", "p", "", "9-9"),
+        ("XIDMPRECORD", "s", "p", "i", "9-9"),
+        ("XIDMPRECORD", "s", "p", "i", "0-0"),
+        ("XIDMPRECORD", "s", "p", "i", "-"),
+        ("XIDMPRECORD", "s", "p", "i", "+"),
+        ("XIDMPRECORD", "s", "p", "i", "*"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-*"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-1"),
+        ("XIDMPRECORD", "s", "p", "i", FUTURE),
     ],
     ids=lambda a: " ".join(a)[:60],
 )
@@ -181,3 +198,84 @@ def test_random_idmp_sequences(pair8: Pair8, seed: int) -> None:
         else:
             p("XADD", "s", "*", "plain", "entry")
     same(p)
+
+
+def test_xidmprecord_pairs_answer_later_appends(pair8: Pair8) -> None:
+    """XIDMPRECORD (8.6.2): a recorded pair answers its entry's ID to XADD IDMP; recording it
+    again is OK, for another entry refused; eviction past IDMP-MAXSIZE, the counters, and
+    what XDEL and XCFGSET leave, as 8.6 answers."""
+    p = pair8
+    start(p)
+    p("XADD", "s", "9999999999999-1", "f", "v")
+    p("XADD", "s", "9999999999999-2", "f", "v")
+    same(p)  # no IDMP state yet on either side's comparison
+    p.run(
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-1"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-1"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-2"),
+        ("XIDMPRECORD", "s", "p", "i2", "9999999999999-1"),
+        ("XIDMPRECORD", "s", "q", "i", "9999999999999-2"),
+        ("XIDMPRECORD", "s", "q", "\x00\xff", FUTURE),
+    )
+    same(p)
+    p.run(
+        ("XADD", "s", "IDMP", "p", "i", "*", "f", "w"),
+        ("XADD", "s", "IDMP", "q", "i", "*", "f", "w"),
+        ("XADD", "s", "IDMP", "q", "i3", "*", "f", "w"),
+        ("XDEL", "s", "9999999999999-1"),
+        ("XIDMPRECORD", "s", "p", "i", "9999999999999-1"),
+        ("XADD", "s", "IDMP", "p", "i2", "*", "f", "w"),
+        ("XCFGSET", "s", "IDMP-MAXSIZE", "2"),
+        ("XIDMPRECORD", "s", "p", "a", "9999999999999-2"),
+        ("XIDMPRECORD", "s", "p", "b", "9999999999999-2"),
+        ("XIDMPRECORD", "s", "p", "c", "9999999999999-2"),
+        ("XADD", "s", "IDMP", "p", "a", "*", "f", "w"),
+        ("XADD", "s", "IDMP", "p", "c", "*", "f", "w"),
+    )
+    same(p)
+
+
+def glob_config(p: Pair8) -> None:
+    """CONFIG GET of a glob, as pairs: Redis lists them in its hash table's order, which
+    changes from one server process to the next."""
+    expected, actual = p.both("CONFIG", "GET", "stream-*")
+    assert dict(zip(actual[::2], actual[1::2], strict=True)) == dict(
+        zip(expected[::2], expected[1::2], strict=True)
+    )
+    assert len(actual) == len(expected)
+
+
+def test_config_stream_idmp_defaults(pair8: Pair8) -> None:
+    """CONFIG GET / SET stream-idmp-duration and stream-idmp-maxsize (8.6): Redis's words for
+    refused values, and a stream that gets IDMP state afterwards starts with the values."""
+    p = pair8
+    try:
+        p.run(
+            ("CONFIG", "GET", "stream-idmp-duration"),
+            ("CONFIG", "GET", "STREAM-IDMP-MAXSIZE"),
+            ("CONFIG", "SET", "stream-idmp-duration", "0"),
+            ("CONFIG", "SET", "stream-idmp-duration", "86401"),
+            ("CONFIG", "SET", "stream-idmp-duration", "-1"),
+            ("CONFIG", "SET", "stream-idmp-duration", "abc"),
+            ("CONFIG", "SET", "stream-idmp-duration", "05"),
+            ("CONFIG", "SET", "stream-idmp-maxsize", "0"),
+            ("CONFIG", "SET", "stream-idmp-maxsize", "10001"),
+            ("CONFIG", "SET", "stream-idmp-maxsize", "1kb"),
+            ("CONFIG", "SET", "stream-idmp-maxsize", "5", "stream-idmp-duration", "0"),
+            ("CONFIG", "GET", "stream-idmp-duration"),
+            ("CONFIG", "SET", "stream-idmp-duration", "86400", "stream-idmp-maxsize", "10000"),
+        )
+        glob_config(p)
+        p("CONFIG", "SET", "stream-idmp-duration", "50", "stream-idmp-maxsize", "3")
+        glob_config(p)
+        for key in ("s", "t"):
+            start(p, key)
+        p("XADD", "s", "IDMP", "p", "i", "*", "f", "v")
+        p("XCFGSET", "t", "IDMP-DURATION", "20")
+        for iid in ("a", "b", "c", "d"):
+            p("XADD", "s", "IDMP", "p", iid, "*", "f", "v")
+        p("XADD", "s", "IDMP", "p", "a", "*", "f", "v")  # evicted past 3: a new entry
+        same(p, "s")
+        same(p, "t")
+    finally:
+        p("CONFIG", "SET", "stream-idmp-duration", "100", "stream-idmp-maxsize", "100")

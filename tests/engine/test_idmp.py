@@ -116,3 +116,58 @@ def test_dump_refuses_a_stream_with_idmp_state(store: Store) -> None:
 def test_errors(store: Store, argv: list[str], error: str) -> None:
     with pytest.raises(CommandError, match=error):
         store.execute(argv)
+
+
+def test_xidmprecord_names_an_entry_for_a_later_idmp_append(store: Store) -> None:
+    """XIDMPRECORD (8.6.2): the pair then answers that entry's ID; recording it again is OK,
+    for another entry refused; a new pair counts in iids-added, a repeat in nothing."""
+    first = store.execute(["XADD", "s", "*", "f", "v"])
+    second = store.execute(["XADD", "s", "*", "f", "w"])
+    assert _idmp(store) is None
+    assert store.execute(["XIDMPRECORD", "s", "p", "i", str(first)]) == "OK"
+    assert store.execute(["XIDMPRECORD", "s", "p", "i", str(first)]) == "OK"
+    with pytest.raises(CommandError, match=r"^ERR IID already exists for this producer with a "):
+        store.execute(["XIDMPRECORD", "s", "p", "i", str(second)])
+    assert store.execute(["XIDMPRECORD", "s", "q", "i", str(second)]) == "OK"
+    assert store.execute(["XADD", "s", "IDMP", "p", "i", "*", "f", "x"]) == first
+    assert store.execute(["XLEN", "s"]) == 2
+    assert _idmp(store) == IdmpInfo(100, 100, 2, 2, 2, 1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["XIDMPRECORD", "s", "p", "i"], "wrong number of arguments for 'xidmprecord' command"),
+        (["XIDMPRECORD", "none", "", "", "bad"], "Invalid stream ID specified as stream command"),
+        (["XIDMPRECORD", "none", "", "i", "+"], "Invalid stream ID specified as stream command"),
+        (["XIDMPRECORD", "none", "", "", "1-1"], "producer ID must be non-empty"),
+        (["XIDMPRECORD", "none", "p", "", "1-1"], "idempotent ID must be non-empty"),
+        (["XIDMPRECORD", "none", "p", "i", "1-1"], "no such key"),
+        (["XIDMPRECORD", "s", "p", "i", "9-9"], "No such message in stream"),
+        (["XIDMPRECORD", "s", "p", "i", "1"], "No such message in stream"),
+    ],
+)
+def test_xidmprecord_checks_in_redis_order(store: Store, argv: list[str], error: str) -> None:
+    store.execute(["XADD", "s", "1-1", "f", "v"])
+    with pytest.raises(CommandError, match=f"^ERR {error}"):
+        store.execute(argv)
+
+
+def test_config_sets_the_idmp_values_new_idmp_state_starts_with(store: Store) -> None:
+    """CONFIG SET stream-idmp-duration / -maxsize: streams that get IDMP state from then on
+    start with them; a stream's own values stay."""
+    store.execute(["XADD", "old", "IDMP", "p", "i", "*", "f", "v"])
+    assert store.execute(["CONFIG", "SET", "stream-idmp-duration", "50"]) == "OK"
+    assert store.execute(["CONFIG", "SET", "stream-idmp-maxsize", "7"]) == "OK"
+    assert store.execute(["CONFIG", "GET", "stream-idmp-*"]) == [
+        "stream-idmp-maxsize",
+        "7",
+        "stream-idmp-duration",
+        "50",
+    ]
+    store.execute(["XADD", "new", "IDMP", "p", "i", "*", "f", "v"])
+    old, new = _idmp(store, "old"), _idmp(store, "new")
+    assert old is not None and (old.idmp_duration, old.idmp_maxsize) == (100, 100)
+    assert new is not None and (new.idmp_duration, new.idmp_maxsize) == (50, 7)
+    with pytest.raises(CommandError, match="argument must be between 1 and 86400 inclusive"):
+        store.execute(["CONFIG", "SET", "stream-idmp-duration", "0"])

@@ -97,6 +97,13 @@ def _random_command(store: Store, rnd: random.Random) -> list[str]:
         ["CONFIG", "SET", "stream-node-max-bytes", rnd.choice(["60", "4kb", "0"])]
         if rnd.random() < 0.1
         else ["PING"],
+        ["XIDMPRECORD", key, rnd.choice("pq"), str(rnd.randint(0, 6)), some_id],
+        ["CONFIG", "SET", "stream-idmp-maxsize", rnd.choice(["2", "3", "100"])]
+        if rnd.random() < 0.2
+        else ["PING"],
+        ["CONFIG", "SET", "stream-idmp-duration", rnd.choice(["1", "5", "100"])]
+        if rnd.random() < 0.2
+        else ["PING"],
     ]
     return rnd.choice(choices)
 
@@ -169,6 +176,8 @@ def test_a_blocked_reader_served_by_a_write_is_in_that_writes_record() -> None:
         [["config", "no-such-parameter", 5]],
         [["config", "stream-node-max-entries", -1]],
         [["config", "stream-node-max-bytes", "4kb"]],
+        [["config", "stream-idmp-duration", 0]],
+        [["config", "stream-idmp-maxsize", 10001]],
     ],
 )
 def test_an_unknown_or_malformed_record_stops_replay(record: Any) -> None:

@@ -22,10 +22,11 @@ Version = tuple[int, int, int]
 
 # The release that added each: XDELEX, XACKDEL and the KEEPREF|DELREF|ACKED policies of
 # XADD / XTRIM in 8.2; XREADGROUP ... CLAIM in 8.4; XADD IDMP / IDMPAUTO and XCFGSET in 8.6;
-# XNACK in 8.8.
+# XIDMPRECORD in 8.6.2; XNACK in 8.8.
 REF_POLICIES: Version = (8, 2, 0)
 READ_CLAIM: Version = (8, 4, 0)
 IDMP: Version = (8, 6, 0)
+IDMP_RECORD: Version = (8, 6, 2)
 XNACK: Version = (8, 8, 0)
 
 
@@ -79,9 +80,8 @@ class Features:
     def refuse(self, what: str, needed: Version) -> NotAvailable:
         """The error for what this server cannot do and no script can do exactly."""
         this = version_text(self.version) if any(self.version) else "of an unknown version"
-        return NotAvailable(
-            f"ERR {what} needs Redis {needed[0]}.{needed[1]} or newer (this server is {this})"
-        )
+        version = f"{needed[0]}.{needed[1]}" + (f".{needed[2]}" if needed[2] else "")
+        return NotAvailable(f"ERR {what} needs Redis {version} or newer (this server is {this})")
 
     def delref_exact(self, removed: int, approx: bool, limit: int) -> bool:
         """Whether a DELREF trim removing ``removed`` entries (the oldest live ones) is

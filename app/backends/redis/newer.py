@@ -32,10 +32,10 @@ slot, where they give the same result exactly:
   this emulation even on 8.8, with the release time as delivery time (the back-off counts
   from it) and the release recorded beside the policy (FIFO, the holder a dead letter names);
   without a policy, the server's XNACK where it has one.
-- XADD IDMP / IDMPAUTO, XCFGSET: refused. A producer's iids would have to live beside the
-  stream, expire by its entries' time and show in XINFO STREAM; 7.0's commands keep none of
-  that with the stream, so no script does it exactly. A malformed IDMP XADD gets the
-  engine's error (7.0 would say another).
+- XADD IDMP / IDMPAUTO, XCFGSET, XIDMPRECORD (8.6.2): refused. A producer's iids would have
+  to live beside the stream, expire by its entries' time and show in XINFO STREAM; 7.0's
+  commands keep none of that with the stream, so no script does it exactly. A malformed
+  IDMP XADD gets the engine's error (7.0 would say another).
 
 What cannot be done exactly is refused with ``NotAvailable`` (400, as the error reply of that
 server), naming the version needed.
@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from app.backends.redis.delivery import nack_line
-from app.backends.redis.features import IDMP, REF_POLICIES, Features
+from app.backends.redis.features import IDMP, IDMP_RECORD, REF_POLICIES, Features
 from app.backends.redis.limits import Bounded
 from app.backends.redis.parse import (
     Arg,
@@ -363,6 +363,8 @@ def older(features: Features, limits: Limits, cmd: Command, args: list[str]) -> 
     name = cmd.name
     if name == "xcfgset" and not features.idmp:
         return _raise(features.refuse("XCFGSET", IDMP))
+    if name == "xidmprecord" and not features.has(IDMP_RECORD):
+        return _raise(features.refuse("XIDMPRECORD", IDMP_RECORD))
     if name == "xadd" and not features.idmp:
         refused = _idmp_command(features, args)
         if refused is not None:

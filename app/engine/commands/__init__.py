@@ -14,6 +14,7 @@ from app.engine.commands import (
     server,
     streams,
     xcfgset,
+    xidmprecord,
 )
 from app.engine.commands.table import COMMANDS, Command, Flag, lookup
 
@@ -32,4 +33,5 @@ __all__ = [
     "server",
     "streams",
     "xcfgset",
+    "xidmprecord",
 ]

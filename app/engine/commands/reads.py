@@ -34,6 +34,9 @@ class ReadArgs:
     consumer: str | None = None
     noack: bool = False
     claim_ms: int | None = None  # CLAIM min-idle-time (Redis 8.4); None: no claim
+    # Positions read with XREAD's ``+`` (the last entry, Redis 7.4): their ID is the one
+    # before the last entry, and they answer one entry whatever COUNT says.
+    last: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +175,8 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
         block_ms_arg(r.block_ms, ks.clock.now_ms())
     ks.limits.check_read_keys(r.command, len(r.keys))
     ids: list[StreamID] = []
-    for key, text in zip(r.keys, r.ids, strict=True):
+    last: set[int] = set()
+    for i, (key, text) in enumerate(zip(r.keys, r.ids, strict=True)):
         stream = ks.get(key)
         if xreadgroup and (stream is None or r.group not in stream.groups):
             raise NoGroup(
@@ -194,12 +198,36 @@ def resolve_read(ks: Keyspace, r: ReadRequest) -> ReadArgs:
                     "<group> <consumer> option."
                 )
             ids.append(NEW)
+        elif text == "+" and ks.config.xread_last_entry:
+            if xreadgroup:
+                raise WrongArgument.err(
+                    "The + ID is meaningless in the context of XREADGROUP: you want to read the "
+                    "history of this consumer by specifying a proper ID, or use the > ID to get "
+                    "new messages. The + ID would just return an empty result set."
+                )
+            ids.append(_before_last(stream))
+            last.add(i)
         else:
             ids.append(parse_strict_id(text))
     claim = r.claim_ms
     if claim is not None:
         claim_arg(claim)
-    return ReadArgs(r.keys, ids, r.count, r.block_ms, r.group, r.consumer, r.noack, claim)
+    return ReadArgs(
+        r.keys, ids, r.count, r.block_ms, r.group, r.consumer, r.noack, claim, frozenset(last)
+    )
+
+
+def _before_last(stream: Stream | None) -> StreamID:
+    """XREAD's ``+`` as redis-server 7.4 and later resolve it: the ID before the last live
+    entry, so the entry is served; the last ID of a stream without entries; 0-0 for a
+    missing key (both then wait, when blocking, for the next entry)."""
+    if stream is None:
+        return MIN_ID
+    if stream.length:
+        before = stream.last_valid_id().decr()
+        assert before is not None  # an entry's ID is never 0-0
+        return before
+    return stream.last_id
 
 
 def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRead] | Block | None:
@@ -217,7 +245,7 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                 ks.limits.check_new_consumer(a.group, found.consumers, a.consumer)
     out: list[StreamRead] = []
     claims = claiming(gt == NEW for gt in a.ids)
-    for key, gt, claim in zip(a.keys, a.ids, claims, strict=True):
+    for i, (key, gt, claim) in enumerate(zip(a.keys, a.ids, claims, strict=True)):
         claim_ms = a.claim_ms if claim else None
         stream = ks.get(key)
         if stream is None:
@@ -259,7 +287,8 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
                 continue
             start = gt.incr()
             assert start is not None
-            out.append(StreamRead(key, list(stream.range(start, MAX_ID, a.count))))
+            count = 1 if i in a.last else a.count
+            out.append(StreamRead(key, list(stream.range(start, MAX_ID, count))))
     if out:
         return out
     if a.block_ms is not None and may_block:
@@ -341,11 +370,11 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
     """How many entries ``xread`` would answer now, counting no further than ``cap``: a
     read past ``max_reply_entries`` is refused before it records any delivery."""
     total = 0
-    for key, gt in zip(a.keys, a.ids, strict=True):
+    for i, (key, gt) in enumerate(zip(a.keys, a.ids, strict=True)):
         stream = ks.get(key)
         if stream is None or total >= cap:
             continue
-        left = min(cap - total, a.count or cap)
+        left = min(cap - total, 1 if i in a.last else a.count or cap)
         if a.group is not None:
             group = stream.groups[a.group]
             if gt != NEW:
@@ -432,12 +461,18 @@ def _retry(ks: Keyspace, a: ReadArgs) -> Retry:
     """What a blocked read does when one of its keys is signalled."""
     count = a.count or XREAD_BLOCKED_DEFAULT_COUNT
     positions = dict(zip(a.keys, a.ids, strict=True))
+    last = {key: i in a.last for i, key in enumerate(a.keys)}
 
     def retry(key: str) -> list[StreamRead] | None:
         stream = ks.get(key)
         if a.group is None:
             if stream is None:
                 return None
+            if last[key]:  # ``+``: the last entry now, as Redis runs the read again
+                if not stream.length:
+                    return None
+                tail = stream.last_valid_id()
+                return [StreamRead(key, list(stream.range(tail, MAX_ID, 1)))]
             gt = positions[key]
             if stream.last_id <= gt:
                 return None

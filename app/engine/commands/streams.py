@@ -27,7 +27,7 @@ from app.engine.errors import (
     TooLarge,
     WrongArgument,
 )
-from app.engine.idmp import Idmp, auto_iid
+from app.engine.idmp import auto_iid
 from app.engine.ids import (
     MAX_ID,
     MIN_ID,
@@ -370,7 +370,7 @@ def xadd(ks: Keyspace, a: XAddArgs) -> StreamID | None:
     ks.record(EntryAdded(key=a.key, id=sid, fields=a.fields))
     if a.idmp is not None and iid is not None:
         if stream.idmp is None:
-            stream.idmp = Idmp()
+            stream.idmp = ks.config.new_idmp()
         stream.idmp.record(a.idmp.producer, iid, sid, now, ks.config.idmp_max_producers)
         ks.record(IdmpRecorded(key=a.key, producer=a.idmp.producer, iid=iid, id=sid, now_ms=now))
     if a.trim is not None:

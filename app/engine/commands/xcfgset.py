@@ -13,7 +13,7 @@ from app.engine.commands.args import int_arg
 from app.engine.commands.table import Flag, command, key_at
 from app.engine.effects import IdmpConfigured
 from app.engine.errors import NoSuchKey, SyntaxError_, WrongArgument
-from app.engine.idmp import MAX_DURATION_S, MAX_MAXSIZE, MIN_DURATION_S, MIN_MAXSIZE, Idmp
+from app.engine.idmp import MAX_DURATION_S, MAX_MAXSIZE, MIN_DURATION_S, MIN_MAXSIZE
 from app.engine.keyspace import Keyspace
 from app.engine.replies import OK, Status
 
@@ -78,7 +78,7 @@ def xcfgset(ks: Keyspace, a: XCfgSetArgs) -> Status:
     stream = ks.get(a.key)
     if stream is None:
         raise NoSuchKey()
-    idmp = stream.idmp if stream.idmp is not None else Idmp()
+    idmp = stream.idmp if stream.idmp is not None else ks.config.new_idmp()
     duration = idmp.duration_s if a.duration_s is None else a.duration_s
     maxsize = idmp.maxsize if a.maxsize is None else a.maxsize
     idmp.configure(duration, maxsize)
