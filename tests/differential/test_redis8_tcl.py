@@ -206,6 +206,7 @@ def check(outcomes: list[Outcome]) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.server
 @pytest.mark.timeout(1200)
 def test_redis_stream_suite(suite: Path, bridge: Bridge) -> None:
     outcomes, out = run_suite(suite, bridge.port, skip=SKIPPED)
