@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import base64
 import json
+import time
 from typing import Any
 
 import hiredis
@@ -67,6 +68,10 @@ def item(doc: dict[str, Any]) -> bytes:
 def _body(commands: Any) -> bytes:
     # Bytes that are not UTF-8 travel as the \udcNN escapes the endpoint reads back.
     return json.dumps(commands).encode()
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 def _text(arg: bytes) -> str:
@@ -115,6 +120,9 @@ class Connection:
             return b"+OK\r\n"
         if name in ("function", "script") and len(args) >= 2 and args[1].lower() == "flush":
             return b"+OK\r\n"
+        if name == "time" and len(args) == 1:
+            micros = time.time_ns() // 1000
+            return encode([_b64(str(micros // 1_000_000)), _b64(str(micros % 1_000_000))])
         return item(await self.post("/", args))
 
 
