@@ -73,6 +73,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -313,6 +314,36 @@ def entry_from_wire(w: list[Any]) -> tuple[str, StreamID, Fields]:
     if type(key) is not str:
         raise ReplayError(f"expected a string, got {key!r}")
     return key, sid_from_text(w[2]), _fields(w[3])
+
+
+_PART_MS, _PART_SEQ = itemgetter(0), itemgetter(2)
+
+
+def entries_from_wire(
+    keys: Sequence[Any], texts: Sequence[Any], values: Sequence[Any]
+) -> tuple[list[StreamID], list[Fields]] | None:
+    """``entry_from_wire`` of many ``add`` effects at once (their keys, ID texts and field
+    lists, as a journal row holds them), in C passes rather than calls per entry: the IDs
+    and fields, or None when any of them is not what ``entry_from_wire`` takes without
+    complaint (then decoding them one by one finds which, and says why). Accepts no more
+    than ``entry_from_wire``: the same parse (``partition``, ``int``), range and types,
+    exactly ``str`` and ``list``."""
+    try:
+        if (
+            set(map(type, keys)) != {str}
+            or set(map(type, texts)) != {str}
+            or set(map(type, values)) != {list}
+            or not set(map(type, chain.from_iterable(values))) <= {str}
+        ):
+            return None
+        parts = list(map(str.partition, texts, repeat("-")))
+        ms = list(map(int, map(_PART_MS, parts)))
+        seq = list(map(int, map(_PART_SEQ, parts)))
+        array("Q", ms)  # 0 <= part <= UINT64_MAX, checked in C (OverflowError)
+        array("Q", seq)
+    except (ValueError, OverflowError):
+        return None
+    return list(map(_sid, repeat(StreamID), zip(ms, seq, strict=True))), list(map(tuple, values))
 
 
 def _b64(data: bytes) -> str:

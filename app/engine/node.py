@@ -347,13 +347,17 @@ class Node:
                 self.put(sid, fields, fields[0::2] == self.master_fields)
             return
         mms, mseq = self.master.ms, self.master.seq
+        new_ms = [sid.ms - mms for sid in ids]
+        new_seq = [sid.seq - mseq for sid in ids]
         try:
-            dms = array(self.dms.typecode, [sid.ms - mms for sid in ids])
-            dseq = array(self.dseq.typecode, [sid.seq - mseq for sid in ids])
-        except OverflowError:
-            for sid, fields in zip(ids, rows, strict=True):
-                self.put(sid, fields, True)
-            return
+            dms = array(self.dms.typecode, new_ms)
+            dseq = array(self.dseq.typecode, new_seq)
+        except OverflowError:  # wider deltas (IDs of real clocks): the arrays widen once
+            if not self._widen_run(new_ms, new_seq):
+                for sid, fields in zip(ids, rows, strict=True):
+                    self.put(sid, fields, True)
+                return
+            dms, dseq = array(self.dms.typecode), array(self.dseq.typecode)
         strs = [v for fields in rows for v in fields[1::2]]
         joined = "".join(strs)
         if self.sep is not None and self.sep in joined:
@@ -433,6 +437,19 @@ class Node:
         if sep is not None and self.sep is not None:
             self.strs = self.strs.replace(self.sep, sep)
         self.sep = sep
+
+    def _widen_run(self, dms: list[int], dseq: list[int]) -> bool:
+        """``_widen_ids`` for a run of deltas, appended here: False, with nothing changed,
+        when they need more than int64 (``put`` then goes to deltas modulo 2**64)."""
+        values = [*self.dms, *dms], [*self.dseq, *dseq]
+        low = min(min(values[0]), min(values[1]))
+        high = max(max(values[0]), max(values[1]))
+        for code in _SIGNED:
+            half = 1 << (array(code).itemsize * 8 - 1)
+            if -half <= low and high < half:
+                self.dms, self.dseq = array(code, values[0]), array(code, values[1])
+                return True
+        return False
 
     def _widen_ids(self, dms: int, dseq: int) -> None:
         """Make room for deltas that do not fit the arrays' current element type."""

@@ -11,10 +11,13 @@ the one acknowledged (entries out of order, a group reset, counters off).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, assert_never
 
 from app.engine.codec import (
+    entries_from_wire,
     entry_from_wire,
     idmp_from_wire,
     kept_from_wire,
@@ -62,7 +65,7 @@ from app.engine.rdbio import PayloadVersionError
 from app.engine.refs import drop_refs, trim_stream
 from app.engine.responses import RESPONSES_KEY, Stored
 from app.engine.snapshot import configure, decode_snapshot
-from app.engine.stream import Fields, Stream, id_follows
+from app.engine.stream import Fields, Stream, id_follows, ids_follow
 
 
 def apply_record(ks: Keyspace, record: Record) -> None:
@@ -118,6 +121,7 @@ def restore_stored_rows(ks: Keyspace, snapshot: bytes | None, rows: Iterable[lis
 
 # Effects that neither read nor change a stream's entries: applied while appends are held.
 _BESIDE = (IdmpRecorded, IdmpDuplicate, ResponseKept)
+_FIRST = itemgetter(0)
 
 
 class _Replay:
@@ -157,19 +161,32 @@ class _Replay:
 
     def stored(self, values: list[Any]) -> None:
         """Records in their stored form. The common ones go without dataclasses: a lone
-        entry, an idempotent XADD's entry and IDMP record, a kept response. Any other is
-        decoded as effects, then applied. Either way the whole record is decoded first."""
+        entry, an idempotent XADD's entry and IDMP record, a kept response. Consecutive
+        lone entries are decoded together (``_adds``), a row of nothing else in C passes
+        (``_plain_row``). Any other record is decoded as effects, then applied. Either way
+        a record is decoded whole before any of it is applied."""
+        if len(values) > 1 and self._plain_row(values):
+            return
         add = self.add
         i = 0
+        held: list[list[Any]] = []  # lone entries met and not yet applied
+        at = 0  # the index of held[0]
         try:
-            for i, value in enumerate(values):  # noqa: B007 (i: the record that raised)
+            for i, value in enumerate(values):
                 if type(value) is list:
                     n = len(value)
                     if n == 1:
                         w = value[0]
                         if type(w) is list and len(w) == 4 and w[0] == "add":
-                            add(*entry_from_wire(w))
+                            if not held:
+                                at = i
+                            held.append(w)
                             continue
+                    if held:
+                        self._held(held, at)
+                        held = []
+                    if n == 1:
+                        w = value[0]
                         if (
                             type(w) is list and len(w) == 5
                             and w[0] == "remember" and w[1] == RESPONSES_KEY
@@ -188,10 +205,96 @@ class _Replay:
                             add(key, sid, fields)
                             _record_idmp(self.ks, *idmp)
                             continue
+                elif held:
+                    self._held(held, at)
+                    held = []
                 self.record(record_from_wire(value))
+            if held:
+                self._held(held, at)
         except ReplayError as e:
-            e.index = i
+            if e.index is None:
+                e.index = i
             raise
+
+    def _held(self, held: list[list[Any]], at: int) -> None:
+        """Apply the lone entries ``held`` (records ``at`` on): together when they decode
+        and fit, else one by one, so the one refused is named (``ReplayError.index``)."""
+        if len(held) > 1 and self._adds(*zip(*held, strict=True)):
+            return
+        for k, w in enumerate(held):
+            try:
+                self.add(*entry_from_wire(w))
+            except ReplayError as e:
+                e.index = at + k
+                raise
+
+    def _plain_row(self, values: list[Any]) -> bool:
+        """A row whose every record is one ``add`` effect (a run of XADDs), checked and
+        applied in C passes over the row; False, with nothing applied, for any other row
+        (or one that does not decode or fit: ``stored`` then finds the record at fault)."""
+        try:
+            if set(map(len, values)) != {1}:
+                return False
+            ws = list(map(_FIRST, values))
+            if set(map(type, ws)) != {list} or set(map(len, ws)) != {4}:
+                return False
+            kinds, keys, texts, fieldss = zip(*ws, strict=True)
+            if set(kinds) != {"add"}:
+                return False
+        except (TypeError, KeyError, IndexError):  # a record that is no list, or holds none
+            return False
+        return self._adds(kinds, keys, texts, fieldss)
+
+    def _adds(
+        self,
+        kinds: Sequence[Any],
+        keys: Sequence[Any],
+        texts: Sequence[Any],
+        fieldss: Sequence[Any],
+    ) -> bool:
+        """``add`` of many ``add`` effects (``kinds`` all "add"), decoded together
+        (``entries_from_wire``) and checked stream by stream (``ids_follow``) before any is
+        held; False, with nothing applied, when one does not decode or fit."""
+        decoded = entries_from_wire(keys, texts, fieldss)
+        if decoded is None:
+            return False
+        ids, rows = decoded
+        if keys.count(keys[0]) == len(keys):
+            runs = [(keys[0], len(keys))]
+        else:
+            runs = [(key, sum(1 for _ in group)) for key, group in groupby(keys)]
+        lasts: dict[str, StreamID] = {}
+        if self.stream is not None:
+            lasts[self.key] = self.last  # the stream.last_id of what is held
+        plan: list[tuple[str, int, int]] = []
+        start = 0
+        for key, size in runs:
+            last = lasts.get(key)
+            if last is None:
+                stream = self.ks.get(key)
+                if stream is None:
+                    return False
+                last = stream.last_id
+            end = start + size
+            if not ids_follow(last, ids[start:end]):
+                return False
+            lasts[key] = ids[end - 1]
+            plan.append((key, start, end))
+            start = end
+        for key, start, end in plan:
+            if self.stream is None or key != self.key:
+                self.end()
+                self.stream = _stream(self.ks, key)
+                self.key = key
+            self.last = ids[end - 1]
+            if start == 0 and end == len(ids) and not self.ids:
+                self.ids, self.rows = ids, rows
+            else:
+                self.ids += ids[start:end]
+                self.rows += rows[start:end]
+            if len(self.ids) >= self.MOST:
+                self._flush()
+        return True
 
     def add(self, key: str, sid: StreamID, fields: Fields) -> None:
         if self.stream is None or key != self.key:
