@@ -69,12 +69,17 @@ class Server:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class Commands:

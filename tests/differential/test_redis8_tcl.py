@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REQUIRE_SERVICES, Server, free_port
+from tests.conftest import REQUIRE_SERVICES, Server, free_port, stop_process
 from tests.support.redis_servers import redis8_or_skip
 from tests.tools.redis_suite import DEFAULT_TESTS, Outcome, first_line, parse, run_suite
 
@@ -169,12 +169,7 @@ class Bridge:
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture(params=["embedded", "redis"])
