@@ -86,6 +86,10 @@ class CommandTimer(Protocol):
 
     def command(self, name: str, seconds: float) -> None: ...
 
+    def command_run(self, name: str, n: int, seconds: float) -> None:
+        """``n`` calls of one command run as one (a fused run of XADDs), ``seconds`` each."""
+        ...
+
     def counted(self, name: str) -> None:
         """A command that ran inside a transaction timed whole (as ``exec``)."""
         ...

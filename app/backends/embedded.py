@@ -30,6 +30,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from contextvars import ContextVar, Token
+from operator import itemgetter
 
 from app.backends.base import CommandTimer, Gone, JsonReply
 from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket, blocking_refused
@@ -39,11 +40,11 @@ from app.engine.commands import groups as ops
 from app.engine.commands import info
 from app.engine.commands import policy as policies
 from app.engine.commands import webhooks as hooks
-from app.engine.commands.bulk import run_at, xadd_batch
+from app.engine.commands.bulk import auto_run_at, run_at, xadd_batch
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs, xnack
-from app.engine.commands.reads import ReadRequest, may_block, resolve_read, xread
+from app.engine.commands.reads import ReadRequest, any_may_block, may_block, resolve_read, xread
 from app.engine.commands.streams import (
     RangeArgs,
     XAddArgs,
@@ -54,7 +55,7 @@ from app.engine.commands.streams import (
     xsetid,
     xtrim,
 )
-from app.engine.commands.table import Command, lookup
+from app.engine.commands.table import Command, KeyAt, lookup
 from app.engine.commands.xcfgset import XCfgSetArgs, xcfgset
 from app.engine.delivery import (
     DeliveryPolicy,
@@ -227,7 +228,7 @@ class EmbeddedBackend:
         to one key run as one engine call, each still answered (and counted) as its own.
         Refused before any runs if one of them writes and storage cannot take it; answered
         once every key any of them names is durable."""
-        self._refuse_blocking(any(may_block(argv) for argv in commands))
+        self._refuse_blocking(any_may_block(commands))
         if self.durability is None:
             return await self._pipeline(commands, gone)
         writes, keys = _scope(commands)
@@ -257,14 +258,15 @@ class EmbeddedBackend:
             if loop.time() - started >= slice_s:
                 await asyncio.sleep(0)
                 started = loop.time()
-            run = run_at(store.keyspace, commands, i, serve_between=True)
-            if run:
+            ks = store.keyspace
+            auto = auto_run_at(ks, commands, i, serve_between=True)
+            run = [] if auto is not None else run_at(ks, commands, i, serve_between=True)
+            if auto is not None or run:
                 t0 = time.perf_counter()
-                outcomes = store.append_run(run)
-                if timer is not None:
+                outcomes = store.append_auto(*auto) if auto is not None else store.append_run(run)
+                if timer is not None:  # counted as the XADDs they are
                     each = (time.perf_counter() - t0) / len(outcomes)
-                    for _ in outcomes:  # counted as the XADDs they are
-                        timer.command("xadd", each)
+                    timer.command_run("xadd", len(outcomes), each)
                 out.extend(outcomes)
                 i += len(outcomes)
                 continue
@@ -661,6 +663,9 @@ def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
     the whole keyspace). A line the table refuses names nothing. A run of lines of one
     command and length (a pipeline of XADDs) is looked up once, and a run on one key names
     it once."""
+    uniform = _uniform_scope(commands)
+    if uniform is not None:
+        return uniform
     writes = False
     keys: list[str] | None = []
     cmd: Command | None = None
@@ -683,6 +688,25 @@ def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
             elif len(named) != 1 or not keys or keys[-1] != named[0]:
                 keys.extend(named)
     return writes, keys
+
+
+def _uniform_scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str]] | None:
+    """``_scope`` of the common pipeline, in C passes: every line the same command on the
+    same key at index 1 (a run of XADDs), looked up once. None: not that shape."""
+    if len(commands) < 2 or len(set(map(len, commands))) != 1 or len(commands[0]) < 2:
+        return None
+    if len(set(map(_NAME_KEY, commands))) != 1:
+        return None
+    try:
+        cmd = lookup(list(commands[0]))
+    except CommandError:
+        return None
+    if not isinstance(cmd.keys, KeyAt) or cmd.keys.index != 1 or "|" in cmd.name:
+        return None
+    return cmd.writes, [commands[0][1]]
+
+
+_NAME_KEY = itemgetter(0, 1)
 
 
 class _Deferred:

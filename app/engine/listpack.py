@@ -84,7 +84,13 @@ def fields_bytes(fields: tuple[str, ...] | list[str]) -> int:
 
 
 # A string that starts as an integer may be stored as one: ``str_size`` decides those.
-_MAY_BE_INT = re.compile("(?:^|\x00)[-0-9]")
+# A literal NUL first lets the regex engine jump from NUL to NUL (4x an alternation with ^).
+_INT_AFTER_NUL = re.compile("\x00[-0-9]")
+
+
+def _may_be_int(joined: str) -> bool:
+    """Whether a string of ``"\x00".join(strs)`` starts like an integer."""
+    return joined[:1] in _INT_FIRST or _INT_AFTER_NUL.search(joined) is not None
 
 
 def values_sizes(strs: Sequence[str]) -> tuple[int, int]:
@@ -96,7 +102,7 @@ def values_sizes(strs: Sequence[str]) -> tuple[int, int]:
     if joined.isascii():
         n = len(strs)
         raw = len(joined) - n + 1
-        if _MAY_BE_INT.search(joined) is None and max(map(len, strs)) < 64:
+        if not _may_be_int(joined) and max(map(len, strs)) < 64:
             return raw + 2 * n, raw
         return sum(map(str_size, strs)), raw
     return sum(map(str_size, strs)), sum(map(byte_len, strs))
@@ -110,11 +116,24 @@ def plain_lengths(rows: Sequence[Sequence[str]]) -> list[int] | None:
     if not strs:
         return None
     joined = "\x00".join(strs)
-    if not joined.isascii() or _MAY_BE_INT.search(joined) is not None:
+    if not joined.isascii() or _may_be_int(joined):
         return None
     if max(map(len, strs)) >= 64:
         return None
     return list(map(len, map("".join, rows)))
+
+
+def plain_strings(rows: Sequence[Sequence[str]]) -> tuple[list[str], str] | None:
+    """Every string of ``rows`` in order and the same joined by NULs, when each takes its
+    length + 2 (``plain_lengths``'s case); else None. What a run of entries is sized and
+    packed from (``Node._plain_run``)."""
+    strs = list(chain.from_iterable(rows))
+    if not strs:
+        return None
+    joined = "\x00".join(strs)
+    if not joined.isascii() or _may_be_int(joined) or max(map(len, strs)) >= 64:
+        return None
+    return strs, joined
 
 
 def strs_size(strs: Sequence[str]) -> int:
@@ -125,6 +144,6 @@ def strs_size(strs: Sequence[str]) -> int:
     if not strs:
         return 0
     joined = "\x00".join(strs)
-    if joined.isascii() and _MAY_BE_INT.search(joined) is None and max(map(len, strs)) < 64:
+    if joined.isascii() and not _may_be_int(joined) and max(map(len, strs)) < 64:
         return len(joined) + 1 + len(strs)  # the lengths, plus 2 each, less the NULs
     return sum(map(str_size, strs))

@@ -45,8 +45,8 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress, count, repeat
-from operator import add, eq, ge, itemgetter, lt, sub
+from itertools import accumulate, chain, compress, count, repeat
+from operator import add, eq, ge, itemgetter, sub
 from typing import Final
 
 from app.engine.ids import StreamID
@@ -54,7 +54,7 @@ from app.engine.listpack import (
     LP_EMPTY_BYTES,
     fields_bytes,
     int_size,
-    plain_lengths,
+    plain_strings,
     str_size,
     strs_size,
     values_sizes,
@@ -82,6 +82,22 @@ _MS, _SEQ = itemgetter(0), itemgetter(1)
 class Entry:
     id: StreamID
     fields: Fields
+
+
+def _run_int_size(deltas: list[int]) -> int | None:
+    """The one ``int_size`` every delta of a run takes, or None when they differ. Sizes grow
+    with the distance from zero on each side of it, so a run on one side whose ends take
+    the same size all do."""
+    lo, hi = min(deltas), max(deltas)
+    if lo >= 0 and hi <= 127:
+        return 2
+    if (lo >= 0 or hi < 0) and lo >= -_HALF64 and hi < _HALF64:
+        size = int_size(lo)
+        return size if int_size(hi) == size else None
+    return None
+
+
+_HALF64: Final = 1 << 63
 
 
 def _unsigned(values: list[int]) -> array[int]:
@@ -295,47 +311,62 @@ class Node:
         prev: tuple[int, int] | None,
     ) -> int | None:
         """``append_run``'s sizing done in a few C passes over the run, for its common
-        case: every entry has the master's names and plain values (``plain_lengths``), IDs
-        in order, and the node's live count stays under 128 (past it the header's count
-        element grows). The same sizes and the same closing point as entry by entry; None
-        when the run is not such a run."""
+        case: every entry has the master's names and plain values (``plain_strings``), and
+        the node's live count stays under 128 (past it the header's count element grows).
+        The same sizes and the same closing point as entry by entry; None when the run is
+        not such a run. The run's IDs increase (``Stream.append_many``'s contract), so only
+        its first can fall below the node's last (after XSETID moved the top back)."""
         mfields = self.master_fields
         nf = len(mfields)
         k = len(ids) - start
         if max_entries:
             k = min(k, max(max_entries - n, 1))  # the first entry is always taken
         live = self.live
-        if not nf or live + k > 127:
+        if not nf or live + k > 127 or self.sep == "\x00" or self.wide:
             return None
-        run_ids, run_rows = ids[start : start + k], rows[start : start + k]
+        whole = start == 0 and k == len(ids)
+        run_ids = ids if whole else ids[start : start + k]
+        run_rows = rows if whole else rows[start : start + k]
         if not all(map(eq, map(_NAMES, run_rows), repeat(mfields))):
             return None
-        lengths = plain_lengths(list(map(_VALUES, run_rows)))
-        if lengths is None:
+        plain = plain_strings(list(map(_VALUES, run_rows)))
+        if plain is None:
             return None
-        if self.ordered:  # an ordered node stays ordered only if the run is in order
-            after = [prev, *run_ids] if prev is not None else list(run_ids)
-            if any(map(lt, after[1:], after)):
-                return None
+        strs, joined = plain
         master = self.master
         dms = list(map(sub, map(_MS, run_ids), repeat(master.ms)))
         dseq = list(map(sub, map(_SEQ, run_ids), repeat(master.seq)))
         # An entry: flags, two ID deltas, its values (each its length + 2), the count.
         base = int_size(_SAMEFIELDS) + 2 * nf + int_size(nf + 3)
-        sizes = [base + x for x in lengths]
-        for deltas in (dms, dseq):
-            if min(deltas) >= 0 and max(deltas) <= 127:
-                sizes = [x + 2 for x in sizes]
-            else:
-                sizes = list(map(add, sizes, map(int_size, deltas)))
-        before = list(accumulate(sizes, initial=self.lp_bytes))  # the node before each
-        # The node closes before the first later entry whose fields would reach max_bytes.
+        size_ms, size_seq = _run_int_size(dms), _run_int_size(dseq)
+        total = len(joined) - len(strs) + 1  # the run's value bytes (plain: ASCII)
+        # The node closes before the first later entry whose fields would reach max_bytes:
+        # never inside the run when the node after the whole run stays below that.
         room = max_bytes - fields_bytes(mfields)
-        over = map(ge, map(add, before[1:k], lengths[1:k]), repeat(room))
-        stop = next(compress(count(1), over), k)
-        self.lp_bytes = before[stop]
+        after = self.lp_bytes + k * base + total
+        if size_ms is not None and size_seq is not None and after + k * (size_ms + size_seq) < room:
+            stop = k
+            self.lp_bytes = after + k * (size_ms + size_seq)
+        else:
+            lengths = list(map(len, map("".join, map(_VALUES, run_rows))))
+            sizes = [base + x for x in lengths]
+            for deltas, size in ((dms, size_ms), (dseq, size_seq)):
+                if size is not None:
+                    sizes = list(map(add, sizes, repeat(size)))
+                else:
+                    sizes = list(map(add, sizes, map(int_size, deltas)))
+            before = list(accumulate(sizes, initial=self.lp_bytes))  # the node before each
+            over = map(ge, map(add, before[1:k], lengths[1:k]), repeat(room))
+            stop = next(compress(count(1), over), k)
+            self.lp_bytes = before[stop]
+        if self.ordered and prev is not None and run_ids[0] < prev:
+            self.ordered = False
         self.live = live + stop
-        self._pack(run_ids[:stop], run_rows[:stop], True)
+        if stop < k:
+            dms, dseq, strs = dms[:stop], dseq[:stop], strs[: stop * nf]
+            joined = "\x00".join(strs)
+        if not self._pack_plain(dms, dseq, strs, joined):
+            self._pack(run_ids[:stop], run_rows[:stop], True)
         return start + stop
 
     def _pack(self, ids: Sequence[StreamID], rows: Sequence[Fields], all_same: bool) -> None:
@@ -349,17 +380,27 @@ class Node:
         mms, mseq = self.master.ms, self.master.seq
         new_ms = [sid.ms - mms for sid in ids]
         new_seq = [sid.seq - mseq for sid in ids]
+        strs = list(chain.from_iterable(map(_VALUES, rows)))
+        if not self._pack_plain(new_ms, new_seq, strs, "".join(strs)):
+            for sid, fields in zip(ids, rows, strict=True):
+                self.put(sid, fields, True)
+
+    def _pack_plain(
+        self, new_ms: list[int], new_seq: list[int], strs: list[str], joined: str
+    ) -> bool:
+        """Pack SAMEFIELDS entries given as their ID deltas and their values in order
+        (``joined``: the values joined by any character the node's separator is not). False,
+        with nothing changed, when this node cannot take them so (a per-entry layout, deltas
+        beyond int64): the caller then puts them one by one."""
+        if self.wide or self.starts is not None:
+            return False
         try:
             dms = array(self.dms.typecode, new_ms)
             dseq = array(self.dseq.typecode, new_seq)
         except OverflowError:  # wider deltas (IDs of real clocks): the arrays widen once
             if not self._widen_run(new_ms, new_seq):
-                for sid, fields in zip(ids, rows, strict=True):
-                    self.put(sid, fields, True)
-                return
+                return False
             dms, dseq = array(self.dms.typecode), array(self.dseq.typecode)
-        strs = [v for fields in rows for v in fields[1::2]]
-        joined = "".join(strs)
         if self.sep is not None and self.sep in joined:
             self._new_separator(joined)
         ends = self.ends
@@ -374,6 +415,7 @@ class Node:
         self._extend(sep.join(strs) + sep)
         if self.deleted is not None:
             self.deleted.extend(bytes(((len(self.dms) + 7) >> 3) - len(self.deleted)))
+        return True
 
     def put(self, sid: StreamID, fields: Fields, same: bool) -> None:
         """Pack one entry's ID and strings (no size accounting: ``append`` and loading)."""

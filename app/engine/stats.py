@@ -14,6 +14,7 @@ a time any semantics depends on (those come from the injected clock).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.engine.errors import CommandError
@@ -54,7 +55,7 @@ class Stats:
             stat.failed_calls += 1
             self.error(error)
 
-    def ran_many(self, name: str, started_ns: int, replies: list[object]) -> None:
+    def ran_many(self, name: str, started_ns: int, replies: Sequence[object]) -> None:
         """Several calls of one command run as one (a fused run of XADDs): each counts a call,
         and a failed one when its reply is an error; the time is counted once."""
         stat = self.commands.get(name)

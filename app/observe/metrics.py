@@ -115,6 +115,10 @@ class Metrics:
         self.commands.add((name,))
         self.command_duration.observe((name,), seconds)
 
+    def command_run(self, name: str, n: int, seconds: float) -> None:
+        self.commands.add((name,), n)
+        self.command_duration.observe((name,), seconds, n)
+
     def counted(self, name: str) -> None:
         """A command run inside a transaction, which is timed whole (as ``exec``)."""
         self.commands.add((name,))

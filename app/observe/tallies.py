@@ -67,13 +67,14 @@ class Timings:
     bounds: tuple[float, ...] = LATENCY_BUCKETS_S
     by_labels: dict[Labels, Histogram] = field(default_factory=dict)
 
-    def observe(self, labels: Labels, value: float) -> None:
+    def observe(self, labels: Labels, value: float, n: int = 1) -> None:
+        """``n`` observations of ``value``."""
         h = self.by_labels.get(labels)
         if h is None:
             h = self.by_labels[labels] = Histogram([0] * (len(self.bounds) + 1))
         # bisect_left: a value equal to a bound belongs to that bucket (le is "<=").
-        h.counts[bisect_left(self.bounds, value)] += 1
-        h.total += value
+        h.counts[bisect_left(self.bounds, value)] += n
+        h.total += value * n
 
     def __iter__(self) -> Iterator[tuple[Labels, Histogram]]:
         return iter(self.by_labels.items())

@@ -34,6 +34,23 @@ RUNS: dict[str, list[Command]] = {
         ("XADD", "s", f"{FUTURE}-0", "f", "v"),
         *[("XADD", "s", "*", "f", str(i)) for i in range(300)],  # past one fused run
     ],
+    # The common shape (``bulk.auto_run_at``): the same `XADD key *` line over and over.
+    "auto IDs whose values close nodes by bytes": [
+        ("XADD", "s", f"{FUTURE}-0", "f", "v"),
+        *[("XADD", "s", "*", "f", "v" * (30 + i % 30), "g", "w") for i in range(200)],
+    ],
+    "auto IDs running into the last sequence of a millisecond": [
+        ("XADD", "s", f"{FUTURE}-{int(MAX) - 3}", "f", "v"),
+        *[("XADD", "s", "*", "f", str(i)) for i in range(6)],
+    ],
+    "auto IDs with integer-looking, long and non-ASCII values": [
+        ("XADD", "s", f"{FUTURE}-0", "n", "v"),
+        *[
+            ("XADD", "s", "*", "n", str(i * 997), "t", "é" * (i % 3), "l", "x" * 70)
+            for i in range(40)
+        ],
+        *[("XADD", "s", "*", "f", "-5") for _ in range(30)],
+    ],
     "explicit IDs, one not greater than the top in the middle": [
         ("XADD", "s", "5-1", "f", "a"),
         ("XADD", "s", "5-2", "f", "b"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
@@ -112,6 +113,22 @@ def command_args(body: bytes, max_args: int) -> list[str]:
     return result
 
 
+def _all_text(doc: list[Any], max_args: int) -> bool:
+    """The common pipeline, checked in C passes: non-empty arrays of at most ``max_args``
+    strings each. Anything else is checked command by command, for its error."""
+    if set(map(type, doc)) != _ONLY_LIST:
+        return False
+    sizes = set(map(len, doc))
+    return (
+        min(sizes) > 0
+        and max(sizes) <= max_args
+        and set(map(type, chain.from_iterable(doc))) == _ONLY_TEXT
+    )
+
+
+_ONLY_LIST = {list}
+
+
 def command_list(body: bytes, max_commands: int, max_args: int) -> list[list[str]]:
     """A pipeline or transaction: a non-empty array of at most ``max_commands`` commands."""
     doc = _decode(body)
@@ -122,6 +139,8 @@ def command_list(body: bytes, max_commands: int, max_args: int) -> list[list[str
             f"too many commands: {len(doc)}, at most {max_commands} per request "
             "(max_pipeline_commands); send them in several requests"
         )
+    if _all_text(doc, max_args):
+        return doc
     numbers = booleans = False
     for command in doc:
         has_numbers, has_booleans = _check_args(command, max_args)

@@ -19,6 +19,8 @@ applies the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, compress, count, repeat
+from operator import itemgetter, ne
 
 from app.engine.commands.args import eq
 from app.engine.commands.streams import (
@@ -31,9 +33,9 @@ from app.engine.commands.streams import (
 )
 from app.engine.effects import EntriesAdded
 from app.engine.errors import CommandError, Conflict
-from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.ids import MAX_ID, MIN_ID, UINT64_MAX, StreamID
 from app.engine.keyspace import Keyspace
-from app.engine.stream import Fields, Stream
+from app.engine.stream import STREAM_LISTPACK_MAX_SIZE, Fields, Stream
 
 Outcome = StreamID | None | CommandError
 """One XADD's reply in a run: its ID, nil (NOMKSTREAM on a missing key), or its error."""
@@ -98,6 +100,47 @@ def xadd_run(ks: Keyspace, batch: Sequence[XAddArgs]) -> list[Outcome]:
         last = sid
     if stream is not None:
         _append(ks, stream, key, ids, rows)
+    return out
+
+
+def auto_ids(last: StreamID, now_ms: int, n: int) -> list[StreamID] | None:
+    """The IDs ``n`` XADDs with ID ``*`` take one after another after ``last``, exactly as
+    ``next_auto_id`` gives them one by one (one clock reading: a run takes no time), made in C
+    passes. None when the run would reach the last sequence of a millisecond or the last ID:
+    the one-by-one path then gives each XADD its own reply."""
+    if now_ms > last.ms:
+        ms, first = now_ms, 0
+    else:
+        ms, first = last.ms, last.seq + 1
+    if n <= 0 or first + n - 1 >= UINT64_MAX:
+        return None if n > 0 else []
+    pairs = zip(repeat(ms, n), range(first, first + n), strict=True)
+    return list(map(_make_id, repeat(StreamID), pairs))
+
+
+_make_id = tuple.__new__  # StreamID((ms, seq)) without the named tuple's Python-level __new__
+
+
+def all_fit(rows: Sequence[Fields]) -> bool:
+    """Whether no row can be too large to store, in one C pass over all strings (a character
+    is at most 4 bytes): if the whole run fits in one listpack's limit, each entry does."""
+    return sum(map(len, chain.from_iterable(rows))) * 4 <= STREAM_LISTPACK_MAX_SIZE
+
+
+def xadd_auto_run(ks: Keyspace, key: str, rows: list[Fields]) -> list[Outcome]:
+    """``XADD key * f v ...`` once per row (``auto_run_at``), as ``xadd_run`` would run them:
+    IDs made in one pass and the rows appended in one call. A run that cannot take that path
+    (an ID limit reached, an entry that may be too large) goes through ``xadd_run``, which
+    answers each XADD as Redis would."""
+    stream = ks.get(key)
+    last = stream.last_id if stream is not None else MIN_ID
+    ids = auto_ids(last, ks.clock.now_ms(), len(rows)) if all_fit(rows) else None
+    if ids is None:
+        return xadd_run(ks, [XAddArgs(key, fields) for fields in rows])
+    if stream is None:
+        stream = ks.create(key)
+    _append(ks, stream, key, ids, rows)
+    out: list[Outcome] = list(ids)
     return out
 
 
@@ -169,3 +212,34 @@ def run_at(
             break
         run.append(a)
     return run if len(run) > 1 else []
+
+
+_HEAD = itemgetter(0, 1, 2)
+_FIELDS = itemgetter(slice(3, None))
+
+
+def auto_run_at(
+    ks: Keyspace, commands: Sequence[Sequence[str]], start: int, *, serve_between: bool
+) -> tuple[str, list[Fields]] | None:
+    """The common shape of ``run_at``, found in C passes: two or more consecutive
+    ``XADD key * f v ...`` (the same command name, key and ``*``, no option, an even number
+    of field strings) starting at ``commands[start]``, as (key, rows); else None, and
+    ``run_at`` looks at the lines one by one. Same limits as ``run_at``."""
+    first = commands[start]
+    n = len(first)
+    if n < 5 or not n % 2 or first[2] != "*" or not eq(first[0], "xadd"):
+        return None
+    key = first[1]
+    if serve_between and ks.blocked.waiting_on(key):
+        return None
+    end = start + PIPELINE_RUN if serve_between else len(commands)
+    window = commands[start:end]
+    sizes = list(map(len, window))
+    # Only lines of 5 or more arguments can join: the run ends before the first shorter one.
+    window = window[: next(compress(count(), map((5).__gt__, sizes)), len(sizes))]
+    heads = list(map(_HEAD, window))
+    k = next(compress(count(), map(ne, heads, repeat(heads[0]))), len(heads))
+    if k < 2 or not all(map((1).__and__, sizes[:k])):  # an even count: XADD's arity error
+        return None
+    window = window[:k]
+    return key, list(map(tuple, map(_FIELDS, window)))

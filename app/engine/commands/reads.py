@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
@@ -61,6 +62,22 @@ class ReadRequest:
     @property
     def command(self) -> str:
         return "XREAD" if self.group is None else "XREADGROUP"
+
+
+def any_may_block(commands: Sequence[Sequence[str]]) -> bool:
+    """Whether any line ``may_block``; a pipeline without an XREAD or XREADGROUP line (the
+    command names gathered in one C pass) is not looked at line by line."""
+    try:
+        names = set(map(_FIRST, commands))
+    except IndexError:  # an empty line
+        return any(map(may_block, commands))
+    if not any(name.lower() in _READS for name in names):
+        return False
+    return any(map(may_block, commands))
+
+
+_FIRST = itemgetter(0)
+_READS = frozenset({"xread", "xreadgroup"})
 
 
 def may_block(argv: Sequence[str]) -> bool:

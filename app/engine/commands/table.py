@@ -31,13 +31,21 @@ def every_key(argv: list[str]) -> None:
     return None
 
 
+class KeyAt:
+    """One key at ``argv[index]`` (1 for XADD, 2 for XGROUP CREATE). A class, not a closure,
+    so that a caller scoping a run of lines can see where the key is (``index``)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __call__(self, argv: list[str]) -> list[str]:
+        return argv[self.index : self.index + 1]
+
+
 def key_at(index: int) -> KeysOf:
-    """One key at ``argv[index]`` (1 for XADD, 2 for XGROUP CREATE)."""
-
-    def keys(argv: list[str]) -> list[str]:
-        return argv[index : index + 1]
-
-    return keys
+    return KeyAt(index)
 
 
 def keys_from(index: int) -> KeysOf:
