@@ -17,7 +17,8 @@ Shapes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from app.api.binary import encode_json
@@ -38,10 +39,14 @@ __all__ = [
 ]
 
 
-def resp_entries(entries: Iterable[Entry]) -> list[Any]:
-    """XRANGE's reply shape; the field tuple is written as an array as it is (no copy). An ID
-    is a tuple of two integers, formatted by ``%`` in one C call."""
-    return [["%d-%d" % e.id, e.fields] for e in entries]  # noqa: UP031 - 25 % faster than f""
+_ID, _FIELDS = itemgetter(0), itemgetter(1)
+
+
+def resp_entries(entries: Sequence[Entry]) -> list[Any]:
+    """XRANGE's reply shape: (ID, fields) pairs, which orjson writes as arrays, made in C
+    passes (an ID is a tuple of two integers, formatted by ``%``)."""
+    texts = map("%d-%d".__mod__, map(_ID, entries))
+    return list(zip(texts, map(_FIELDS, entries), strict=True))
 
 
 def fields_value(fields: Fields, form: FieldsForm) -> dict[str, str] | list[list[str]]:

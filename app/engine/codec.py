@@ -211,7 +211,7 @@ def sid_texts(ids: Sequence[StreamID]) -> list[str]:
         array("Q", chain.from_iterable(ids))
     except (OverflowError, TypeError) as e:
         raise Unstorable(f"an ID is outside the 64-bit range: {e}") from e
-    return [f"{ms}-{seq}" for ms, seq in ids]
+    return list(map("%d-%d".__mod__, ids))
 
 
 def sid_from_text(text: Any) -> StreamID:

@@ -64,10 +64,11 @@ class Stats:
         stat.calls += len(replies)
         stat.usec += (time.perf_counter_ns() - started_ns) // 1000
         self.total_commands_processed += len(replies)
-        for reply in replies:
-            if isinstance(reply, CommandError):
-                stat.failed_calls += 1
-                self.error(reply)
+        if any(map(CommandError.__instancecheck__, replies)):  # else no reply to look at
+            for reply in replies:
+                if isinstance(reply, CommandError):
+                    stat.failed_calls += 1
+                    self.error(reply)
 
     def rejected(self, name: str | None, error: CommandError) -> None:
         """A command refused before running (``name`` None: an unknown command)."""

@@ -53,6 +53,9 @@ def info_text(info: Info) -> str:
     return "\r\n".join(parts)
 
 
+_ENTRIES = {Entry}
+
+
 class Shaper:
     """Turns a reply into JSON-ready values; ``b64`` selects Upstash's base64 encoding."""
 
@@ -183,7 +186,7 @@ class Shaper:
 
     def _list(self, items: Sequence[CommandReply]) -> list[Any]:
         """An array; a page of entries (XRANGE, XREAD) by the shared encoder, in one pass."""
-        if not self.b64 and all(type(x) is Entry for x in items):
+        if not self.b64 and items and set(map(type, items)) == _ENTRIES:
             return resp_entries(cast("Sequence[Entry]", items))
         return [self(x) for x in items]
 

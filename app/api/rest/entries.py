@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, TypeVar
+from itertools import repeat
+from operator import add, attrgetter
+from typing import Annotated, TypeVar, cast
 
 from fastapi import Path, Query, Request, Response
 
@@ -24,7 +26,7 @@ from app.api.rest.common import (
 )
 from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import Entry as EntrySchema
-from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten
+from app.api.rest.schemas.entries import EntryList, FieldsForm, flatten, flatten_all
 from app.api.rest.schemas.writes import (
     POLICY_DOC,
     Append,
@@ -67,8 +69,15 @@ def _xadd_args(stream: str, body: Append) -> list[XAddArgs]:
     """The request as XADD arguments: IDs, IDMP and the trim clause checked by the engine's
     rules, with XADD's texts for its tokens."""
     trim: TrimSpec | None = None if body.trim is None else body.trim.spec()
+    entries = body.batch()
+    if set(map(_PLAIN, entries)) == {("*", None, None)}:  # a batch of `*` entries
+        rows = flatten_all(list(map(_FIELDS, entries)))
+        rest = (None, True, body.nomkstream, trim, None)  # id `*`, seq_given, ..., idmp
+        return list(
+            map(_new_args, repeat(XAddArgs), map(add, zip(repeat(stream), rows), repeat(rest)))
+        )
     out = []
-    for e in body.batch():
+    for e in entries:
         idmp = None
         if e.producer is not None or e.idempotent_id is not None:
             idmp = idmp_key(e.producer or "", e.idempotent_id)
@@ -79,6 +88,11 @@ def _xadd_args(stream: str, body: Append) -> list[XAddArgs]:
             raise WrongArgument.err(IDMP_EXPLICIT_ID)
         out.append(XAddArgs(stream, flatten(e.fields), sid, seq_given, body.nomkstream, trim, idmp))
     return out
+
+
+_new_args = tuple.__new__  # XAddArgs from a whole tuple, without its Python-level __new__
+_PLAIN = attrgetter("id", "producer", "idempotent_id")
+_FIELDS = attrgetter("fields")
 
 
 async def _exists(backend: Backend, stream: str) -> None:
@@ -119,10 +133,10 @@ async def append_entries(
     new entry, or the range of a batch."""
     # One entry goes through XADD itself, so its errors are XADD's exactly.
     added = await backend.append(_xadd_args(stream, body))
-    if any(sid is None for sid in added):
+    if None in added:
         raise no_such_stream()
-    ids = [sid for sid in added if sid is not None]
-    texts = [format_id(sid) for sid in ids]
+    ids = cast("list[StreamID]", added)  # no None: checked above
+    texts = list(map("%d-%d".__mod__, ids))  # format_id, in one C pass
     base = stream_url(stream) + "/entries"
     # A repeat's ID may be older than the batch's new ones: the range spans them all.
     first, last = format_id(min(ids)), format_id(max(ids))

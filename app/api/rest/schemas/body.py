@@ -78,3 +78,10 @@ class Body(BaseModel):
             return data
         # ValueError (a lone surrogate that is no byte): pydantic reports it, 422.
         return from_json(data)
+
+
+class Part(BaseModel):
+    """A part of a ``Body`` (an entry of a batch): as strict, and its strings already checked
+    and decoded by the document's own check, so not walked again per part."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)

@@ -9,6 +9,8 @@ libraries that map entries to dictionaries do; the pairs form never loses anythi
 from __future__ import annotations
 
 from enum import StrEnum
+from itertools import chain
+from operator import attrgetter
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -109,6 +111,20 @@ class MaybeEntryList(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"entries": [ENTRY_EXAMPLE]}]})
 
     entries: list[MaybeEntry]
+
+
+def flatten_all(forms: list[FieldMap | FieldPairs]) -> list[Fields]:
+    """``flatten`` of many, in C passes when they all have one form (a batch)."""
+    kinds = set(map(type, forms))
+    roots = map(_ROOT, forms)
+    if kinds == {FieldMap}:
+        return list(map(tuple, map(chain.from_iterable, map(dict.items, roots))))
+    if kinds == {FieldPairs}:
+        return list(map(tuple, map(chain.from_iterable, roots)))
+    return list(map(flatten, forms))
+
+
+_ROOT = attrgetter("root")
 
 
 def flatten(fields: FieldMap | FieldPairs) -> Fields:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from app.api.rest.schemas.body import Body
+from app.api.rest.schemas.body import Body, Part
 from app.api.rest.schemas.entries import FieldsIn
 from app.engine.commands.streams import trim_spec
 from app.engine.ids import INT64_MAX, INT64_MIN
@@ -89,7 +89,7 @@ PRODUCER_DOC = (
 IID_DOC = "IDMP: the idempotent ID, unique per producer (needs `producer`)."
 
 
-class NewEntry(Body):
+class NewEntry(Part):
     """One entry to append; ``id`` is `*` (the default), `ms-*` or an explicit `ms-seq`."""
 
     id: str = Field("*", description="`*` (generated), `ms-*` or an explicit `ms-seq` ID.")
