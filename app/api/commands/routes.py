@@ -282,7 +282,20 @@ async def run_pipeline(request: Request) -> Response:
         return Response(status_code=499)
     except CommandError as e:  # the whole request's: the backend failed, not one command
         return _error(request, e.text, command_status(e))
+    if not refusals and results and all(map(StreamID.__instancecheck__, results)):
+        ids = _ids_answer(request, results)  # a pipeline of appends: every reply an ID
+        if ids is not None:
+            return ids
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
+
+
+def _ids_answer(request: Request, ids: list[StreamID]) -> Response | None:
+    """The answer to a pipeline whose every reply is an ID, written in two C passes (IDs need
+    no JSON escaping): what ``_items`` and ``json_response`` make of it, byte for byte."""
+    if _shaper(request).b64:
+        return None
+    texts = '"},{"result":"'.join(map("%d-%d".__mod__, ids))
+    return Response(f'[{{"result":"{texts}"}}]'.encode(), media_type="application/json")
 
 
 def _refuse(
@@ -309,9 +322,6 @@ def _items(
     """The pipeline's answer, one item a command in its order, each error counted."""
     metrics = services_of(request).metrics
     shaper = _shaper(request)
-    if not refusals and not shaper.b64 and all(map(StreamID.__instancecheck__, results)):
-        # A pipeline of appends: every reply an ID, formatted in one C pass.
-        return [{"result": text} for text in map("%d-%d".__mod__, results)]
     shape_id = shaper.id
     out: list[dict[str, Any]] = []
     j = 0
