@@ -297,3 +297,55 @@ async def test_an_ask_reply_is_followed(cluster: RedisBackend) -> None:
         for c in (src, dst):
             c.execute_command("CLUSTER", "SETSLOT", slot, "STABLE")
             c.close()
+
+
+def test_it_runs_on_uvloop() -> None:
+    """The server runs on uvloop, whose transports are not ``asyncio.Transport``."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            [cmd] = await commands(reader, 1)
+            writer.write(b"$%d\r\n%b\r\n" % (len(cmd[1]), cmd[1]))
+
+    async def main() -> list[Any]:
+        async with fake_server(serve) as port:
+            mux = Mux({"host": "127.0.0.1", "port": port})
+            got = await asyncio.gather(*(mux.call(["ECHO", str(n)]) for n in range(3)))
+            mux.close()
+            return got
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        assert runner.run(main()) == [b"0", b"1", b"2"]
+
+
+async def test_a_lost_cluster_connection_has_the_slot_map_learnt_again(
+    cluster: RedisBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As redis-py's cluster path did: a node's connection failing is a 503 for the command,
+    and the slot map is learnt again (a master may have gone) before the next one."""
+    router = cluster.router
+    key = "mux-lost"
+    mux = router._mux(router.node(key))
+    assert mux is not None
+    real_call, relearnt = mux.call, 0
+
+    async def lost(args: Any) -> Any:
+        monkeypatch.setattr(mux, "call", real_call)
+        raise RedisConnectionError("Connection closed by server.")
+
+    real_refresh = router.refresh_slots
+
+    async def refresh() -> None:
+        nonlocal relearnt
+        relearnt += 1
+        await real_refresh()
+
+    monkeypatch.setattr(mux, "call", lost)
+    monkeypatch.setattr(router, "refresh_slots", refresh)
+    with pytest.raises(RedisUnavailable):
+        await router.call(key, "XLEN", key)
+    assert relearnt == 0
+    assert await router.call(key, "XLEN", key) == 0
+    assert await router.call(key, "XLEN", key) == 0
+    assert relearnt == 1

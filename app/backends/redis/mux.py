@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 from redis._parsers.base import BaseParser
@@ -82,8 +82,8 @@ class Pipe(asyncio.Protocol):
 
     # --- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport instances, but have its methods
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         reader = self._reader

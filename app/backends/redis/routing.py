@@ -261,10 +261,12 @@ class Router:
         """``call``, never kept."""
         try:
             if self.cluster:
+                # redis-py learns the cluster again where it closed it (after CLUSTERDOWN)
+                await self.cluster_client.initialize()
                 if self._relearn or self._relearning is not None:
                     await self._relearn_slots()
                 target = node if node is not None else self.node(key)
-                mux = self._mux(target)
+                mux = self._mux(target) if target is not None else None
                 if mux is not None:
                     try:
                         return await mux.call(args)
