@@ -8,6 +8,12 @@
   came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop a
   cancellation that lands as the send completes (CPython gh-86296), and a task that ignores
   being cancelled (an event stream whose client left) would run on (``cancellable``).
+- A single command that answers at once goes through ``Mux`` (mux.py): the commands of
+  concurrent requests share one connection per node, written together once per loop turn.
+  In a cluster, a MOVED / ASK / TRYAGAIN / CLUSTERDOWN reply to it (nothing ran) hands it to
+  redis-py's cluster path, which follows the redirect as before; a connection that failed
+  has the slot map learnt again before the next command. A node redis-py reaches over TLS
+  (or with settings ``Mux`` does not speak) stays on redis-py's path.
 - ``wait_replicas`` > 0: each write is followed, on the same connection, by ``WAIT n
   timeout``; fewer confirmations raise ``ReplicasUnavailable`` (the write itself stays).
 - Redis's trouble is never the request's: an error reply for a passing state of the server
@@ -27,13 +33,15 @@ from typing import TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
-from redis.asyncio.connection import AbstractConnection
+from redis.asyncio.connection import AbstractConnection, Connection, UnixDomainSocketConnection
 from redis.exceptions import (
     AskError,
+    ClusterDownError,
     MovedError,
     RedisClusterException,
     ResponseError,
     SlotNotCoveredError,
+    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -45,6 +53,7 @@ from app.backends.errors import (
 from app.backends.idempotency import StillRunning
 from app.backends.redis.features import Features, Version, info_field, parse_version
 from app.backends.redis.idempotent import LEASE_LOST, attempt, next_write, writes
+from app.backends.redis.mux import Mux
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -65,6 +74,9 @@ SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up t
 # Redis out of reach for a command: no connection, no answer in time, or (a cluster) no
 # master known for the slot and the slot map could not be learnt again.
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError, RedisClusterException)
+# A cluster's replies for a slot on the move or a cluster in trouble: nothing ran, and
+# redis-py's cluster path knows how to follow each (``call_plain``).
+REDIRECTS = (MovedError, AskError, TryAgainError, ClusterDownError)
 
 
 class Router:
@@ -76,8 +88,14 @@ class Router:
         *,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        multiplex: bool = True,
     ) -> None:
         self.client = client
+        # single commands through ``Mux``, else redis-py's path (a test may switch it)
+        self.multiplex = multiplex
+        self._muxes: dict[str, Mux | None] = {}  # by node name ('' standalone)
+        self._relearn = False  # a multiplexed connection failed: learn the slot map again
+        self._relearning: asyncio.Future[None] | None = None
         self.cluster = isinstance(client, RedisCluster)
         self.name = "redis-cluster" if self.cluster else "redis"
         self.wait_replicas = wait_replicas
@@ -123,7 +141,57 @@ class Router:
         return self.features
 
     async def close(self) -> None:
+        for mux in self._muxes.values():
+            if mux is not None:
+                mux.close()
+        self._muxes.clear()
         await self.client.aclose()
+
+    def _mux(self, node: ClusterNode | None) -> Mux | None:
+        """The multiplexer for ``node`` (None: the one redis-server), made on first use;
+        None where redis-py's path serves it (``multiplex`` off, TLS...)."""
+        if not self.multiplex:
+            return None
+        name = node.name if node is not None else ""
+        try:
+            return self._muxes[name]
+        except KeyError:
+            pass
+        cls: type[AbstractConnection]
+        if node is not None:
+            cls, settings = node.connection_class, node.connection_kwargs
+        else:
+            assert isinstance(self.client, Redis)
+            pool = self.client.connection_pool
+            cls, settings = pool.connection_class, pool.connection_kwargs
+        mux = None
+        if cls in (Connection, UnixDomainSocketConnection):
+            timeout = settings.get("socket_timeout", 5.0)
+            mux = Mux.of(
+                {k: v for k, v in settings.items() if not k.startswith("socket_")},
+                timeout=5.0 if timeout is None else timeout,
+                connect_timeout=settings.get("socket_connect_timeout") or 5.0,
+            )
+        self._muxes[name] = mux
+        return mux
+
+    async def _relearn_slots(self) -> None:
+        """The slot map learnt again after a multiplexed connection failed (a master may
+        have gone): once for all the callers waiting meanwhile."""
+        if self._relearning is None:
+            self._relearn = False
+
+            async def relearn() -> None:
+                try:
+                    await self.refresh_slots()
+                except BaseException:
+                    self._relearn = True
+                    raise
+                finally:
+                    self._relearning = None
+
+            self._relearning = asyncio.ensure_future(relearn())
+        await asyncio.shield(self._relearning)
 
     async def shards(self, timeout_s: float) -> list[ShardHealth]:
         """Each master's health (app/backends/shards.py), probed at once on a connection of
@@ -193,10 +261,26 @@ class Router:
         """``call``, never kept."""
         try:
             if self.cluster:
+                # redis-py learns the cluster again where it closed it (after CLUSTERDOWN)
+                await self.cluster_client.initialize()
+                if self._relearn or self._relearning is not None:
+                    await self._relearn_slots()
                 target = node if node is not None else self.node(key)
+                mux = self._mux(target) if target is not None else None
+                if mux is not None:
+                    try:
+                        return await mux.call(args)
+                    except REDIRECTS:
+                        pass  # nothing ran: redis-py's path below follows it
+                    except UNREACHABLE:
+                        self._relearn = True
+                        raise
                 return await cancellable(
                     self.cluster_client.execute_command(*args, target_nodes=target)
                 )
+            mux = self._mux(None)
+            if mux is not None:
+                return await mux.call(args)
             return await cancellable(self.client.execute_command(*args))
         except ResponseError as e:
             raise redis_error(e, args) from None
