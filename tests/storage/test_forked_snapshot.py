@@ -14,7 +14,7 @@ from app.engine.clock import ManualClock
 from app.engine.snapshot import decode_snapshot, encode_snapshot
 from app.engine.store import Store
 from app.settings import FsyncMode
-from app.storage import forked, migrate
+from app.storage import database, forked, migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.forked import ChildFailed, fork_encoder
 from app.storage.recovery import recover
@@ -161,4 +161,29 @@ def test_the_forked_snapshot_loads(sqlite_db: Database) -> None:
     loaded = Store(clock=ManualClock(T0))
     decode_snapshot(child.collect(), loaded.keyspace)
     assert encode_snapshot(loaded.snapshot_view()) == encode_snapshot(store.snapshot_view())
+    sqlite_db.close()
+
+
+def test_a_large_sqlite_snapshot_is_written_in_slices(
+    sqlite_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``SQLITE_BLOB_SLICE`` the bytes go in through blob I/O, slice by slice; a write
+    that fails midway leaves the previous snapshot and the journal as they were."""
+    monkeypatch.setattr(database, "SQLITE_BLOB_SLICE", 1000)
+    for seq in (1, 2, 3):
+        sqlite_db.append([(seq, b"[%d]" % seq)])  # a row each
+    first = os.urandom(2500)
+    sqlite_db.write_snapshot(1, first)
+    monkeypatch.setattr(database, "SQLITE_BLOB_SLICE", 0)  # range() refuses a step of 0
+    with pytest.raises(ValueError):
+        sqlite_db.write_snapshot(3, os.urandom(5000))
+    monkeypatch.setattr(database, "SQLITE_BLOB_SLICE", 1000)
+    stored = sqlite_db.newest_snapshot()
+    assert stored is not None and (stored.covers_seq, stored.data) == (1, first)
+    assert [r.seq for r in sqlite_db.rows_after(0)] == [2, 3]
+    second = os.urandom(5001)
+    sqlite_db.write_snapshot(2, second)
+    stored = sqlite_db.newest_snapshot()
+    assert stored is not None and (stored.covers_seq, stored.data) == (2, second)
+    assert [r.seq for r in sqlite_db.rows_after(0)] == [3]
     sqlite_db.close()
