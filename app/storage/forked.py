@@ -10,8 +10,9 @@ the state after the last record appended when ``fork`` returned, exactly.
 The child is a copy of a process with threads (the journal writer, SQLAlchemy's pool, the
 executor's workers), of which only the forking thread exists in it. So it touches none of them
 and nothing they may have held locked: no database connection, no logging handler, no asyncio,
-no atexit handlers and no buffered stream flushes (``os._exit``). It runs with the collector
-off, so its own reference counting is all that copies the parent's pages.
+no atexit handlers and no buffered stream flushes (``os._exit``); it closes its copies of the
+parent's descriptors first. It runs with the collector off, so its own reference counting is
+all that copies the parent's pages.
 
 A child killed midway (or failing) exits without status 0, and the parent then stores nothing:
 the snapshot is stored in one transaction from the complete bytes only.
@@ -33,6 +34,7 @@ from app.engine.store import Store
 
 # The child's exit status when encoding or writing failed (its reason goes to stderr).
 FAILED = 3
+_MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
 
 
 class ChildFailed(Exception):
@@ -107,12 +109,16 @@ def _child(store: Store, fd: int) -> NoReturn:
     code = FAILED
     try:
         gc.disable()
-        # The parent handles these signals; a terminal's Ctrl-C reaches the whole process
-        # group, and the child then ends the snapshot it was writing (nothing is stored).
         with contextlib.suppress(ValueError):  # forked off the main thread: none were set
-            signal.set_wakeup_fd(-1)  # the parent's loop's, not to be woken by the child
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.set_wakeup_fd(-1)  # the parent loop's, not to be woken by the child
+            # A terminal's Ctrl-C reaches the whole process group: the parent decides (a
+            # clean stop waits for this snapshot). SIGTERM ends it; nothing is stored then.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # The parent's sockets and files: a connection the parent closes must close now, not
+        # when the child is done (a socket closes with its last descriptor).
+        os.closerange(3, fd)
+        os.closerange(fd + 1, _MAX_FD)
         data = memoryview(encode_snapshot(store.snapshot_view()))
         while data:
             data = data[os.write(fd, data) :]

@@ -187,3 +187,28 @@ def test_a_large_sqlite_snapshot_is_written_in_slices(
     assert stored is not None and (stored.covers_seq, stored.data) == (2, second)
     assert [r.seq for r in sqlite_db.rows_after(0)] == [3]
     sqlite_db.close()
+
+
+def test_the_child_keeps_no_socket_of_the_parent_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection the parent closes while the child encodes is closed at once: the peer
+    reads its end, not a socket held open by the child."""
+    import socket
+    import time
+
+    def slow(_view: Any) -> NoReturn:
+        time.sleep(30)
+        raise AssertionError("killed before")
+
+    monkeypatch.setattr(forked, "encode_snapshot", slow)
+    ours, peer = socket.socketpair()
+    child = fork_encoder(busy_store())
+    assert child is not None
+    try:
+        ours.close()
+        peer.settimeout(10)
+        assert peer.recv(1) == b""  # EOF while the child still runs
+    finally:
+        peer.close()
+        child.kill()
+        with pytest.raises(ChildFailed, match="killed by signal 9"):
+            child.collect()
