@@ -36,6 +36,8 @@ class SnapshotTaken:
     size_bytes: int
     encode_ms: int
     write_ms: int
+    # How long the loop spent in ``fork()`` (redis-server's latest_fork_usec); 0: in process.
+    fork_us: int = 0
 
 
 class Snapshotter:
@@ -83,13 +85,15 @@ class Snapshotter:
             counted = self.writer.bytes_since_snapshot
             counted_records = self.writer.records_since_snapshot
             child = fork_encoder(self.store) if self.fork else None
+            fork_us = int((time.perf_counter() - t0) * 1e6) if child is not None else 0
             if child is not None:
                 collecting = asyncio.ensure_future(asyncio.to_thread(child.collect))
                 collecting.add_done_callback(_retrieve)
                 try:
                     data = await asyncio.shield(collecting)
                 except asyncio.CancelledError:
-                    child.kill()  # the thread still reaps it; nothing is stored
+                    if not collecting.done():
+                        child.kill()  # the thread still reaps it; nothing is stored
                     raise
             else:
                 view = self.store.snapshot_view()
@@ -106,9 +110,11 @@ class Snapshotter:
                 "snapshot covering record %d: %d bytes, encoded in %s",
                 covers,
                 len(data),
-                "a forked child" if child is not None else "process",
+                f"a forked child (fork {fork_us} us)" if child is not None else "process",
             )
-            return SnapshotTaken(covers, len(data), int((t1 - t0) * 1000), int((t2 - t1) * 1000))
+            return SnapshotTaken(
+                covers, len(data), int((t1 - t0) * 1000), int((t2 - t1) * 1000), fork_us
+            )
 
     async def wait_idle(self) -> None:
         """Let a running background snapshot finish (clean shutdown)."""

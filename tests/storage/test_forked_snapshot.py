@@ -106,6 +106,7 @@ async def test_writes_during_the_childs_encoding_are_journaled_after_it(db: Data
     store.execute(["XGROUP", "CREATECONSUMER", "s", "g", "c2"])
     taken = await taking
     assert (taken.covers_seq, snaps.forked, snaps.taken) == (covers, 1, 1)
+    assert taken.fork_us > 0
     await writer.close()
     stored = db.newest_snapshot()
     assert stored is not None and stored.covers_seq == covers
@@ -128,7 +129,7 @@ async def test_without_fork_the_process_encodes(
     store, snaps, writer = await _snapshotting(sqlite_db, fork=how != "fork off")
     expected = encode_snapshot(store.snapshot_view())
     taken = await snaps.take()
-    assert (snaps.taken, snaps.forked) == (1, 0)
+    assert (snaps.taken, snaps.forked, taken.fork_us) == (1, 0, 0)
     await writer.close()
     stored = sqlite_db.newest_snapshot()
     assert stored is not None and (stored.covers_seq, stored.data) == (taken.covers_seq, expected)
