@@ -58,9 +58,15 @@ class Child:
                 how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
                 raise ChildFailed(f"the snapshot child {self.pid} {how}")
             size = os.fstat(self.fd).st_size
-            data = os.pread(self.fd, size, 0)
-            if len(data) != size:
-                raise ChildFailed(f"the snapshot child's file read short: {len(data)} of {size}")
+            data = os.pread(self.fd, size, 0)  # one call below 2 GiB (Linux's cap per read)
+            if len(data) < size:
+                parts = [data]
+                while (done := sum(map(len, parts))) < size:
+                    part = os.pread(self.fd, size - done, done)
+                    if not part:
+                        raise ChildFailed(f"the snapshot child's file ended at {done} of {size}")
+                    parts.append(part)
+                data = b"".join(parts)
             return data
         finally:
             os.close(self.fd)

@@ -213,3 +213,13 @@ def test_the_child_keeps_no_socket_of_the_parent_open(monkeypatch: pytest.Monkey
         child.kill()
         with pytest.raises(ChildFailed, match="killed by signal 9"):
             child.collect()
+
+
+def test_a_snapshot_read_back_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Linux reads at most ~2 GiB per call: a larger snapshot is read in several."""
+    store = busy_store()
+    child = fork_encoder(store)
+    assert child is not None
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: real(fd, min(n, 1000), at))
+    assert child.collect() == encode_snapshot(store.snapshot_view())
