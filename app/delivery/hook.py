@@ -7,12 +7,11 @@ group's PEL: that is its crash safety. The loop:
   as it has free slots times ``batch``, so at most ``concurrency`` requests are in flight;
   with a delivery policy on the group, that read also serves the entries due again
   (visibility timeout, back-off after XNACK) and dead-letters the exhausted ones;
-- POSTs each entry (or batch) signed (``signing``) through a guarded transport
-  (``outbound``), within ``timeout_ms`` in all: one transport of one kept-alive connection
-  per slot (a "lane"). httpx's pool scans every connection for every request, so one pool of
-  64 connections sent about 200 requests/s here where 64 pools of one sent about 900; and the
-  transport is called directly, without ``httpx.AsyncClient`` (its request building, cookie
-  jar and redirect handling cost a quarter of a request's CPU, and none is wanted);
+- POSTs each entry (or batch) signed (``signing``) through a lane (``http1``: the outbound
+  rules of ``outbound``, one kept-alive HTTP/1.1 connection per slot), within ``timeout_ms``
+  in all. One connection per slot, not a pool: httpx's pool scanned every connection for
+  every request (one pool of 64 sent about 200 requests/s here, 64 pools of one about 900),
+  and a lane with one request at a time needs no pool at all;
 - 2xx: XACK. Any other status, a timeout, a connection error or a refused destination:
   XNACK FAIL, and the group's policy decides the back-off and the dead-lettering.
   410 Gone: the webhook is paused (``pause`` callback) and the entries released with XNACK
@@ -60,11 +59,10 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from typing import Protocol
 
-import httpx
-
 from app import __version__
 from app.backends import Backend
 from app.delivery.health import HealthWriter
+from app.delivery.http1 import AnswerError, Lane
 from app.delivery.outbound import Refused
 from app.delivery.signing import Delivery, Signer, body_of, webhook_id
 from app.engine.commands.groups import ClaimArgs, PendingArgs
@@ -79,10 +77,6 @@ from app.engine.webhook_health import HealthUpdate
 __all__ = ["HookOptions", "HookWorker", "Outcome", "Pause", "Tally"]
 
 log = logging.getLogger("xstreams")
-
-# A receiver's answer is its status: its body is read (so the connection can serve the next
-# request) up to this much, and past it the connection is closed instead.
-MAX_ANSWER_BYTES = 64 * 1024
 
 
 class Outcome(StrEnum):
@@ -130,16 +124,13 @@ class HookWorker:
         self,
         backend: Backend,
         hook: Webhook,
-        lanes: Sequence[httpx.AsyncBaseTransport],
+        lanes: Sequence[Lane],
         pause: Pause | None = None,
         tally: Tally | None = None,
         options: HookOptions | None = None,
         now_s: Callable[[], float] = time.time,
     ) -> None:
         self.backend, self.hook, self.lanes = backend, hook, list(lanes)
-        self.url = httpx.URL(hook.url)
-        t = hook.timeout_ms / 1000
-        self._timeouts = {"connect": t, "read": t, "write": t, "pool": t}
         self.pause, self.tally = pause, tally or _NoTally()
         self.options = options or HookOptions()
         self.now_s = now_s
@@ -294,7 +285,7 @@ class HookWorker:
             self._sends.add(task)
             task.add_done_callback(functools.partial(self._done, lane=lane))
 
-    def _done(self, task: asyncio.Task[None], *, lane: httpx.AsyncBaseTransport) -> None:
+    def _done(self, task: asyncio.Task[None], *, lane: Lane) -> None:
         self._sends.discard(task)
         self._lanes.append(lane)
         self._freed.set()
@@ -313,7 +304,7 @@ class HookWorker:
 
     # -- one request ------------------------------------------------------------------------
 
-    async def _send(self, lane: httpx.AsyncBaseTransport, chunk: list[Delivery]) -> None:
+    async def _send(self, lane: Lane, chunk: list[Delivery]) -> None:
         hook = self.hook
         ids = [d.id for d in chunk]
         try:
@@ -359,46 +350,30 @@ class HookWorker:
         self.health.record(update)
 
     async def _post(
-        self, lane: httpx.AsyncBaseTransport, body: bytes, headers: dict[str, str]
+        self, lane: Lane, body: bytes, headers: dict[str, str]
     ) -> tuple[int | Outcome, float | None, str | None]:
         """The status (or the outcome without one), the Retry-After in seconds, and what
         went wrong (None for a 2xx)."""
         hook = self.hook
         try:
             async with asyncio.timeout(hook.timeout_ms / 1000):
-                request = httpx.Request(
-                    "POST",
-                    self.url,
-                    content=body,
-                    headers=headers,
-                    extensions={"timeout": self._timeouts},
-                )
-                response = await lane.handle_async_request(request)
-                try:  # read a small answer (the connection is kept), drop a large one
-                    read = 0
-                    if not response.is_stream_consumed:
-                        async for chunk in response.aiter_raw():
-                            read += len(chunk)
-                            if read > MAX_ANSWER_BYTES:
-                                break
-                finally:
-                    await response.aclose()
+                answer = await lane.post(body, headers)
         except Refused as e:
             return Outcome.REFUSED, None, self._log_fault(f"refused destination: {e}")
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             text = f"no whole answer from {hook.url} within {hook.timeout_ms} ms"
             return Outcome.TIMEOUT, None, self._log_fault(text)
-        except (httpx.HTTPError, OSError) as e:
+        except (AnswerError, OSError) as e:
             text = f"cannot reach {hook.url}: {e or type(e).__name__}"
             return Outcome.FAILED, None, self._log_fault(text)
         except Exception as e:  # whatever else a request raises is a failed delivery too
             return Outcome.FAILED, None, self._log_fault(f"request to {hook.url} failed: {e!r}")
-        status = response.status_code
+        status = answer.status
         if 200 <= status < 300:
             self._fault = None
             return status, None, None
         text = self._log_fault(f"{hook.url} answers {status}")
-        return status, _retry_after(response.headers.get("retry-after"), self.now_s()), text
+        return status, _retry_after(answer.retry_after, self.now_s()), text
 
     async def _hold(self, seconds: float) -> None:
         """Start no request until ``seconds`` from now (bounded), holding the entry."""

@@ -47,6 +47,7 @@ __all__ = [
     "Resolver",
     "check_destination",
     "checked_address",
+    "is_literal",
     "transports_for",
 ]
 
@@ -128,6 +129,11 @@ def _literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
+
+
+def is_literal(host: str) -> bool:
+    """Whether ``host`` is an IP address (its own answer: nothing to resolve or cache)."""
+    return _literal(host) is not None
 
 
 async def checked_address(
