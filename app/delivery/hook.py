@@ -142,6 +142,9 @@ class HookWorker:
         self._freed = asyncio.Event()
         self._mine: set[StreamID] = set()  # in flight (or held) here
         self._sends: set[asyncio.Task[None]] = set()
+        self._acking: list[StreamID] = []  # 2xx answered, for the next XACK
+        self._acks: asyncio.Task[None] | None = None  # the XACK that takes them
+        self._acks_out: set[asyncio.Task[None]] = set()  # XACKs under way
         self._hold_until = 0.0  # monotonic: Retry-After
         self._checked_at = -1e18
         self._fault: str | None = None  # of the requests: logged once until a 2xx
@@ -328,7 +331,7 @@ class HookWorker:
             self.tally.webhook_delivered(hook, outcome, seconds)
             self._record(outcome, status, error)
             if outcome is Outcome.OK:
-                await self.backend.ack(hook.stream, hook.group, ids)
+                await self._ack(ids)
                 return
             if outcome is Outcome.GONE:
                 await self._gone(ids)
@@ -338,6 +341,28 @@ class HookWorker:
             await self.backend.nack(NackArgs(hook.stream, hook.group, NackMode.FAIL, ids))
         finally:
             self._mine.difference_update(ids)
+
+    async def _ack(self, ids: list[StreamID]) -> None:
+        """XACK ``ids`` together with the others answered 2xx in this turn of the event loop:
+        one XACK for them all (the task runs at the next turn), each send waiting for it as
+        it waited for its own. An entry answered but not yet acknowledged when the process
+        dies is sent again, as before: with the same ``webhook-id``."""
+        self._acking.extend(ids)
+        task = self._acks
+        if task is None:
+            task = self._acks = asyncio.create_task(self._flush_acks())
+            self._acks_out.add(task)
+            task.add_done_callback(self._acked)
+        await asyncio.shield(task)  # a send cancelled does not cancel the others' XACK
+
+    def _acked(self, task: asyncio.Task[None]) -> None:
+        self._acks_out.discard(task)
+        if not task.cancelled():
+            task.exception()  # its sends saw it (and log it); none left is no warning
+
+    async def _flush_acks(self) -> None:
+        ids, self._acking, self._acks = self._acking, [], None
+        await self.backend.ack(self.hook.stream, self.hook.group, ids)
 
     def _record(self, outcome: Outcome, status: int | Outcome, error: str | None) -> None:
         """The attempt's outcome, to the webhook's health."""
@@ -407,6 +432,11 @@ class HookWorker:
             task.cancel()
         if self._sends:
             await asyncio.gather(*self._sends, return_exceptions=True)
+        if self._acks_out:  # an XACK under way is short: let it end
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait(set(self._acks_out), timeout=self.options.drain_s)
+            for task in list(self._acks_out):
+                task.cancel()
         await self.health.close(self.options.drain_s)
 
     def _log_fault(self, text: str) -> str:

@@ -231,10 +231,10 @@ class Lane:
         hit = self.cache.get((host, port))
         if hit is not None and hit[0] > time.monotonic():
             address = hit[1]
-        else:
+        else:  # an IP literal's check never changes: it is kept for good
             address = await checked_address(self.rules, host, port, self.resolver)
-            if not is_literal(host):
-                self.cache[(host, port)] = (time.monotonic() + DNS_CACHE_S, address)
+            until = float("inf") if is_literal(host) else time.monotonic() + DNS_CACHE_S
+            self.cache[(host, port)] = (until, address)
         lines = "".join([f"{k}: {v}\r\n" for k, v in headers.items()])
         data = b"".join(
             (self._head, f"{lines}content-length: {len(body)}\r\n\r\n".encode("latin-1"), body)
