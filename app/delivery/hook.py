@@ -7,12 +7,11 @@ group's PEL: that is its crash safety. The loop:
   as it has free slots times ``batch``, so at most ``concurrency`` requests are in flight;
   with a delivery policy on the group, that read also serves the entries due again
   (visibility timeout, back-off after XNACK) and dead-letters the exhausted ones;
-- POSTs each entry (or batch) signed (``signing``) through a guarded transport
-  (``outbound``), within ``timeout_ms`` in all: one transport of one kept-alive connection
-  per slot (a "lane"). httpx's pool scans every connection for every request, so one pool of
-  64 connections sent about 200 requests/s here where 64 pools of one sent about 900; and the
-  transport is called directly, without ``httpx.AsyncClient`` (its request building, cookie
-  jar and redirect handling cost a quarter of a request's CPU, and none is wanted);
+- POSTs each entry (or batch) signed (``signing``) through a lane (``http1``: the outbound
+  rules of ``outbound``, one kept-alive HTTP/1.1 connection per slot), within ``timeout_ms``
+  in all. One connection per slot, not a pool: httpx's pool scanned every connection for
+  every request (one pool of 64 sent about 200 requests/s here, 64 pools of one about 900),
+  and a lane with one request at a time needs no pool at all;
 - 2xx: XACK. Any other status, a timeout, a connection error or a refused destination:
   XNACK FAIL, and the group's policy decides the back-off and the dead-lettering.
   410 Gone: the webhook is paused (``pause`` callback) and the entries released with XNACK
@@ -60,11 +59,10 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from typing import Protocol
 
-import httpx
-
 from app import __version__
 from app.backends import Backend
 from app.delivery.health import HealthWriter
+from app.delivery.http1 import AnswerError, Lane
 from app.delivery.outbound import Refused
 from app.delivery.signing import Delivery, Signer, body_of, webhook_id
 from app.engine.commands.groups import ClaimArgs, PendingArgs
@@ -79,10 +77,6 @@ from app.engine.webhook_health import HealthUpdate
 __all__ = ["HookOptions", "HookWorker", "Outcome", "Pause", "Tally"]
 
 log = logging.getLogger("xstreams")
-
-# A receiver's answer is its status: its body is read (so the connection can serve the next
-# request) up to this much, and past it the connection is closed instead.
-MAX_ANSWER_BYTES = 64 * 1024
 
 
 class Outcome(StrEnum):
@@ -130,16 +124,13 @@ class HookWorker:
         self,
         backend: Backend,
         hook: Webhook,
-        lanes: Sequence[httpx.AsyncBaseTransport],
+        lanes: Sequence[Lane],
         pause: Pause | None = None,
         tally: Tally | None = None,
         options: HookOptions | None = None,
         now_s: Callable[[], float] = time.time,
     ) -> None:
         self.backend, self.hook, self.lanes = backend, hook, list(lanes)
-        self.url = httpx.URL(hook.url)
-        t = hook.timeout_ms / 1000
-        self._timeouts = {"connect": t, "read": t, "write": t, "pool": t}
         self.pause, self.tally = pause, tally or _NoTally()
         self.options = options or HookOptions()
         self.now_s = now_s
@@ -151,6 +142,9 @@ class HookWorker:
         self._freed = asyncio.Event()
         self._mine: set[StreamID] = set()  # in flight (or held) here
         self._sends: set[asyncio.Task[None]] = set()
+        self._acking: list[StreamID] = []  # 2xx answered, for the next XACK
+        self._acks: asyncio.Task[None] | None = None  # the XACK that takes them
+        self._acks_out: set[asyncio.Task[None]] = set()  # XACKs under way
         self._hold_until = 0.0  # monotonic: Retry-After
         self._checked_at = -1e18
         self._fault: str | None = None  # of the requests: logged once until a 2xx
@@ -294,7 +288,7 @@ class HookWorker:
             self._sends.add(task)
             task.add_done_callback(functools.partial(self._done, lane=lane))
 
-    def _done(self, task: asyncio.Task[None], *, lane: httpx.AsyncBaseTransport) -> None:
+    def _done(self, task: asyncio.Task[None], *, lane: Lane) -> None:
         self._sends.discard(task)
         self._lanes.append(lane)
         self._freed.set()
@@ -313,7 +307,7 @@ class HookWorker:
 
     # -- one request ------------------------------------------------------------------------
 
-    async def _send(self, lane: httpx.AsyncBaseTransport, chunk: list[Delivery]) -> None:
+    async def _send(self, lane: Lane, chunk: list[Delivery]) -> None:
         hook = self.hook
         ids = [d.id for d in chunk]
         try:
@@ -337,7 +331,7 @@ class HookWorker:
             self.tally.webhook_delivered(hook, outcome, seconds)
             self._record(outcome, status, error)
             if outcome is Outcome.OK:
-                await self.backend.ack(hook.stream, hook.group, ids)
+                await self._ack(ids)
                 return
             if outcome is Outcome.GONE:
                 await self._gone(ids)
@@ -347,6 +341,28 @@ class HookWorker:
             await self.backend.nack(NackArgs(hook.stream, hook.group, NackMode.FAIL, ids))
         finally:
             self._mine.difference_update(ids)
+
+    async def _ack(self, ids: list[StreamID]) -> None:
+        """XACK ``ids`` together with the others answered 2xx in this turn of the event loop:
+        one XACK for them all (the task runs at the next turn), each send waiting for it as
+        it waited for its own. An entry answered but not yet acknowledged when the process
+        dies is sent again, as before: with the same ``webhook-id``."""
+        self._acking.extend(ids)
+        task = self._acks
+        if task is None:
+            task = self._acks = asyncio.create_task(self._flush_acks())
+            self._acks_out.add(task)
+            task.add_done_callback(self._acked)
+        await asyncio.shield(task)  # a send cancelled does not cancel the others' XACK
+
+    def _acked(self, task: asyncio.Task[None]) -> None:
+        self._acks_out.discard(task)
+        if not task.cancelled():
+            task.exception()  # its sends saw it (and log it); none left is no warning
+
+    async def _flush_acks(self) -> None:
+        ids, self._acking, self._acks = self._acking, [], None
+        await self.backend.ack(self.hook.stream, self.hook.group, ids)
 
     def _record(self, outcome: Outcome, status: int | Outcome, error: str | None) -> None:
         """The attempt's outcome, to the webhook's health."""
@@ -359,46 +375,30 @@ class HookWorker:
         self.health.record(update)
 
     async def _post(
-        self, lane: httpx.AsyncBaseTransport, body: bytes, headers: dict[str, str]
+        self, lane: Lane, body: bytes, headers: dict[str, str]
     ) -> tuple[int | Outcome, float | None, str | None]:
         """The status (or the outcome without one), the Retry-After in seconds, and what
         went wrong (None for a 2xx)."""
         hook = self.hook
         try:
             async with asyncio.timeout(hook.timeout_ms / 1000):
-                request = httpx.Request(
-                    "POST",
-                    self.url,
-                    content=body,
-                    headers=headers,
-                    extensions={"timeout": self._timeouts},
-                )
-                response = await lane.handle_async_request(request)
-                try:  # read a small answer (the connection is kept), drop a large one
-                    read = 0
-                    if not response.is_stream_consumed:
-                        async for chunk in response.aiter_raw():
-                            read += len(chunk)
-                            if read > MAX_ANSWER_BYTES:
-                                break
-                finally:
-                    await response.aclose()
+                answer = await lane.post(body, headers)
         except Refused as e:
             return Outcome.REFUSED, None, self._log_fault(f"refused destination: {e}")
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             text = f"no whole answer from {hook.url} within {hook.timeout_ms} ms"
             return Outcome.TIMEOUT, None, self._log_fault(text)
-        except (httpx.HTTPError, OSError) as e:
+        except (AnswerError, OSError) as e:
             text = f"cannot reach {hook.url}: {e or type(e).__name__}"
             return Outcome.FAILED, None, self._log_fault(text)
         except Exception as e:  # whatever else a request raises is a failed delivery too
             return Outcome.FAILED, None, self._log_fault(f"request to {hook.url} failed: {e!r}")
-        status = response.status_code
+        status = answer.status
         if 200 <= status < 300:
             self._fault = None
             return status, None, None
         text = self._log_fault(f"{hook.url} answers {status}")
-        return status, _retry_after(response.headers.get("retry-after"), self.now_s()), text
+        return status, _retry_after(answer.retry_after, self.now_s()), text
 
     async def _hold(self, seconds: float) -> None:
         """Start no request until ``seconds`` from now (bounded), holding the entry."""
@@ -432,6 +432,11 @@ class HookWorker:
             task.cancel()
         if self._sends:
             await asyncio.gather(*self._sends, return_exceptions=True)
+        if self._acks_out:  # an XACK under way is short: let it end
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait(set(self._acks_out), timeout=self.options.drain_s)
+            for task in list(self._acks_out):
+                task.cancel()
         await self.health.close(self.options.drain_s)
 
     def _log_fault(self, text: str) -> str:

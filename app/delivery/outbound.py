@@ -14,12 +14,13 @@ tomorrow):
    refused even then. A name with one refused address among several is refused whole (a
    rebinding answer mixes them).
 
-No time-of-check to time-of-use gap: ``GuardedTransport`` resolves the name itself, checks
-the addresses, and connects to the address it checked (the request's URL carries the IP; the
+No time-of-check to time-of-use gap: the runner's client (``app.delivery.http1.Lane``)
+resolves the name itself, checks the addresses, and connects to the address it checked (the
 ``Host`` header and the TLS server name, which the certificate is verified against, stay the
-host name). Redirects are never followed (the runner calls the transport itself, and a
-transport follows none): a 3xx is an answer like any other non-2xx. Proxies from the
-environment are ignored (``trust_env=False``), so nothing routes around the checks.
+host name). Redirects are never followed: a 3xx is an answer like any other non-2xx. No
+proxy is used, so nothing routes around the checks. ``GuardedTransport`` applies the same
+rules the same way as an httpx transport (the runner sent through it before ``http1``; it
+is kept for httpx callers), with proxies from the environment ignored (``trust_env=False``).
 
 A refusal raises ``Refused`` (text says which rule); the runner counts it as a failed
 delivery (outcome ``refused``), never a crash.
@@ -47,6 +48,7 @@ __all__ = [
     "Resolver",
     "check_destination",
     "checked_address",
+    "is_literal",
     "transports_for",
 ]
 
@@ -128,6 +130,11 @@ def _literal(host: str) -> IPAddress | None:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return None
+
+
+def is_literal(host: str) -> bool:
+    """Whether ``host`` is an IP address (its own answer: nothing to resolve or cache)."""
+    return _literal(host) is not None
 
 
 async def checked_address(

@@ -31,13 +31,13 @@ from dataclasses import dataclass
 
 from app.backends import Backend
 from app.delivery.hook import HookOptions, HookWorker, Pause, Tally
+from app.delivery.http1 import lanes_for
 from app.delivery.outbound import (
     OutboundRules,
     Refused,
     Resolver,
     check_destination,
     system_resolver,
-    transports_for,
 )
 from app.engine.delivery import Webhook
 from app.settings import Settings
@@ -194,7 +194,7 @@ class WebhookRunner:
         return True
 
     def _start(self, key: Key, hook: Webhook) -> None:
-        lanes = transports_for(self.rules, hook.concurrency, self.resolver, self.verify)
+        lanes = lanes_for(self.rules, hook.url, hook.concurrency, self.resolver, self.verify)
         worker = HookWorker(
             self.backend, hook, lanes, self._paused, self.tally, self.options, self.now_s
         )

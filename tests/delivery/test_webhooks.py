@@ -447,3 +447,34 @@ async def test_two_front_ends_share_a_webhook_and_never_send_an_entry_twice() ->
     finally:
         for b in fronts:
             await b.close()
+
+
+class _Acks:
+    """A backend that only acknowledges, and records each XACK's IDs."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[StreamID]] = []
+        self.fail = fail
+
+    async def ack(self, key: str, group: str, ids: list[StreamID]) -> int:
+        self.calls.append(list(ids))
+        await asyncio.sleep(0)
+        if self.fail:
+            raise ConnectionError("the backend is away")
+        return len(ids)
+
+
+async def test_the_2xx_of_one_loop_turn_share_one_xack_and_each_waits_for_it() -> None:
+    from app.delivery.hook import HookWorker
+
+    hook = Webhook("s", "g", "h", "https://hooks.example.com/", SECRET)
+    acks = _Acks()
+    worker = HookWorker(cast(Backend, acks), hook, [])
+    ids = [StreamID(1, n) for n in range(5)]
+    await asyncio.gather(*(worker._ack([i]) for i in ids))
+    await worker._ack([StreamID(2, 0)])
+    assert acks.calls == [ids, [StreamID(2, 0)]]
+
+    failing = HookWorker(cast(Backend, _Acks(fail=True)), hook, [])
+    results = await asyncio.gather(*(failing._ack([i]) for i in ids), return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results)  # each send sees it
