@@ -335,7 +335,11 @@ class ReplayError(Exception):
     which record of the row being replayed it is, when records come a row at a time
     (``replay.restore_stored_rows``)."""
 
-    index: int | None = None
+    def __init__(self, *args: object) -> None:
+        # Set here, not as a class attribute: a compiled (mypyc) exception class has no
+        # class-level default for it (bench/notes/i38-mypyc.md).
+        super().__init__(*args)
+        self.index: int | None = None
 
 
 class Unstorable(ValueError):

@@ -245,8 +245,8 @@ def _decode_node(nd: dict[str, Any]) -> Node:
     ms, seq = nd["master"]
     ms, seq = u64(ms), u64(seq)
     names = tuple(nd["master_fields"])
-    node = Node.__new__(Node)
-    node.master = StreamID(ms, seq)
+    # Constructed, not Node.__new__: a compiled (mypyc) class runs __init__ from __new__.
+    node = Node(StreamID(ms, seq), ())
     node.master_fields = names
     node.dms, node.dseq = _unpack(nd["dms"]), _unpack(nd["dseq"])
     node.wide = bool(nd["wide"])

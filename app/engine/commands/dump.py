@@ -79,13 +79,14 @@ def decode_payload(ks: Keyspace, payload: bytes) -> Stream:
             limits.restore_expanded,
             limits.restore_node_entries,
         )
-    except TooLarge as e:
-        raise limits.restore_refusal(e) from None
+    except TooLarge as big:  # each clause its own name: compiled (mypyc), a name has one type
+        raise limits.restore_refusal(big) from None
     except PayloadVersionError:
         raise CommandError.err("DUMP payload version or checksum are wrong") from None
-    except NotAStream as e:
+    except NotAStream as kind:
         raise CommandError.err(
-            f"Bad data format: the payload holds a {e.type_name}, and xstreams keeps streams only"
+            f"Bad data format: the payload holds a {kind.type_name}, "
+            "and xstreams keeps streams only"
         ) from None
     except BadPayload:
         raise CommandError.err("Bad data format") from None
