@@ -22,6 +22,10 @@ subscribers and the server on this machine. Scenarios (issue 4's targets in brac
   per subscriber (once all are live, and at the end, against before they connected) and its
   CPU per event delivered. The open-file limit is raised to fit; where the hard limit cannot
   be raised (no CAP_SYS_RESOURCE) the count is lowered to what fits, and the output says so.
+  After each count, the send floor (issue 38's anchor): the time to send one event-sized
+  chunk to each of N loopback sockets with plain ``send`` calls, read by a uvloop process,
+  in the same run; the output gives p99 / floor. ``XSTREAMS_BENCH_SERVER_PATH`` runs the
+  server from another checkout (a baseline beside this one).
   ``--fanout-redis-port`` adds the anchor, the same subscribers as ``XREAD BLOCK`` loops on a
   redis-server of your own (its ``maxclients`` above the count; not the shared one).
 
@@ -48,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 import redis
 import uvloop
 
@@ -103,7 +108,10 @@ class XstreamsServer:
         cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
                "--port", str(self.port), "--data-dir", self.dir.name, "--fsync", fsync,
                "--log-level", "warning"]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, env=env)
+        # The code under test may be another checkout's (a baseline run beside this one):
+        # ``-m`` puts the working directory first on the path.
+        where = os.environ.get("XSTREAMS_BENCH_SERVER_PATH")
+        self.proc = subprocess.Popen(cmd, env=env, cwd=where)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 30
         while True:
@@ -461,7 +469,8 @@ def fanout(counts: list[int], fsync: str, seconds: float, processes: int) -> Non
     print(f"\nfan-out: N live tails of one stream at 2 entries/s, {seconds:.0f} s, clients in "
           f"{processes} processes (raw sockets, uvloop); target p99 <= 100 ms, "
           f"<= 12 KB/subscriber, 20,000 held", flush=True)  # fmt: skip
-    print(f"{HEADER} {'KB/sub':>7} {'RSS MB':>10} {'CPU us/event':>12}", flush=True)
+    print(f"{HEADER} {'KB/sub':>7} {'RSS MB':>10} {'CPU us/event':>12} {'floor ms':>8} "
+          f"{'p99/floor':>10}", flush=True)  # fmt: skip
     for wanted in counts:
         n = min(wanted, raise_open_files(wanted + FILES_BESIDE) - FILES_BESIDE)
         n -= n % 100
@@ -478,8 +487,58 @@ def fanout(counts: list[int], fsync: str, seconds: float, processes: int) -> Non
         res = got.result
         res.label = "xstreams SSE fan-out " + res.label
         rss = f"{got.rss_before_kb / 1024:.0f}->{max(got.rss_open_kb, got.rss_after_kb) / 1024:.0f}"
+        floor_ms, lowest_ms = send_floor(n)
         print(f"{res.row()} {got.kb_per_subscriber(n):>7.1f} {rss:>10} "
-              f"{got.cpu_us_per_event(n):>12.1f}", flush=True)  # fmt: skip
+              f"{got.cpu_us_per_event(n):>12.1f} {floor_ms:>8.1f} "
+              f"{res.p99_ms / floor_ms:>10.2f}  (floor lowest {lowest_ms:.1f} ms, "
+              f"{floor_ms * 1000 / n:.1f} us/socket; load {os.getloadavg()[0]:.1f})",
+              flush=True)  # fmt: skip
+
+
+def event_chunk() -> bytes:
+    """An event of the fan-out as the server writes it: one HTTP chunk."""
+    data = orjson.dumps({"id": "1764000000000-0", "fields": {"n": "1234", "v": VALUE}})
+    event = b"id: 1764000000000-0\nevent: entry\ndata: %s\n\n" % data
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+def send_floor(n: int, rounds: int = 10) -> tuple[float, float]:
+    """The anchor of issue 38: the time to send one event-sized chunk to each of ``n``
+    loopback sockets with plain ``send`` calls (no Python beyond the loop), read by a uvloop
+    process as the subscribers are. Median and lowest of ``rounds`` rounds, in ms."""
+    chunk = event_chunk()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4096)
+    port = listener.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    ready, finish = ctx.Queue(), ctx.Event()
+    proc = ctx.Process(target=clients.sink, args=("127.0.0.1", port, n, ready, finish), daemon=True)
+    proc.start()
+    socks: list[socket.socket] = []
+    try:
+        listener.settimeout(60)
+        while len(socks) < n:
+            conn, _ = listener.accept()
+            socks.append(conn)
+        opened = ready.get(timeout=60)
+        if isinstance(opened, str):
+            raise RuntimeError(f"the send floor's reader failed: {opened}")
+        times = []
+        for _ in range(rounds):
+            time.sleep(0.5)  # the events' pace (2/s): the reader has drained the last round
+            start = time.perf_counter()
+            for sock in socks:
+                sock.send(chunk)
+            times.append((time.perf_counter() - start) * 1000)
+        times.sort()
+        return times[len(times) // 2], times[0]
+    finally:
+        finish.set()
+        proc.join(30)
+        for sock in socks:
+            sock.close()
+        listener.close()
 
 
 def _max_rate(server: XstreamsServer, seconds: float) -> float:

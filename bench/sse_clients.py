@@ -5,6 +5,7 @@
   not what is measured); group readers need each entry's ID, to tell who got what.
 - ``redis_read``: the anchor, N redis-server connections looping on ``XREAD BLOCK`` or
   ``XREADGROUP BLOCK`` (hiredis parses the replies).
+- ``sink``: the send floor's readers, N loopback connections whose bytes are dropped.
 - ``produce``: appends at a fixed rate over keep-alive connections (HTTP ``POST /`` or RESP)
   and notes when each append's reply arrived.
 
@@ -116,6 +117,34 @@ async def _subscribe(host: str, port: int, paths: list[str], expected: int, read
 
     await _until(finish, complete)
     out.put([c.got for c in conns])
+    for transport in transports:
+        _reset(transport)
+
+
+def sink(host: str, port: int, n: int, ready: Any, finish: Any) -> None:
+    """The send floor's readers: ``n`` loopback connections whose bytes are read and dropped,
+    on uvloop as the subscribers are, until ``finish`` is set."""
+    uvloop.run(_sink(host, port, n, ready, finish))
+
+
+async def _sink(host: str, port: int, n: int, ready: Any, finish: Any) -> None:
+    loop = asyncio.get_running_loop()
+    gate = asyncio.Semaphore(OPENING)
+    transports: list[Any] = []
+
+    async def open_one() -> None:
+        async with gate:
+            transport, _ = await loop.create_connection(asyncio.Protocol, host, port)
+        transports.append(transport)
+
+    try:
+        await asyncio.gather(*(open_one() for _ in range(n)))
+    except Exception as e:
+        ready.put(f"{len(transports)} of {n} connections opened, then: {e!r}")
+        raise
+    ready.put(len(transports))
+    while not finish.is_set():
+        await asyncio.sleep(POLL_S)
     for transport in transports:
         _reset(transport)
 

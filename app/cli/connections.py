@@ -198,6 +198,57 @@ class HttpProtocol(HttpToolsProtocol):
             self._reply_408("body", self.limits.body_timeout_ms, self.scope["path"])
         self.transport.close()
 
+    # Handing a started response over
+
+    def _detach_response(
+        self, cycle: Any, protocol: Any
+    ) -> tuple[Any, bytes, bool, set[Any]] | None:
+        """Give this connection, whose response ``cycle`` has started, to ``protocol`` (an
+        event stream's record, which writes the rest of the chunked body itself): its
+        transport, the response head still held back (``OneWrite``) and whether writing is
+        paused; None when it cannot be handed over (the caller goes on through ``send``).
+
+        Found by duck typing through the ASGI ``receive`` (``app/api/sse/hub.py``), so the API
+        does not import the CLI. The request ends for uvicorn as if its response were complete,
+        so its task, the request cycle, this protocol and its parser are released; ``protocol``
+        takes this one's place among the server's connections (the connection cap and the
+        graceful shutdown, which calls its ``shutdown``, count it), and receives the
+        transport's callbacks (``connection_lost``, ``pause_writing``...) from now on. The
+        connection is never an HTTP connection again: the record closes it when it ends."""
+        transport = self.transport
+        raw = getattr(transport, "_transport", None)
+        if (
+            cycle is not self.cycle
+            or not cycle.response_started
+            or cycle.response_complete
+            or cycle.disconnected
+            or not cycle.chunked_encoding
+            or cycle.scope["method"] == "HEAD"
+            or self.pipeline
+            or not isinstance(transport, OneWrite)
+            or not hasattr(raw, "set_protocol")
+            or transport.is_closing()
+        ):
+            return None
+        head = transport.take_head()
+        paused = self.flow.write_paused
+        cycle.response_complete = True  # uvicorn's task ends quietly; nothing more goes there
+        cycle.on_response = _nothing
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.timeout_keep_alive_task is not None:
+            self.timeout_keep_alive_task.cancel()
+            self.timeout_keep_alive_task = None
+        self.flow.resume_reading()  # the record must see the client leave
+        self.connections.discard(self)
+        self.connections.add(protocol)
+        raw.set_protocol(protocol)
+        self.cycle = None
+        self.scope = None
+        self.headers = None
+        return raw, head, paused, self.connections
+
     def _reply_408(self, part: str, timeout_ms: int, path: str) -> None:
         """408 in the shape of the surface addressed (an unfinished head has no path yet:
         the command endpoint's shape)."""
@@ -244,6 +295,11 @@ class OneWrite:
             self._head = None
             self._transport.write(head)
 
+    def take_head(self) -> bytes:
+        """The head held back, if any, for whoever writes next on the raw transport."""
+        head, self._head = self._head, None
+        return head or b""
+
     def close(self) -> None:
         self._flush()
         self._transport.close()
@@ -254,6 +310,10 @@ class OneWrite:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _peer(client: tuple[str, int] | None) -> str:

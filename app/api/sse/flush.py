@@ -10,11 +10,13 @@ two cores' worth. So connections are not written per event but in rounds:
   ``DUTY_FACTOR`` times the last round's cost after the last one started: under load, events
   gather between rounds (several per write) and the writing never takes more than about half
   the loop; when idle, an event goes out within the same loop iteration;
-- in a round, an idle connection served by uvicorn's httptools protocol (the one
-  ``xstreams serve`` runs) is written directly: the buffered events as one HTTP chunk on its
-  transport, no task switch. Anything else (a connection uvicorn has paused because the client
-  reads slowly, a busy writer, another ASGI server) goes through the connection's writer task
-  and the ordinary ASGI ``send``, which waits for the socket: backpressure is never bypassed.
+- in a round, a connection handed over to a ``DetachedStream`` (``xstreams serve``: hub.py)
+  is written straight to its transport unless the transport paused writing; an idle
+  connection served by uvicorn's httptools protocol is written directly too: the buffered
+  events as one HTTP chunk on its transport, no task switch. Anything else (a connection
+  uvicorn has paused because the client reads slowly, a busy writer, another ASGI server)
+  goes through the connection's writer task and the ordinary ASGI ``send``, which waits for
+  the socket: backpressure is never bypassed.
 
 Writing to uvicorn's transport relies on its request cycle (``receive.__self__``): found only
 for ``uvicorn.protocols.http.httptools_impl``, checked on every write (paused, disconnected,

@@ -17,7 +17,19 @@ from enum import StrEnum
 
 from app.api.sse.flush import DirectWrite, Flusher
 
-__all__ = ["CloseReason", "Outbox"]
+__all__ = ["PARKED", "CloseReason", "Outbox", "Parked"]
+
+
+class Parked:
+    """What a source returns when the connection goes on without its task: it arranged to be
+    woken by something else (a live tail's subscriber: by the tail) and to let go of what it
+    holds when the outbox closes (``Outbox.when_closed``). A task per idle subscriber is
+    memory held for nothing."""
+
+    __slots__ = ()
+
+
+PARKED = Parked()
 
 
 class CloseReason(StrEnum):
@@ -107,6 +119,21 @@ class Outbox:
             self._wake = None
             if not wake.done():
                 wake.set_result(None)
+
+    def write_directly(self, direct: DirectWrite) -> None:
+        """Write through ``direct`` from now on (an event stream handed its transport): no
+        writer task, whatever was planned for one (it would hold the request)."""
+        self._direct = direct
+        self._writer = None
+
+    def rest(self) -> bytes:
+        """What is still buffered, taken out (the end of a connection written directly)."""
+        chunks, self._chunks, self._size = self._chunks, [], 0
+        return b"".join(chunks)
+
+    def when_closed(self, callback: Callable[[asyncio.Future[CloseReason]], object]) -> None:
+        """Call ``callback`` (with the closed future) soon after the connection closes."""
+        self._closed.add_done_callback(callback)
 
     def writer_on_demand(self, start: Callable[[], None]) -> None:
         """``start`` starts the connection's writer task, called the first time a write cannot

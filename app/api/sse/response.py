@@ -1,5 +1,10 @@
 """One event-stream connection's lifecycle: admit, write, heartbeat, end cleanly.
 
+Under ``xstreams serve`` the connection leaves its request once the response has started:
+``DetachedStream`` (app/api/sse/hub.py) runs it from the transport's callbacks, by the same
+rules as below, and the request's objects are released. Elsewhere (another server, a HEAD
+request) the response runs as an ASGI response to its end, as described here.
+
 The source (a live tail or a group delivery loop) only pushes bytes into the connection's
 ``Outbox``; this module owns everything else, so each source stays a plain loop:
 
@@ -28,7 +33,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from functools import partial
 
 from fastapi import Request
@@ -41,7 +45,8 @@ from app.api.errors import problem
 from app.api.holds import Holds
 from app.api.services import services_of
 from app.api.sse.flush import DirectWrite, Flusher, direct_writer
-from app.api.sse.outbox import CloseReason, Outbox
+from app.api.sse.hub import SEND_TIMEOUT_S, Detach, DetachedStream, Source, detacher
+from app.api.sse.outbox import PARKED, CloseReason, Outbox
 from app.api.sse.socket import PeerProgress, peer_progress
 from app.api.sse.ticker import Tick, Ticker
 from app.api.sse.wire import HEARTBEAT, error_event, retry_hint
@@ -51,10 +56,7 @@ __all__ = ["SEND_TIMEOUT_S", "EventStream", "Source", "SseRegistry"]
 
 log = logging.getLogger("xstreams.sse")
 
-Source = Callable[[Outbox], Awaitable[None]]
-"""Pushes a connection's events into its outbox; returning ends the stream."""
 
-SEND_TIMEOUT_S = 2.0
 HEADERS = {
     "cache-control": "no-store",
     "x-accel-buffering": "no",
@@ -148,6 +150,7 @@ class EventStream(Response):
         self._writer: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detach = detacher(receive)
         direct = direct_writer(receive)
         # Written directly by the flusher's rounds where uvicorn allows it: the writer task is
         # then started only once a write must wait for the socket (``Outbox.writer_on_demand``).
@@ -161,10 +164,33 @@ class EventStream(Response):
             refused = problem(self.request, status, text, headers={"Retry-After": "1"})
             await refused(scope, receive, send)
             return
+        detached = False
         try:
-            await self._stream(outbox, receive, send, principal.expires_at_ms, direct)
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            if detach is not None:
+                detached = self._detach(outbox, principal, detach)
+            if not detached:
+                await self._stream(outbox, receive, send, principal.expires_at_ms, direct)
         finally:
-            self.registry.release(outbox, principal)
+            if not detached:
+                self.registry.release(outbox, principal)
+
+    def _detach(self, outbox: Outbox, principal: Principal, detach: Detach) -> bool:
+        """Hand the connection to a ``DetachedStream`` (app/api/sse/hub.py), which runs it from
+        here on, and let the request go; False when the server cannot."""
+        record = DetachedStream(outbox, self.registry, principal, self.send_timeout_s)
+        head = record.attach(detach)
+        if head is None:
+            return False
+        record.start(
+            head,
+            retry_hint(self.retry_ms),
+            self.source,
+            self.heartbeat_s,
+            self.lifetime_s,
+            principal.expires_at_ms,
+        )
+        return True
 
     async def _stream(
         self,
@@ -174,7 +200,6 @@ class EventStream(Response):
         expires_at_ms: int | None,
         direct: DirectWrite | None,
     ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         outbox.push(retry_hint(self.retry_ms))
         loop = asyncio.get_running_loop()
         self._peer = peer_progress(receive, loop.time())
@@ -266,7 +291,8 @@ class EventStream(Response):
 
     async def _run_source(self, outbox: Outbox) -> None:
         try:
-            await self.source(outbox)
+            if await self.source(outbox) is PARKED:
+                return  # it goes on without this task (and ends when the outbox closes)
         except CommandError as e:
             outbox.push(error_event(e))
         except Exception:

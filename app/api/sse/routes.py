@@ -20,7 +20,7 @@ from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
 from app.api.services import Services, ServicesDep, services_of
 from app.api.sse.group import GroupDelivery, deliver
-from app.api.sse.outbox import Outbox
+from app.api.sse.outbox import Outbox, Parked
 from app.api.sse.response import EventStream
 from app.api.sse.subscriber import Subscriber
 from app.api.sse.tail import follow, stream_info
@@ -84,8 +84,8 @@ def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
           multi: bool) -> EventStream:  # fmt: skip
     tails = services_of(request).sse_tails
 
-    async def source(outbox: Outbox) -> None:
-        await follow(tails, Subscriber(outbox, positions, form, multi))
+    async def source(outbox: Outbox) -> Parked | None:
+        return await follow(tails, Subscriber(outbox, positions, form, multi))
 
     return EventStream(request, source)
 

@@ -39,7 +39,7 @@ import struct
 import termios
 from typing import Any
 
-__all__ = ["PeerProgress", "peer_progress"]
+__all__ = ["PeerProgress", "peer_progress", "transport_progress"]
 
 _BYTES_ACKED_AT = 120  # offset of tcpi_bytes_acked (u64) in struct tcp_info
 _TCP_INFO_LEN = _BYTES_ACKED_AT + 8
@@ -89,8 +89,12 @@ class PeerProgress:
 
 def peer_progress(receive: Any, now: float) -> PeerProgress | None:
     """The measure for this response's connection, where uvicorn and Linux TCP give it."""
+    return transport_progress(getattr(getattr(receive, "__self__", None), "transport", None), now)
+
+
+def transport_progress(transport: Any, now: float) -> PeerProgress | None:
+    """The measure for a connection's transport, where Linux TCP gives it."""
     # uvloop's transports are not asyncio.Transport instances: checked by what they offer.
-    transport: Any = getattr(getattr(receive, "__self__", None), "transport", None)
     needed = ("get_write_buffer_size", "get_extra_info", "is_closing", "abort")
     if not all(hasattr(transport, a) for a in needed) or transport.is_closing():
         return None

@@ -11,6 +11,7 @@ its positions, which keeps memory bounded and skips nothing.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from app.api.binary import quote_name
 from app.api.rest.schemas.entries import FieldsForm
@@ -28,7 +29,7 @@ class Subscriber:
     own positions) when a live event does not fit in its outbox.
     """
 
-    __slots__ = ("_behind", "_names", "form", "live", "multi", "outbox", "positions")
+    __slots__ = ("_names", "form", "live", "multi", "on_behind", "outbox", "positions", "task")
 
     def __init__(
         self, outbox: Outbox, positions: dict[str, StreamID], form: FieldsForm, multi: bool
@@ -38,7 +39,10 @@ class Subscriber:
         self.form = form
         self.multi = multi
         self.live = False
-        self._behind: asyncio.Future[None] | None = None
+        # While live it has no task: falling behind calls this (``tail.follow``), which
+        # starts the task that replays from its positions.
+        self.on_behind: Callable[[], None] | None = None
+        self.task: asyncio.Task[None] | None = None  # that task, while it runs
         self._names = {key: quote_name(key).encode() for key in positions}
 
     def _event(self, encoded: EncodedEntry) -> bytes:
@@ -81,17 +85,15 @@ class Subscriber:
             self.go_behind()
 
     def go_behind(self) -> None:
-        """Stop taking live entries; ``follow`` goes back to reading from the positions."""
+        """Stop taking live entries and go back to reading from the positions."""
         self.live = False
-        behind = self._behind
-        if behind is not None and not behind.done():
-            behind.set_result(None)
+        on_behind, self.on_behind = self.on_behind, None
+        if on_behind is not None:
+            on_behind()
 
-    def go_live(self) -> asyncio.Future[None]:
-        """Take live entries from now on; the future resolves when this falls behind."""
+    def go_live(self) -> None:
+        """Take live entries from now on (until ``go_behind``)."""
         self.live = True
-        self._behind = asyncio.get_running_loop().create_future()
-        return self._behind
 
     def gap(self, key: str, first: StreamID | None) -> None:
         """Entries after this subscriber's position, before ``first``, went unread."""

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from app.api.sse.outbox import CloseReason
+from app.api.sse.outbox import PARKED, CloseReason, Parked
 from app.api.sse.settled import settled
 from app.api.sse.subscriber import Subscriber
 from app.api.sse.wire import EncodedEntry, error_event
@@ -315,59 +315,90 @@ class Tails:
                 await asyncio.shield(tail.started)
         return not any(tail.failed for tail in held)
 
-    def join(
-        self, sub: Subscriber, held: list[StreamTail], seen: list[int]
-    ) -> asyncio.Future[None] | None:
+    def join(self, sub: Subscriber, held: list[StreamTail], seen: list[int]) -> bool:
         """Make ``sub`` live on all its tails or on none (one synchronous step: the tails hand
-        out nothing until every join is decided). Returns the future that says it fell behind,
-        or None when it must read on first (or a tail failed: then it is closed)."""
+        out nothing until every join is decided). False when it must read on first (or a tail
+        failed: then it is closed)."""
         if any(tail.failed for tail in held):
             sub.outbox.close(CloseReason.ENDED)
-            return None
-        behind = sub.go_live()
+            return False
+        sub.go_live()
         if all(t.join(sub, n) for t, n in zip(held, seen, strict=True)) and sub.live:
-            return behind
+            return True
         sub.live = False
         self.leave(sub, held)
-        return None
+        return False
 
     def leave(self, sub: Subscriber, held: list[StreamTail]) -> None:
         for tail in held:
             tail.subscribers.pop(sub, None)
 
 
-async def follow(tails: Tails, sub: Subscriber) -> None:
+async def follow(tails: Tails, sub: Subscriber) -> Parked | None:
     """Replay from the subscriber's positions, then follow the streams live; after falling
-    behind, replay again from where it stopped. Until the connection closes."""
-    keys = list(sub.positions)
-    held = tails.hold(keys)
+    behind, replay again from where it stopped. Until the connection closes.
+
+    Returns ``PARKED`` once live: a live subscriber has no task (thousands of idle ones would
+    each hold one, with its frames, for nothing). The tails' offers feed it, and when one
+    does not fit (``Subscriber.go_behind``) a task of its own (``Subscriber.task``) replays
+    and joins again. Its tails are let go, and that task stopped, when its outbox closes."""
+    held = tails.hold(list(sub.positions))
+    sub.outbox.when_closed(partial(_stop, tails, sub, held))
+    return await _catch_up(tails, sub, held)
+
+
+async def _catch_up(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> Parked | None:
+    """Report the gaps before its positions, replay, join: ``PARKED`` once live."""
+    if not await tails.started(held):
+        sub.outbox.close(CloseReason.ENDED)
+        return None
+    for key in sub.positions:
+        info = await stream_info(tails.backend, key)
+        gap, first = trimmed_before(info, sub.positions[key])
+        if gap:
+            sub.gap(key, first)
+    if not await _replay(tails, sub, held):
+        return None
+    # Set in the step that joined: nothing was offered meanwhile.
+    sub.on_behind = partial(_fell_behind, tails, sub, held)
+    return PARKED
+
+
+def _fell_behind(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> None:
+    """A live entry did not fit: leave the tails, and replay from the positions."""
+    tails.fell_behind += 1
+    tails.leave(sub, held)
+    if sub.outbox.reason is None:
+        sub.task = asyncio.create_task(_again(tails, sub, held))
+
+
+async def _again(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> None:
+    """Catch up after falling behind; the stream's end, as its source's, if that fails."""
     try:
-        if not await tails.started(held):
-            sub.outbox.close(CloseReason.ENDED)
+        if await _catch_up(tails, sub, held) is PARKED:
+            sub.task = None
             return
-        while sub.outbox.reason is None:
-            for key in keys:
-                info = await stream_info(tails.backend, key)
-                gap, first = trimmed_before(info, sub.positions[key])
-                if gap:
-                    sub.gap(key, first)
-            behind = await _replay(tails, sub, held)
-            if behind is None:
-                return
-            await behind
-            tails.fell_behind += 1
-            tails.leave(sub, held)
-    finally:
-        sub.live = False
-        tails.leave(sub, held)
-        tails.release(held)
+    except CommandError as e:
+        sub.outbox.push(error_event(e))
+    except Exception:
+        log.exception("event stream source failed")
+    sub.outbox.close(CloseReason.ENDED)
 
 
-async def _replay(
-    tails: Tails, sub: Subscriber, held: list[StreamTail]
-) -> asyncio.Future[None] | None:
+def _stop(tails: Tails, sub: Subscriber, held: list[StreamTail], _: object) -> None:
+    """The connection closed: off its tails (stopped with their last holder)."""
+    sub.live = False
+    sub.on_behind = None
+    tails.leave(sub, held)
+    tails.release(held)
+    task, sub.task = sub.task, None
+    if task is not None:
+        task.cancel()
+
+
+async def _replay(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> bool:
     """Read from the positions until nothing is left and the subscriber could join its
-    tails; returns the future that says it fell behind (None: closed).
+    tails: True once live (False: closed).
 
     Each read asks for one entry more than it delivers and remembers it: if that entry is
     gone at the next read (trimmed or deleted meanwhile), the gap is reported. A read that
@@ -388,7 +419,7 @@ async def _replay(
             # Closed while reading (its source is cancelled then, but a cancellation can be
             # lost on the way: see app/backends/redis/routing.py): joining now would keep it live on
             # its tails, and them running, until an entry found the outbox closed.
-            return None
+            return False
         gaps: list[tuple[str, StreamID | None]] = []
         for key in keys:
             entries = reads[key]
@@ -400,9 +431,8 @@ async def _replay(
         if not any(reads.values()):
             for key, first in gaps:
                 sub.gap(key, first)
-            behind = tails.join(sub, held, seen)
-            if behind is not None:
-                return behind
+            if tails.join(sub, held, seen):
+                return True
             # The tails handed out more meanwhile than they keep: let them (and the socket)
             # run, then read on.
             await asyncio.sleep(0)
@@ -413,4 +443,4 @@ async def _replay(
             for entry in entries:
                 sub.deliver(EncodedEntry(key, entry))
         await outbox.drained()
-    return None
+    return False

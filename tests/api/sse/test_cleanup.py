@@ -15,6 +15,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from app.api.services import app_services
+from app.api.sse.hub import DetachedStream
+from app.cli.connections import Limits, protocol_class
+from app.cli.server import Server
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
@@ -27,10 +31,21 @@ class ThreadServer:
     def __init__(self, app: FastAPI, http: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=self.port, log_level="warning", http=http
-        )
-        self.server = uvicorn.Server(config)
+        if http == "xstreams":  # ``xstreams serve``'s protocol and server
+            limits = Limits(
+                header_timeout_ms=5000, body_timeout_ms=5000, keepalive_timeout_ms=5000,
+                max_connections=100,
+            )  # fmt: skip
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning",
+                http=protocol_class(limits),
+            )  # fmt: skip
+            self.server: uvicorn.Server = Server(config, app_services(app).sse.close_all)
+        else:
+            config = uvicorn.Config(
+                app, host="127.0.0.1", port=self.port, log_level="warning", http=http
+            )
+            self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         until(lambda: self.server.started, 10, "uvicorn started")
@@ -40,14 +55,17 @@ class ThreadServer:
         self.thread.join(10)
 
 
-# httptools: events are written straight to uvicorn's transport (``sse_flush``); h11: through
-# the ASGI ``send`` of each connection's writer task. Both must clean up the same way.
-@pytest.fixture(scope="module", params=["httptools", "h11"])
+# xstreams: ``xstreams serve``'s protocol hands each stream's connection to a record of its
+# own and the request ends (app/api/sse/hub.py); httptools: events are written straight to
+# uvicorn's transport (``sse_flush``); h11: through the ASGI ``send`` of each connection's
+# writer task. All must clean up the same way.
+@pytest.fixture(scope="module", params=["xstreams", "httptools", "h11"])
 def app(request: pytest.FixtureRequest) -> Iterator[FastAPI]:
     application = create_app(Settings(sse_heartbeat_ms=200), store=Store())
     srv = ThreadServer(application, request.param)
     application.state.url = srv.url
     application.state.http = request.param
+    application.state.server = srv.server
     yield application
     srv.stop()
 
@@ -76,10 +94,22 @@ async def test_no_waiter_tail_or_stream_left_after_clients_leave(app: FastAPI) -
                 assert entry_ids(await reader.take(1)) == [sid]
             assert set(tails) == {"s", "t"}
             assert len(streams) == 5
+            state = app.state.server.server_state
+            detached = [c for c in state.connections if isinstance(c, DetachedStream)]
+            if app.state.http == "xstreams":
+                # Every stream left its request: no ASGI task runs for it, its record stands
+                # among the server's connections (the cap and the shutdown count it).
+                assert len(detached) == 5 and not state.tasks, (detached, state.tasks)
+            else:
+                assert not detached
             # Tails of s and t, c1 on `>`. c2, held back by max_unacked, parks no reader: it
             # looks at its pending count now and then (no backend signals acks to readers).
             await parked_async(store, 3)
     direct = app.state.services.sse.flusher.direct_writes
-    assert (direct > 0) == (app.state.http == "httptools"), direct
+    assert (direct > 0) == (app.state.http != "h11"), direct
     await until_async(lambda: not tails and not streams, 3, "no tail and no stream left")
+    connections = app.state.server.server_state.connections
+    await until_async(
+        lambda: not any(isinstance(c, DetachedStream) for c in connections), 3, "records gone"
+    )
     await parked_async(store, 0, 3, "no reader left blocked")
