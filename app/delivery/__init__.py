@@ -3,12 +3,11 @@ webhook consumers, delivered in the background. Talks only to the Backend, so it
 in front of the embedded engine and of Redis."""
 
 from app.delivery.hook import HookOptions, HookWorker, Outcome
-from app.delivery.outbound import GuardedTransport, OutboundRules, Refused
+from app.delivery.outbound import OutboundRules, Refused
 from app.delivery.retention import Retainer
 from app.delivery.webhooks import WebhookRunner, store_pause
 
 __all__ = [
-    "GuardedTransport",
     "HookOptions",
     "HookWorker",
     "OutboundRules",

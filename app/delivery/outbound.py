@@ -18,9 +18,7 @@ No time-of-check to time-of-use gap: the runner's client (``app.delivery.http1.L
 resolves the name itself, checks the addresses, and connects to the address it checked (the
 ``Host`` header and the TLS server name, which the certificate is verified against, stay the
 host name). Redirects are never followed: a 3xx is an answer like any other non-2xx. No
-proxy is used, so nothing routes around the checks. ``GuardedTransport`` applies the same
-rules the same way as an httpx transport (the runner sent through it before ``http1``; it
-is kept for httpx callers), with proxies from the environment ignored (``trust_env=False``).
+proxy is used, so nothing routes around the checks.
 
 A refusal raises ``Refused`` (text says which rule); the runner counts it as a failed
 delivery (outcome ``refused``), never a crash.
@@ -31,10 +29,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import ssl
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 
@@ -42,14 +38,12 @@ from app.engine.glob import glob_match
 
 __all__ = [
     "METADATA_ADDRESSES",
-    "GuardedTransport",
     "OutboundRules",
     "Refused",
     "Resolver",
     "check_destination",
     "checked_address",
     "is_literal",
-    "transports_for",
 ]
 
 METADATA_ADDRESSES = frozenset(
@@ -164,72 +158,3 @@ async def check_destination(
     addresses), or ``Refused``: what a PUT of a webhook asks before it is stored."""
     host, port = rules.check_url(url)
     await checked_address(rules, host, port, resolver)
-
-
-@dataclass(slots=True)
-class GuardedTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that checks each request's destination (``OutboundRules``) and
-    connects to the address it checked."""
-
-    rules: OutboundRules
-    inner: httpx.AsyncBaseTransport = field(default_factory=httpx.AsyncHTTPTransport)
-    resolver: Resolver = system_resolver
-    # Checked answers by (host, port), shared by the transports of one webhook.
-    cache: dict[tuple[str, int], tuple[float, str]] = field(default_factory=dict)
-    _rewritten: tuple[httpx.URL, str, httpx.URL] | None = None  # (URL, address, URL to it)
-
-    async def address(self, host: str, port: int) -> str:
-        """The checked address to connect to for ``host``, or ``Refused``."""
-        if _literal(host) is None:
-            cached = self.cache.get((host, port))
-            if cached is not None and cached[0] > time.monotonic():
-                return cached[1]
-        ip = await checked_address(self.rules, host, port, self.resolver)
-        if _literal(host) is None:
-            self.cache[(host, port)] = (time.monotonic() + DNS_CACHE_S, ip)
-        return ip
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        host, port = self.rules.check_url(request.url)
-        ip = await self.address(host, port)
-        # The Host header was set from the URL when the request was built: it stays the name.
-        last = self._rewritten
-        if last is not None and last[1] == ip and last[0] == request.url:
-            request.url = last[2]
-        else:
-            to = request.url.copy_with(host=ip)
-            self._rewritten = (request.url, ip, to)
-            request.url = to
-        request.extensions = {**request.extensions, "sni_hostname": host}
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-def transports_for(
-    rules: OutboundRules,
-    lanes: int,
-    resolver: Resolver = system_resolver,
-    verify: bool | ssl.SSLContext = True,
-) -> list[GuardedTransport]:
-    """One webhook's transports: ``lanes`` of them (its ``concurrency``), each of one
-    kept-alive connection (app/delivery/hook.py says why not one pool), proxies from the
-    environment ignored, one cache of checked DNS answers for them all. The runner calls them
-    directly, so nothing follows a redirect. ``verify``: TLS verification as httpx takes it
-    (tests pass an ``ssl.SSLContext``)."""
-    cache: dict[tuple[str, int], tuple[float, str]] = {}
-    return [
-        GuardedTransport(
-            rules,
-            httpx.AsyncHTTPTransport(
-                verify=verify,
-                retries=0,
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                trust_env=False,
-            ),
-            resolver,
-            cache,
-        )
-        for _ in range(lanes)
-    ]

@@ -1,6 +1,8 @@
 """Where webhooks may send (app/delivery/outbound.py): the scheme, the host globs, and the
-addresses a name resolves to, checked on the address the connection then goes to, with the
-Host header and the TLS server name kept; redirects never followed."""
+addresses a name resolves to, checked through the runner's client (``Lane``,
+app/delivery/http1.py) before any connection. The connection going to the checked address
+with the Host header and the TLS server name kept, and redirects not followed, are held in
+tests/delivery/test_http1.py."""
 
 from __future__ import annotations
 
@@ -9,23 +11,16 @@ import ipaddress
 import ssl
 from pathlib import Path
 
-import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.delivery.outbound import (
-    GuardedTransport,
-    OutboundRules,
-    Refused,
-    Resolver,
-    system_resolver,
-    transports_for,
-)
+from app.delivery.http1 import lanes_for
+from app.delivery.outbound import OutboundRules, Refused, Resolver
 from app.settings import Settings
-from tests.delivery.support import Answer, receiving
+from tests.delivery.support import receiving
 
 OPEN = OutboundRules(("*",), allow_http=True)
 PRIVATE_OK = OutboundRules(("*",), allow_http=True, allow_private=True)
@@ -83,17 +78,6 @@ def test_addresses(address: str, without: str | None, with_private: str | None) 
                 rules.check_address(ip)
 
 
-def client_for(
-    rules: OutboundRules,
-    lanes: int,
-    resolver: Resolver = system_resolver,
-    verify: bool | ssl.SSLContext = True,
-) -> httpx.AsyncClient:
-    """A client over one of the runner's transports (the runner calls it directly)."""
-    (transport,) = transports_for(rules, lanes, resolver, verify)
-    return httpx.AsyncClient(transport=transport, trust_env=False)
-
-
 def resolving(answers: dict[str, list[str]]) -> Resolver:
     async def resolve(host: str, port: int) -> list[str]:
         return answers[host]
@@ -105,36 +89,19 @@ async def test_a_name_is_checked_after_resolution() -> None:
     with receiving() as r:
         port = r.url.split(":")[2].split("/")[0]
         # localhost, by the system's resolver: loopback, refused before any connection.
-        async with client_for(OPEN, 1) as client:
-            with pytest.raises(Refused, match="loopback"):
-                await client.post(f"http://localhost:{port}/hook")
+        (lane,) = lanes_for(OPEN, f"http://localhost:{port}/hook", 1)
+        with pytest.raises(Refused, match="loopback"):
+            await lane.post(b"{}", {})
         # A rebinding answer (one public address, one private) is refused whole.
         rebind = resolving({"hooks.test": ["93.184.215.14", "127.0.0.1"]})
-        async with client_for(OPEN, 1, rebind) as client:
-            with pytest.raises(Refused, match=r"127\.0\.0\.1"):
-                await client.post(f"http://hooks.test:{port}/hook")
+        (lane,) = lanes_for(OPEN, f"http://hooks.test:{port}/hook", 1, rebind)
+        with pytest.raises(Refused, match=r"127\.0\.0\.1"):
+            await lane.post(b"{}", {})
         for metadata in ("169.254.169.254", "[fd00:ec2::254]"):
-            async with client_for(PRIVATE_OK, 1) as client:
-                with pytest.raises(Refused, match="metadata"):
-                    await client.post(f"http://{metadata}/latest/meta-data/")
+            (lane,) = lanes_for(PRIVATE_OK, f"http://{metadata}/latest/meta-data/", 1)
+            with pytest.raises(Refused, match="metadata"):
+                await lane.post(b"{}", {})
     assert r.hits == []
-
-
-async def test_the_connection_goes_to_the_checked_address_with_the_host_name_kept() -> None:
-    calls: list[str] = []
-
-    async def resolve(host: str, port: int) -> list[str]:
-        calls.append(host)
-        return ["127.0.0.1"]
-
-    with receiving() as r:
-        port = r.url.split(":")[2].split("/")[0]
-        async with client_for(PRIVATE_OK, 1, resolve) as client:
-            for _ in range(2):
-                response = await client.post(f"http://hooks.test:{port}/hook", content=b"{}")
-                assert response.status_code == 200
-    assert [h.headers["host"] for h in r.hits] == [f"hooks.test:{port}"] * 2
-    assert calls == ["hooks.test"]  # the checked answer is reused for a while, not re-asked
 
 
 def _certificate(tmp: Path, name: str) -> tuple[str, str, ssl.SSLContext]:
@@ -166,34 +133,6 @@ def _certificate(tmp: Path, name: str) -> tuple[str, str, ssl.SSLContext]:
     return str(cert_file), str(key_file), context
 
 
-async def test_tls_is_verified_against_the_host_name_not_the_address(tmp_path: Path) -> None:
-    cert, key, trust = _certificate(tmp_path, "hooks.test")
-    rules = OutboundRules(("hooks.test", "other.test"), allow_private=True)
-    to_loopback = resolving({"hooks.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]})
-    with receiving(tls=(cert, key)) as r:
-        port = r.url.split(":")[2].split("/")[0]
-        async with client_for(rules, 1, to_loopback, trust) as client:
-            response = await client.post(f"https://hooks.test:{port}/hook", content=b"{}")
-            assert response.status_code == 200
-        async with client_for(rules, 1, to_loopback, trust) as client:
-            with pytest.raises(httpx.ConnectError, match=r"(?i)certificate|hostname"):
-                await client.post(f"https://other.test:{port}/hook", content=b"{}")
-    assert [h.headers["host"] for h in r.hits] == [f"hooks.test:{port}"]
-
-
-async def test_redirects_are_answers_not_followed_by_the_transport() -> None:
-    with receiving() as elsewhere:
-        moved = receiving(lambda n, hit: Answer(302, (("location", elsewhere.url),)))
-        with moved as r:
-            (transport,) = transports_for(PRIVATE_OK, 1)
-            request = httpx.Request("POST", r.url, content=b"{}")
-            response = await transport.handle_async_request(request)
-            await response.aread()
-            await transport.aclose()
-    assert response.status_code == 302
-    assert elsewhere.hits == []
-
-
 def test_the_settings_and_their_defaults() -> None:
     s = Settings()
     assert (s.webhook_allow_hosts, s.webhook_allow_http, s.webhook_allow_private) == (
@@ -203,7 +142,3 @@ def test_the_settings_and_their_defaults() -> None:
     )
     s = Settings(webhook_allow_hosts="hooks.example.com, *.example.net")  # type: ignore[arg-type]
     assert s.webhook_allow_hosts == ["hooks.example.com", "*.example.net"]
-
-
-def test_guarded_transport_is_an_httpx_transport() -> None:
-    assert isinstance(GuardedTransport(OPEN), httpx.AsyncBaseTransport)
