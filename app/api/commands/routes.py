@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Container
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -283,7 +283,7 @@ async def run_pipeline(request: Request) -> Response:
     except CommandError as e:  # the whole request's: the backend failed, not one command
         return _error(request, e.text, command_status(e))
     if not refusals and results and all(map(StreamID.__instancecheck__, results)):
-        ids = _ids_answer(request, results)  # a pipeline of appends: every reply an ID
+        ids = _ids_answer(request, cast("list[StreamID]", results))  # every reply an ID
         if ids is not None:
             return ids
     return json_response(_items(request, grant, len(commands), refusals, cmds, results))
