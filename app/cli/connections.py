@@ -226,11 +226,14 @@ class HttpProtocol(HttpToolsProtocol):
             or cycle.scope["method"] == "HEAD"
             or self.pipeline
             or not isinstance(transport, OneWrite)
+            or not transport.holds_head()
             or not hasattr(raw, "set_protocol")
             or transport.is_closing()
         ):
             return None
-        head = transport.take_head()
+        # The connection ends with the stream (the record closes it), so the head says so: a
+        # client must not put it back in its pool and send its next request on it.
+        head = _closing(transport.take_head())
         paused = self.flow.write_paused
         cycle.response_complete = True  # uvicorn's task ends quietly; nothing more goes there
         cycle.on_response = _nothing
@@ -295,6 +298,10 @@ class OneWrite:
             self._head = None
             self._transport.write(head)
 
+    def holds_head(self) -> bool:
+        """Whether a response head is held back, not yet written."""
+        return self._head is not None
+
     def take_head(self) -> bytes:
         """The head held back, if any, for whoever writes next on the raw transport."""
         head, self._head = self._head, None
@@ -310,6 +317,13 @@ class OneWrite:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+def _closing(head: bytes) -> bytes:
+    """A response head with ``connection: close`` (unless it names the connection already)."""
+    if b"\r\nconnection:" in head.lower() or not head.endswith(b"\r\n\r\n"):
+        return head
+    return head[:-2] + b"connection: close\r\n\r\n"
 
 
 def _nothing() -> None:

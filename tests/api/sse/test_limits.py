@@ -109,6 +109,23 @@ async def test_reconnects_across_lifetimes_lose_nothing(short_lived: httpx.Async
     assert connections >= 2
 
 
+async def test_a_stream_the_server_ends_does_not_leave_a_pooled_connection(
+    short_lived: httpx.AsyncClient,
+) -> None:
+    """The server closes a stream's connection when the stream ends (its lifetime), so the
+    head says ``connection: close`` and a pooling client sends its next requests on a new
+    connection: none of them fails on the closed one."""
+    await add(short_lived, "pooled", "n", "0")
+    for _ in range(3):
+        params = {"last_id": "0"}
+        async with short_lived.stream("GET", "/v1/streams/pooled/events", params=params) as r:
+            assert r.status_code == 200
+            assert r.headers.get("connection") == "close"
+            async for _chunk in r.aiter_bytes():  # until the server ends it
+                pass
+        await add(short_lived, "pooled", "n", "1")  # at once, on a pooled connection
+
+
 def _stalled_reader(url: str, path: str) -> socket.socket:
     """A client that sends the request, reads the headers and then stops reading."""
     host, port = url.removeprefix("http://").split(":")
