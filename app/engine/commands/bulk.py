@@ -134,14 +134,26 @@ def xadd_auto_run(ks: Keyspace, key: str, rows: list[Fields]) -> list[Outcome]:
     answers each XADD as Redis would."""
     stream = ks.get(key)
     last = stream.last_id if stream is not None else MIN_ID
-    ids = auto_ids(last, ks.clock.now_ms(), len(rows)) if all_fit(rows) else None
+    ids = _append_auto(ks, key, stream, last, ks.clock.now_ms(), rows)
     if ids is None:
         return xadd_run(ks, [XAddArgs(key, fields) for fields in rows])
+    out: list[Outcome] = list(ids)
+    return out
+
+
+def _append_auto(
+    ks: Keyspace, key: str, stream: Stream | None, last: StreamID, now: int, rows: list[Fields]
+) -> list[StreamID] | None:
+    """A run of ``*`` entries given its IDs in one pass and appended (the stream created if
+    missing); None, with nothing done, when the run must go entry by entry (an ID limit
+    reached, an entry that may be too large)."""
+    ids = auto_ids(last, now, len(rows)) if all_fit(rows) else None
+    if ids is None:
+        return None
     if stream is None:
         stream = ks.create(key)
     _append(ks, stream, key, ids, rows)
-    out: list[Outcome] = list(ids)
-    return out
+    return ids
 
 
 def xadd_batch(ks: Keyspace, batch: list[XAddArgs]) -> list[StreamID | None]:
@@ -200,13 +212,9 @@ def _auto_batch(
         return None
     if last == MAX_ID:
         raise Conflict.err(XADD_EXHAUSTED)
-    rows = list(map(_ROW, batch))
-    ids = auto_ids(last, now, len(rows)) if all_fit(rows) else None
+    ids = _append_auto(ks, batch[0].key, stream, last, now, list(map(_ROW, batch)))
     if ids is None:
         return None
-    if stream is None:
-        stream = ks.create(batch[0].key)
-    _append(ks, stream, batch[0].key, ids, rows)
     out: list[StreamID | None] = list(ids)
     return out
 
