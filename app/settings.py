@@ -321,7 +321,7 @@ class Settings(BaseSettings):
     retention: dict[str, dict[str, int]] = Field(
         default={},
         description="Default retention of the streams whose name matches a glob, as JSON:"
-        ' {"logs-*": {"max_age_ms": 86400000}} (keys max_age_ms, max_len, max_bytes).',
+        ' `{"logs-*": {"max_age_ms": 86400000}}` (keys `max_age_ms`, `max_len`, `max_bytes`).',
     )
     retention_interval_s: float = Field(
         default=1.0, gt=0, description="Retention trims every stream this often (seconds)."

@@ -62,13 +62,15 @@ def _default(option: Option) -> str:
 
 def markdown() -> str:
     """The reference page."""
-    lines = [INTRO]
+    lines = [INTRO.rstrip("\n")]
     panel = None
     for option in OPTIONS:
         if option.panel != panel:
             panel = option.panel
             lines += [
-                f"\n## {panel}\n",
+                "",
+                f"## {panel}",
+                "",
                 "| Flag | Environment variable | Default | Meaning |",
                 "| --- | --- | --- | --- |",
             ]

@@ -12,7 +12,6 @@ from app.cli.serve_options import OPTIONS, PANELS
 
 def _help(columns: int) -> str:
     env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb"}
-    env.pop("NO_COLOR", None)
     done = subprocess.run(
         [sys.executable, "-m", "app.cli", "serve", "--help"],
         capture_output=True, text=True, timeout=60, env=env,
