@@ -43,8 +43,10 @@ def serve(
     ] = None,
     **flags: Any,
 ) -> None:
-    """Start the HTTP service. Each flag overrides its XSTREAMS_* variable, which overrides
-    the default; `xstreams settings` prints what is in force."""
+    """Start the HTTP service.
+
+    Each flag overrides its XSTREAMS_* variable, which overrides the default; `xstreams
+    settings` prints what is in force."""
     from app.cli.serving import run
 
     run(flags, fd=fd, supervisor=supervisor)

@@ -58,5 +58,6 @@ class ServeCommand(TyperCommand):
     """A typer command whose help is ``render``'s."""
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        doc = " ".join(inspect.cleandoc(self.help or "").split())
+        paragraphs = inspect.cleandoc(self.help or "").split("\n\n")
+        doc = "\n\n".join(" ".join(p.split()) for p in paragraphs)
         render(Console(highlight=False), self.get_usage(ctx), doc)

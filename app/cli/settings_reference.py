@@ -152,8 +152,10 @@ def settings(
         typer.Option(help="With --markdown: only compare with the file; exit 1 if they differ."),
     ] = False,
 ) -> None:
-    """Print the settings in force (the XSTREAMS_* environment, else the defaults; secrets
-    masked), or write the settings reference page."""
+    """Print the settings in force, or write the settings reference page.
+
+    The values are what `xstreams serve` would take without flags: the XSTREAMS_*
+    environment, else the defaults. Secrets are masked."""
     if not markdown_page:
         from pydantic import ValidationError
 
