@@ -21,6 +21,7 @@ from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
 from app.api.holds import Holds
+from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.rest import (
@@ -271,6 +272,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         AccessGate, authenticator=services.access, open_paths=PROBES | dashboard.served_paths()
     )
     app.add_middleware(LoadingGate, readiness=services.readiness)
+    app.add_middleware(BrowserHome)  # a browser's GET / to /ui/, before any gate (app/api/home)
     app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
     if services.settings.cors_origins:
         _install_cors(app, services.settings.cors_origins)

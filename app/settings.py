@@ -27,185 +27,337 @@ REDIS_SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 
 
 class Settings(BaseSettings):
-    """Everything an operator can set; each field has an ``XSTREAMS_<NAME>`` variable."""
+    """Everything an operator can set; each field has an ``XSTREAMS_<NAME>`` variable and a
+    ``xstreams serve`` flag (app/cli/serve_options.py), and its ``description`` is what both
+    the ``serve --help`` text and docs/operations/settings.md say of it."""
 
     model_config = SettingsConfigDict(env_prefix="XSTREAMS_", extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = 8000
-    # What stands behind the surfaces (README "Scale out"): "embedded" (the in-process engine,
-    # durable through ``database_url``), or a Redis URL: redis://[user:password@]host:port/db,
-    # rediss://... (TLS), redis+cluster://host:port,host:port (Redis Cluster; any reachable
-    # nodes, the rest are discovered), rediss+cluster://... Credentials and TLS options come
-    # in the URL, as redis-py reads them (?ssl_cert_reqs=required&ssl_ca_certs=/path ...).
-    backend: str = "embedded"
-    # Worker processes sharing the listening socket. More than one needs a stateless backend
-    # (Redis): the embedded keyspace lives in one process.
-    workers: PositiveInt = 1
-    # Redis backend: after each write, WAIT for this many replicas (0: don't), at most
-    # ``wait_timeout_ms``; fewer confirmations answer 503 (the write itself was applied).
-    wait_replicas: int = Field(default=0, ge=0)
-    wait_timeout_ms: PositiveInt = 1_000
-    # Redis backend: connections kept for blocking reads (XREAD / XREADGROUP BLOCK, long
-    # polls, SSE) per process; past them a blocking read is refused at once with an error.
-    redis_block_connections: PositiveInt = 64
-    data_dir: Path = Path("./data")
-    # Bearer token required by every request when set; None leaves the service open.
-    token: str | None = None
-    # Redis's stream-node-max-entries / stream-node-max-bytes: they decide which whole
-    # blocks approximate trimming (`~`) can drop, so they must match Redis to match its replies.
-    stream_node_max_entries: int = 100
-    stream_node_max_bytes: int = 4096
-    # Producers one stream's idempotent appends (XADD IDMP, Redis 8.6) may track; past it the
-    # one that appended least recently is forgotten (embedded backend; Redis has no cap).
-    idmp_max_producers: PositiveInt = 10_000
-    # Embedded backend: XREAD's `+` ID reads each stream's last entry (Redis 7.4 and later).
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=8000, description="TCP port to listen on.")
+    # What stands behind the surfaces (README "Scale out"). Credentials and TLS options come
+    # in the URL, as redis-py reads them (?ssl_cert_reqs=required&ssl_ca_certs=/path ...);
+    # a cluster URL names any reachable nodes, the rest are discovered.
+    backend: str = Field(
+        default="embedded",
+        description="embedded (the in-process engine), or a Redis URL:"
+        " redis://[user:password@]host:port/db, rediss://... (TLS),"
+        " redis+cluster://host:port,host:port or rediss+cluster://...",
+    )
+    # More than one needs a stateless backend: the embedded keyspace lives in one process.
+    workers: PositiveInt = Field(
+        default=1, description="Worker processes sharing the port (needs a Redis backend)."
+    )
+    wait_replicas: int = Field(
+        default=0,
+        ge=0,
+        description="Redis backend: after each write, WAIT for this many replicas (0: don't);"
+        " fewer confirmations answer 503 (the write itself was applied).",
+    )
+    wait_timeout_ms: PositiveInt = Field(
+        default=1_000, description="Redis backend: the longest WAIT, in ms."
+    )
+    redis_block_connections: PositiveInt = Field(
+        default=64,
+        description="Redis backend: connections kept per process for blocking reads (BLOCK,"
+        " long polls, SSE); past them a blocking read is refused at once.",
+    )
+    data_dir: Path = Field(
+        default=Path("./data"),
+        description="Folder of the default SQLite database: streams and API keys (with a"
+        " Redis backend, the API keys only).",
+    )
+    token: str | None = Field(
+        default=None,
+        description="Admin bearer token every request must carry; unset leaves the service"
+        " open (unless keys or JWTs are configured).",
+    )
+    # They decide which whole blocks approximate trimming (`~`) can drop, so they must match
+    # Redis's to match its replies.
+    stream_node_max_entries: int = Field(
+        default=100, description="Redis's stream-node-max-entries: entries in one node."
+    )
+    stream_node_max_bytes: int = Field(
+        default=4096, description="Redis's stream-node-max-bytes: bytes of one node."
+    )
+    idmp_max_producers: PositiveInt = Field(
+        default=10_000,
+        description="Producers one stream's idempotent appends (XADD IDMP) track; past it the"
+        " least recent is forgotten (embedded backend).",
+    )
     # Off by default: Redis 7.0 refuses `+` there, and xstreams answers as 7.0 unless told.
     # In front of Redis, the server decides.
-    xread_last_entry: bool = False
-    # Largest request body accepted by the command endpoint, in bytes.
-    max_body_bytes: int = 16 * 1024 * 1024
-    log_level: str = "info"
-    # Log lines as text (uvicorn's style) or one JSON object a line (``--log-format json``).
-    log_format: LogFormat = LogFormat.TEXT
-    # SQLAlchemy URL of the database; None means SQLite at <data_dir>/xstreams.db.
-    # PostgreSQL: postgresql+psycopg://user@host:5432/dbname
-    database_url: str | None = None
-    fsync: FsyncMode = FsyncMode.ALWAYS
-    # A snapshot is taken in the background once this many bytes of records were appended
-    # after the newest one; the journal rows it covers are then deleted.
-    snapshot_after_bytes: int = 64 * 1024 * 1024
-    # ... or once this many records were: a restart replays each record after the newest
-    # snapshot, at a cost per record whatever its size, so many small records (kept
-    # Idempotency-Key responses, XADD IDMP) must not wait for the byte trigger.
-    snapshot_after_records: PositiveInt = 500_000
-    # Take a snapshot on clean shutdown, so the next start replays (almost) nothing.
-    snapshot_on_shutdown: bool = True
+    xread_last_entry: bool = Field(
+        default=False,
+        description="Embedded backend: XREAD's `+` ID reads each stream's last entry (Redis"
+        " 7.4 and later).",
+    )
+    max_body_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        description="Largest request body the command endpoint accepts, in bytes.",
+    )
+    log_level: str = Field(
+        default="info", description="Log level: critical, error, warning, info, debug, trace."
+    )
+    log_format: LogFormat = Field(
+        default=LogFormat.TEXT,
+        description="Log lines as text (uvicorn's style) or one JSON object a line.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the database, e.g. postgresql+psycopg://user@host/db;"
+        " unset: SQLite at <data-dir>/xstreams.db. With a Redis backend it holds the API keys"
+        " only: give every front-end and `xstreams keys` the same one.",
+    )
+    fsync: FsyncMode = Field(
+        default=FsyncMode.ALWAYS,
+        description="always: reply after the commit; everysec: commit within a second; off:"
+        " snapshots only.",
+    )
+    snapshot_after_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        description="Take a snapshot once this many bytes of records were appended after the"
+        " newest one (the journal it covers is then deleted).",
+    )
+    # A restart replays each record after the newest snapshot, at a cost per record whatever
+    # its size, so many small records (kept Idempotency-Key responses, XADD IDMP) must not
+    # wait for the byte trigger.
+    snapshot_after_records: PositiveInt = Field(
+        default=500_000,
+        description="... or once this many records were appended after the newest one.",
+    )
+    snapshot_on_shutdown: bool = Field(
+        default=True,
+        description="Take a snapshot on clean shutdown, so the next start replays (almost)"
+        " nothing.",
+    )
 
-    # Server-Sent Events (/v1/.../events). A heartbeat comment goes out after this long without
-    # an event, so proxies keep idle streams open; the retry hint tells EventSource how long to
-    # wait before reconnecting.
-    sse_heartbeat_ms: int = 15_000
-    sse_retry_ms: int = 2_000
-    # Concurrent event streams beyond this are refused with 429.
-    sse_max_connections: int = 10_000
-    # A stream is ended after this long (0: never); the client reconnects with Last-Event-ID.
-    sse_max_lifetime_ms: int = 0
-    # Live events buffered for one subscriber; past it, the subscriber reads from its own
-    # cursor at the speed of its socket instead (memory stays bounded, nothing is lost).
-    sse_send_buffer_bytes: int = 1024 * 1024
-    # A subscriber whose socket takes nothing for this long is disconnected (it resumes with
-    # Last-Event-ID).
-    sse_send_timeout_ms: int = 10_000
+    # Server-Sent Events (/v1/.../events).
+    sse_heartbeat_ms: int = Field(
+        default=15_000,
+        description="Event streams: a heartbeat comment after this long without an event, so"
+        " proxies keep idle streams open (ms).",
+    )
+    sse_retry_ms: int = Field(
+        default=2_000,
+        description="Event streams: the retry hint, how long EventSource waits before"
+        " reconnecting (ms).",
+    )
+    sse_max_connections: int = Field(
+        default=10_000, description="Concurrent event streams; past it 429."
+    )
+    sse_max_lifetime_ms: int = Field(
+        default=0,
+        description="An event stream is ended after this long (0: never); the client"
+        " reconnects with Last-Event-ID (ms).",
+    )
+    # Memory stays bounded, and nothing is lost: a slow subscriber reads from its cursor.
+    sse_send_buffer_bytes: int = Field(
+        default=1024 * 1024,
+        description="Live events buffered for one subscriber; past it, it reads from its own"
+        " cursor at the speed of its socket.",
+    )
+    sse_send_timeout_ms: int = Field(
+        default=10_000,
+        description="A subscriber whose socket takes nothing for this long is disconnected"
+        " (it resumes with Last-Event-ID) (ms).",
+    )
 
-    # Connections (``xstreams serve``; see app/cli/connections.py). A request's head (request
-    # line and headers) must arrive within this long of its first byte, or of the connection
-    # opening for the first request: else 408 and the connection is closed.
-    header_timeout_ms: int = Field(default=10_000, gt=0)
-    # A request's body must arrive in full within this long of its head: else 408 and close.
+    # Connections (``xstreams serve``; see app/cli/connections.py).
+    header_timeout_ms: int = Field(
+        default=10_000,
+        gt=0,
+        description="A request's head must arrive within this long of its first byte (or of"
+        " the connection opening): else 408 and close (ms).",
+    )
     # A whole-body deadline (as Go's ReadTimeout), so a trickle cannot stretch it.
-    body_timeout_ms: int = Field(default=30_000, gt=0)
-    # An idle connection between two requests is closed after this long (uvicorn's keep-alive).
-    keepalive_timeout_ms: int = Field(default=5_000, gt=0)
-    # Open connections served at once; a connection past it gets 503 and is closed. The
-    # default leaves room for sse_max_connections event streams plus 2,000 other clients; the
-    # server raises its open-file limit to fit (and lowers this, with a warning, if it cannot).
-    max_connections: int = Field(default=12_000, gt=0)
+    body_timeout_ms: int = Field(
+        default=30_000,
+        gt=0,
+        description="A request's body must arrive in full within this long of its head: else"
+        " 408 and close (ms).",
+    )
+    keepalive_timeout_ms: int = Field(
+        default=5_000,
+        gt=0,
+        description="An idle connection between two requests is closed after this long (ms).",
+    )
+    # The default leaves room for sse_max_connections event streams plus 2,000 other clients;
+    # the server raises its open-file limit to fit (and lowers this, with a warning, if it
+    # cannot).
+    max_connections: int = Field(
+        default=12_000,
+        gt=0,
+        description="Open connections served at once; one past it gets 503 and is closed.",
+    )
 
     # Limits: the work one request may ask for, so no request holds the event loop that every
     # client shares. Going past one is refused whole, with an error naming the limit
     # (README, "Limits"); nothing is half done.
-    # Commands in one /pipeline or /multi-exec body.
-    max_pipeline_commands: PositiveInt = 10_000
-    # Arguments of one command, its name included (the 16 MiB body holds ~5 million).
-    max_command_args: PositiveInt = 1_000_000
-    # Streams one XREAD / XREADGROUP, one /v1/read or one /v1/events may name.
-    max_read_keys: PositiveInt = 1_000
-    # Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD / XREADGROUP:
-    # past it the command is refused with an ERR asking for COUNT.
-    max_reply_entries: PositiveInt = 10_000
-    # Bytes of one RESTORE payload and of what its strings expand to, and of what one DUMP
-    # may answer: decoding and encoding hold the event loop (README, "Limits").
-    max_restore_bytes: PositiveInt = 131_072
-    # Entries of one node of a RESTORE payload, deleted ones included (Redis's nodes: 100).
-    max_restore_node_entries: PositiveInt = 10_000
-    # Consumer groups one stream may hold, and consumers one group may hold: one more is
-    # refused (409 on /v1). XINFO GROUPS / CONSUMERS list them whole (within
-    # max_reply_entries); /v1 lists them in pages.
-    max_stream_groups: PositiveInt = 1_000
-    max_group_consumers: PositiveInt = 10_000
-    # REST pages: the entries a range or read gives without `count`, and the largest `count`
-    # accepted there and by XINFO STREAM FULL over REST.
-    rest_default_count: PositiveInt = 100
-    rest_max_count: PositiveInt = 1_000
-    # A /pipeline that has held the event loop this long lets other requests run, then goes
-    # on (a short one runs whole, so its records share one group commit).
-    pipeline_slice_ms: PositiveInt = 5
+    max_pipeline_commands: PositiveInt = Field(
+        default=10_000, description="Commands in one /pipeline or /multi-exec body."
+    )
+    # The 16 MiB body holds ~5 million.
+    max_command_args: PositiveInt = Field(
+        default=1_000_000, description="Arguments of one command, its name included."
+    )
+    max_read_keys: PositiveInt = Field(
+        default=1_000,
+        description="Streams one XREAD / XREADGROUP, /v1/read or /v1/events may name.",
+    )
+    max_reply_entries: PositiveInt = Field(
+        default=10_000,
+        description="Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD /"
+        " XREADGROUP; past it, an ERR asking for COUNT.",
+    )
+    # Decoding and encoding hold the event loop (README, "Limits").
+    max_restore_bytes: PositiveInt = Field(
+        default=131_072,
+        description="Bytes of one RESTORE payload (and of what it expands to) and of one DUMP"
+        " reply.",
+    )
+    max_restore_node_entries: PositiveInt = Field(
+        default=10_000,
+        description="Entries of one node of a RESTORE payload, deleted ones included.",
+    )
+    # XINFO GROUPS / CONSUMERS list them whole (within max_reply_entries); /v1 in pages.
+    max_stream_groups: PositiveInt = Field(
+        default=1_000,
+        description="Consumer groups one stream may hold; one more is refused (409 on /v1).",
+    )
+    max_group_consumers: PositiveInt = Field(
+        default=10_000,
+        description="Consumers one group may hold; one more is refused (409 on /v1).",
+    )
+    rest_default_count: PositiveInt = Field(
+        default=100, description="REST: the entries a range or read gives without `count`."
+    )
+    rest_max_count: PositiveInt = Field(
+        default=1_000,
+        description="REST: the largest `count` (and XINFO STREAM FULL's) accepted.",
+    )
+    # A short one runs whole, so its records share one group commit.
+    pipeline_slice_ms: PositiveInt = Field(
+        default=5,
+        description="A /pipeline that held the event loop this long lets other requests run,"
+        " then goes on (ms).",
+    )
 
     # Access (README "Access"). The admin token is ``token``; API keys live in the database
-    # (``xstreams keys``) and are re-read every ``keys_refresh_ms``. JWTs an application mints:
-    # HS256 with ``jwt_secret``, or RS256 / ES256 with the PEM public key in
-    # ``jwt_public_key_file``; ``aud`` must equal ``jwt_audience`` when it is set.
-    jwt_secret: str | None = None
-    jwt_public_key_file: Path | None = None
-    jwt_audience: str | None = None
-    # The furthest a JWT's ``exp`` may lie ahead: a token minted for longer is refused (401).
-    jwt_max_lifetime_ms: PositiveInt = 24 * 60 * 60 * 1000
-    # The cookie that may carry a credential (API key or JWT), an HttpOnly cookie the
-    # application sets for its pages; read for GET requests under /v1 only (reads and event
-    # streams: a cookie never authorizes a write). None: no cookie is read.
-    auth_cookie: str | None = "xstreams_token"
-    keys_refresh_ms: PositiveInt = 1_000
-    # Browser origins allowed to call the API (CORS, credentials included); none by default.
-    # ["*"] alone: every origin, without credentials (README "Access", CORS).
-    cors_origins: list[str] = []
-    # Protected mode, as Redis's: a non-loopback host with no credentials configured refuses
-    # to start unless this is set.
-    insecure_no_auth: bool = False
-    # TLS: serve HTTPS with this certificate chain and private key (PEM files).
-    ssl_certfile: Path | None = None
-    ssl_keyfile: Path | None = None
-    # Event streams, REST long polls and blocking reads (XREAD / XREADGROUP BLOCK) one API
-    # key or JWT subject may hold open together; past it 429 with Retry-After (app/api/holds).
-    # The global caps (sse_max_connections, max_connections) bound everything else.
-    sse_max_connections_per_key: PositiveInt = 100
+    # (``xstreams keys``). JWTs an application mints: HS256 with ``jwt_secret``, or RS256 /
+    # ES256 with the PEM public key in ``jwt_public_key_file``.
+    jwt_secret: str | None = Field(
+        default=None, description="HS256 secret of the JWTs your application mints."
+    )
+    jwt_public_key_file: Path | None = Field(
+        default=None, description="PEM public key (a file) of RS256 / ES256 JWTs."
+    )
+    jwt_audience: str | None = Field(
+        default=None, description="When set, a JWT's `aud` must equal it."
+    )
+    jwt_max_lifetime_ms: PositiveInt = Field(
+        default=24 * 60 * 60 * 1000,
+        description="The furthest a JWT's `exp` may lie ahead; one minted for longer is"
+        " refused (ms; default a day).",
+    )
+    # An HttpOnly cookie the application sets for its pages; read for GET requests under /v1
+    # only (reads and event streams: a cookie never authorizes a write).
+    auth_cookie: str | None = Field(
+        default="xstreams_token",
+        description="Name of a cookie that may carry an API key or JWT (GET under /v1 only).",
+    )
+    keys_refresh_ms: PositiveInt = Field(
+        default=1_000, description="API keys are read again from the database this often (ms)."
+    )
+    cors_origins: list[str] = Field(
+        default=[],
+        description="Browser origins allowed to call the API (CORS, with credentials); `*`"
+        " alone: every origin, without credentials.",
+    )
+    # Protected mode, as Redis's.
+    insecure_no_auth: bool = Field(
+        default=False,
+        description="Serve a non-loopback address with no credentials configured anyway.",
+    )
+    ssl_certfile: Path | None = Field(
+        default=None, description="TLS: serve HTTPS with this certificate chain (PEM file)."
+    )
+    ssl_keyfile: Path | None = Field(
+        default=None, description="TLS: the certificate's private key (PEM file)."
+    )
+    # app/api/holds; the global caps (sse_max_connections, max_connections) bound the rest.
+    sse_max_connections_per_key: PositiveInt = Field(
+        default=100,
+        description="Event streams, long polls and blocking reads one API key or JWT subject"
+        " may hold open together; past it 429.",
+    )
 
-    # Metrics (GET /metrics). Per consumer group series (pending, lag) only for the streams
-    # matching one of these globs (none by default: a label per group could be unbounded),
-    # and at most ``metrics_max_groups`` of them. The variable takes a JSON list or globs
-    # separated by commas: XSTREAMS_METRICS_GROUP_STREAMS='orders-*,billing'.
-    metrics_group_streams: Annotated[list[str], NoDecode] = []
-    metrics_max_groups: PositiveInt = 1_000
-    # Idempotency-Key: how long a kept response answers retries, and (embedded backend) the
-    # budget of kept responses: past either bound the oldest go first, before their time.
-    idempotency_window_s: PositiveInt = 24 * 60 * 60
-    idempotency_max_keys: PositiveInt = 100_000
-    idempotency_max_bytes: PositiveInt = 64 * 1024 * 1024
+    # Metrics (GET /metrics). A label per group could be unbounded: none by default.
+    metrics_group_streams: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="Globs of the streams whose consumer groups get series of their own"
+        " (pending, lag). Env: a JSON list or globs separated by commas.",
+    )
+    metrics_max_groups: PositiveInt = Field(
+        default=1_000, description="At most this many consumer groups get series."
+    )
+    idempotency_window_s: PositiveInt = Field(
+        default=24 * 60 * 60,
+        description="Idempotency-Key: how long a kept response answers retries (seconds).",
+    )
+    # Embedded backend: past either bound the oldest go first, before their time.
+    idempotency_max_keys: PositiveInt = Field(
+        default=100_000,
+        description="Idempotency-Key: responses kept at most (embedded backend).",
+    )
+    idempotency_max_bytes: PositiveInt = Field(
+        default=64 * 1024 * 1024,
+        description="Idempotency-Key: bytes of kept responses at most (embedded backend).",
+    )
 
-    # Retention (README "Delivery policies and retention"): a default for every stream whose
-    # name matches a glob, as a JSON object of glob -> {"max_age_ms", "max_len", "max_bytes"}
-    # (XSTREAMS_RETENTION='{"logs-*": {"max_age_ms": 86400000}}'); the first glob that
-    # matches applies, and a stream's own retention (PUT /v1/streams/{s}/retention) wins.
-    # Every ``retention_interval_s`` the service trims each such stream in steps of at most
-    # ``retention_step`` entries (XTRIM ... LIMIT), letting other requests run between steps.
-    # A step smaller than a node (stream_node_max_entries) trims nothing: `~` drops whole nodes.
-    retention: dict[str, dict[str, int]] = {}
-    retention_interval_s: float = Field(default=1.0, gt=0)
-    retention_step: PositiveInt = 1_000
+    # Retention (README "Delivery policies and retention"): the first glob that matches
+    # applies, and a stream's own retention (PUT /v1/streams/{s}/retention) wins. A step
+    # smaller than a node (stream_node_max_entries) trims nothing: `~` drops whole nodes.
+    retention: dict[str, dict[str, int]] = Field(
+        default={},
+        description="Default retention of the streams whose name matches a glob, as JSON:"
+        ' `{"logs-*": {"max_age_ms": 86400000}}` (keys `max_age_ms`, `max_len`, `max_bytes`).',
+    )
+    retention_interval_s: float = Field(
+        default=1.0, gt=0, description="Retention trims every stream this often (seconds)."
+    )
+    retention_step: PositiveInt = Field(
+        default=1_000,
+        description="Entries trimmed at most per step (XTRIM ... LIMIT), other requests"
+        " running between steps.",
+    )
 
-    # Webhooks (README "Webhooks", app/delivery/outbound.py): where they may POST. Host name
-    # globs (none: no destination allowed; XSTREAMS_WEBHOOK_ALLOW_HOSTS='hooks.example.com,
-    # *.example.net'), https only unless ``webhook_allow_http``, public addresses only unless
-    # ``webhook_allow_private`` (loopback, private, link-local; never the cloud metadata ones).
-    webhook_allow_hosts: Annotated[list[str], NoDecode] = []
-    webhook_allow_http: bool = False
-    webhook_allow_private: bool = False
-    # How often the runner reads the webhooks again (and each webhook its group's policy and
-    # its orphaned entries), how long one read of a webhook waits for entries, and the
-    # longest Retry-After a receiver gets honoured.
-    webhook_refresh_s: float = Field(default=5.0, gt=0)
-    webhook_block_ms: PositiveInt = 1_000
-    webhook_retry_after_max_ms: int = Field(default=60_000, ge=0)
+    # Webhooks (README "Webhooks", app/delivery/outbound.py): where they may POST.
+    webhook_allow_hosts: Annotated[list[str], NoDecode] = Field(
+        default=[],
+        description="Host name globs webhooks may POST to (none: no destination). Env: a"
+        " JSON list or globs separated by commas.",
+    )
+    webhook_allow_http: bool = Field(
+        default=False, description="Let webhooks POST over plain http (else https only)."
+    )
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="Let webhooks reach loopback, private and link-local addresses (never the"
+        " cloud metadata ones).",
+    )
+    # Each webhook also reads its group's policy and its orphaned entries again then.
+    webhook_refresh_s: float = Field(
+        default=5.0, gt=0, description="Webhooks are read again this often (seconds)."
+    )
+    webhook_block_ms: PositiveInt = Field(
+        default=1_000, description="How long one read of a webhook waits for entries (ms)."
+    )
+    webhook_retry_after_max_ms: int = Field(
+        default=60_000,
+        ge=0,
+        description="The longest Retry-After a receiver gets honoured (ms).",
+    )
 
     @field_validator("backend")
     @classmethod

@@ -23,15 +23,29 @@ from app.cli import accept
 
 
 class Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_shutdown: Callable[[], None],
+        on_started: Callable[[int], None] | None = None,
+    ) -> None:
         super().__init__(config)
         self.on_shutdown = on_shutdown
+        self.on_started = on_started  # told the port it listens on (app/cli/addresses.py)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.on_shutdown()
         await super().shutdown(sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's startup, then ``on_started`` once it listens."""
+        await self._startup(sockets)
+        if self.started and self.on_started is not None:
+            listening = [s for server in self.servers for s in server.sockets]
+            port = listening[0].getsockname()[1] if listening else self.config.port
+            self.on_started(port)
+
+    async def _startup(self, sockets: list[socket.socket] | None) -> None:
         """uvicorn's startup, its listening sockets served by ``accept.FairServer``."""
         loop = asyncio.get_running_loop()
         original = loop.create_server

@@ -55,6 +55,8 @@ def settings_env(overrides: Mapping[str, Any]) -> dict[str, str]:
             text = str(value.value)
         elif isinstance(value, list | tuple):
             text = json.dumps([str(v) for v in value])
+        elif isinstance(value, dict):
+            text = json.dumps(value)  # --retention: the variable takes the same JSON
         elif isinstance(value, Path):
             text = str(value)
         else:
@@ -163,13 +165,18 @@ class Supervisor:
                 proc.wait()
 
 
-def supervise(host: str, port: int, workers: int, overrides: Mapping[str, Any]) -> int:
+def supervise(
+    host: str, port: int, workers: int, overrides: Mapping[str, Any], tls: bool = False
+) -> int:
     """Bind ``host:port`` once and serve it with ``workers`` processes; the exit status."""
     import uvicorn
+
+    from app.cli.addresses import announce
 
     # log_config=None: logging stays as ``serve`` configured it (--log-level, --log-format).
     config = uvicorn.Config("app.main:create_app", host=host, port=port, log_config=None)
     sock = config.bind_socket()
+    announce(host, sock.getsockname()[1], tls)
     env = {**os.environ, **settings_env(overrides), "XSTREAMS_WORKERS": "1"}
     try:
         return Supervisor(sock, workers, env).run()
