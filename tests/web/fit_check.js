@@ -52,8 +52,11 @@
         range.setStart(node, i);
         range.setEnd(node, i + 1);
         const rect = range.getClientRects()[0];
-        if (!rect) continue;
         const ch = text[i];
+        if (!rect) { // a space collapsed at a line's end has no box, yet the line broke at it
+          if (prev && /\s/.test(ch)) prev = { ...prev, ch };
+          continue;
+        }
         if (prev && rect.top > prev.top + rect.height / 2 && !SEP.test(prev.ch) && !/\s/.test(ch)) {
           const at = `${text.slice(Math.max(0, i - 12), i)}|${text.slice(i, i + 12)}`;
           problems.push(`broken inside a word at "${at}": ${say(root)}`);
