@@ -23,6 +23,10 @@ export function sparkline(values, label, { width = 96, height = 24 } = {}) {
     "aria-label": label,
   });
   const max = Math.max(1, ...values);
+  // Too small for axes: its unit is its column's header; a hover tells its scale.
+  const title = svg("title", {});
+  title.textContent = `${label}; top of the line: ${max.toFixed(1)}, over ${values.length} samples`;
+  el.append(title);
   const step = values.length > 1 ? width / (values.length - 1) : 0;
   el.append(svg("polyline", { points: points(values, height, max, step), class: "line-a" }));
   return el;
