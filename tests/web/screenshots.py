@@ -101,7 +101,11 @@ def main() -> None:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 width, height = WIDTHS["wide"]
-                page = browser.new_page(viewport={"width": width, "height": height})
+                # Playwright's string predicates need eval, which the page's CSP forbids
+                # (as conftest.py's tabs do; the policy is tested in test_static.py).
+                page = browser.new_page(
+                    viewport={"width": width, "height": height}, bypass_csp=True
+                )
                 sign_in(page, srv.url, key)
                 open_page(page, srv.url, route())
                 page.wait_for_timeout(12000)  # a few refreshes: rates to draw

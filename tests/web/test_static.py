@@ -74,11 +74,14 @@ async def test_the_files_need_no_credentials_and_nothing_else_is_opened(
 
 def test_no_inline_script_and_every_module_import_resolves() -> None:
     """The CSP allows scripts from files only, and modules load without a bundler."""
-    html = (STATIC / "index.html").read_text()
-    for tag in re.findall(r"<script\b[^>]*>", html):
-        assert 'type="module"' in tag and "src=" in tag, tag
-    assert not re.search(r"<script\b[^>]*>\s*[^<\s]", html), "inline script"
-    assert not re.search(r"\son[a-z]+=", html), "inline event handler"
+    pages = sorted(STATIC.glob("*.html"))
+    assert {p.name for p in pages} >= {"index.html", "tail.html"}
+    for page in pages:
+        html = page.read_text()
+        for tag in re.findall(r"<script\b[^>]*>", html):
+            assert 'type="module"' in tag and "src=" in tag, (page.name, tag)
+        assert not re.search(r"<script\b[^>]*>\s*[^<\s]", html), f"{page.name}: inline script"
+        assert not re.search(r"\son[a-z]+=", html), f"{page.name}: inline event handler"
     modules = sorted(STATIC.rglob("*.js"))
     assert modules
     for module in modules:

@@ -49,7 +49,7 @@ def sign_in(page: Any, base_url: str, credential: str) -> None:
 
 
 def shoot(page: Any, out: Path, name: str, settle_ms: int = 400) -> dict[str, tuple[Path, int]]:
-    """Screenshots of the page at both widths (``{name}-wide.png``, ``{name}-narrow.png``),
+    """Screenshots of the page at both widths (``{name}-1280.png``, ``{name}-390.png``),
     each with the page's scroll width then: wider than the viewport means the page itself
     scrolls sideways (tables may scroll within their own frame, the page may not)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -57,7 +57,7 @@ def shoot(page: Any, out: Path, name: str, settle_ms: int = 400) -> dict[str, tu
     for label, (width, height) in WIDTHS.items():
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(settle_ms)
-        path = out / f"{name}-{label}.png"
+        path = out / f"{name}-{width}.png"
         page.screenshot(path=str(path), full_page=True)
         shots[label] = (path, int(page.evaluate("document.documentElement.scrollWidth")))
     page.set_viewport_size({"width": WIDTHS["wide"][0], "height": WIDTHS["wide"][1]})

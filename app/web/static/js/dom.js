@@ -36,6 +36,16 @@ export function shown(name) {
   });
 }
 
+/** A name or an ID as shown: one element holding it whole, its full text also in `title`. It
+ * may wrap only after a separator (- : . _ /), where a <wbr> goes, never inside a word; a part
+ * still too long for its box is ellipsised (app.css, `.name`). */
+export function name(text) {
+  const full = shown(text);
+  const el = h("span", { class: "name", title: full });
+  for (const part of full.split(/(?<=[-:._/])/)) el.append(part, document.createElement("wbr"));
+  return el;
+}
+
 export function when(ms) {
   if (ms === null || ms === undefined) return "—";
   const d = new Date(ms);
@@ -89,12 +99,25 @@ export function field(label, control, hint) {
   return h("label", { class: "field" }, h("span", {}, label), control, hint ? h("small", {}, hint) : null);
 }
 
-/** A table whose wrapper scrolls sideways on a narrow screen. */
+/** A table in a frame. On a narrow screen (app.css) each row is stacked as "label: value"
+ * lines, so every body cell carries its column's header text as `data-label`, kept up to date
+ * as rows come and go (none for a column whose header is for screen readers only). */
 export function table(caption, headers, body) {
+  const head = h("tr", {}, headers);
+  const label = () => {
+    const labels = [...head.cells].map((c) => (c.querySelector(".visually-hidden") ? "" : c.textContent.trim()));
+    for (const tr of body.rows) {
+      [...tr.cells].forEach((c, i) => {
+        if (c.colSpan === 1 && labels[i] && c.dataset.label !== labels[i]) c.dataset.label = labels[i];
+      });
+    }
+  };
+  new MutationObserver(label).observe(body, { childList: true });
+  label();
   return h("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": caption },
     h("table", {},
       h("caption", { class: "visually-hidden" }, caption),
-      h("thead", {}, h("tr", {}, headers)),
+      h("thead", {}, head),
       body));
 }
 

@@ -3,7 +3,7 @@
 // selected entries, or all of them, appended back to their origin streams (POST …/redrive).
 
 import { api, idTime, quote, streamPath, whoami } from "../api.js";
-import { confirmAction, h, notice, number, replace, shown, table, when } from "../dom.js";
+import { confirmAction, h, name, notice, number, replace, shown, table, when } from "../dom.js";
 
 const PREFIX = "xs-dl-";
 const ORIGIN = ["stream", "id", "group", "consumer", "deliveries", "reason"].map((n) => PREFIX + n);
@@ -44,7 +44,7 @@ export async function render(main, ctx) {
     : h("p", { class: "muted" }, "This credential may not write this stream: redrive is hidden.");
   replace(main,
     h("h1", {}, h("span", { class: "muted" }, "Dead letters in "),
-      h("a", { href: `#/s/${quote(stream)}` }, shown(stream))),
+      h("a", { href: `#/s/${quote(stream)}` }, name(stream))),
     h("p", { class: "muted" }, "Entries a group's delivery policy moved here after too many deliveries " +
       "(or XNACK FATAL). Redrive appends each back to the stream it came from, as a new entry, and " +
       "deletes it here."),
@@ -76,11 +76,11 @@ export async function render(main, ctx) {
     }) : null;
     return h("tr", { dataset: { id: e.id } },
       access.write ? h("td", {}, box) : null,
-      h("td", { class: "id", title: when(idTime(e.id)) }, e.id),
+      h("td", { class: "id", title: when(idTime(e.id)) }, name(e.id)),
       h("td", { class: "fields" }, fields.map(([f, v]) => h("span", { class: "pair" }, h("b", {}, shown(f)), " ", shown(v)))),
       h("td", { class: "origin" }, origin
-        ? [h("a", { href: `#/s/${quote(origin.stream)}` }, shown(origin.stream)), ` ${origin.id} · `,
-          shown(origin.group), origin.consumer ? ` / ${shown(origin.consumer)}` : "",
+        ? [h("a", { href: `#/s/${quote(origin.stream)}` }, name(origin.stream)), " ", name(origin.id), " · ",
+          name(origin.group), origin.consumer ? [" / ", name(origin.consumer)] : "",
           origin.hops ? ` · ${origin.hops} hops` : ""]
         : h("span", { class: "muted" }, "not a dead letter")),
       h("td", { class: "num" }, origin ? number(origin.deliveries) : ""),

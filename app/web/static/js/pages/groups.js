@@ -6,7 +6,7 @@
 import { api, groupPath, quote, streamPath, whoami } from "../api.js";
 import { History, lines } from "../charts.js";
 import {
-  ago, confirmAction, dialogOpen, duration, every, field, h, notice, number, replace, shown, table,
+  ago, confirmAction, dialogOpen, duration, every, field, h, name, notice, number, replace, shown, table,
 } from "../dom.js";
 
 const REFRESH_MS = 1000;
@@ -21,7 +21,7 @@ export async function render(main, ctx) {
   const status = h("p", { hidden: true });
   const list = h("div", { class: "groups" });
   replace(main,
-    h("h1", {}, h("span", { class: "muted" }, "Groups of "), h("a", { href: `#/s/${quote(stream)}` }, shown(stream))),
+    h("h1", {}, h("span", { class: "muted" }, "Groups of "), h("a", { href: `#/s/${quote(stream)}` }, name(stream))),
     status, list);
   if (access.write) main.append(createForm(path, refresh));
   if (access.consume) main.append(readForm(path, refresh));
@@ -71,27 +71,28 @@ export async function render(main, ctx) {
       const lag = lagHistory.push(key, g.lag ?? 0);
       const pending = pendingHistory.push(key, g.pending);
       replace(card.facts, [
-        ["Last delivered", g.last_delivered_id],
+        ["Last delivered", name(g.last_delivered_id)],
         ["Entries read", g.entries_read === null ? "unknown" : number(g.entries_read)],
         ["Lag", g.lag === null ? "unknown" : number(g.lag)],
         ["Pending", number(g.pending)],
         ["Consumers", number(g.consumers)],
         ["Delivery policy", policyText(g.policy)],
       ].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))));
-      replace(card.chart, lines(lag, pending, `${shown(g.name)}: lag ${g.lag ?? "unknown"}, pending ${g.pending}, over the last ${lag.length} seconds`),
+      replace(card.chart, lines(lag, pending, `${shown(g.name)}: lag ${g.lag ?? "unknown"}, pending ${g.pending}, over the last ${lag.length} seconds`,
+        { unit: "entries", samples: lagHistory.size, seconds: (lagHistory.size * REFRESH_MS) / 1000 }),
         h("p", { class: "legend" }, h("span", { class: "key-a" }, "lag"), " ", h("span", { class: "key-b" }, "pending")));
       drawConsumers(card, g.name, consumers[i]);
       drawWebhooks(card, hooks[i]);
     });
   }
 
-  function makeCard(name) {
+  function makeCard(group) {
     const facts = h("dl", { class: "facts" });
     const chart = h("div", { class: "chart-box" });
     const tbody = h("tbody");
     const hookBody = h("tbody");
     const hooks = h("div", { class: "webhooks", hidden: true },
-      table(`Webhooks of ${shown(name)}`, [
+      table(`Webhooks of ${shown(group)}`, [
         h("th", { scope: "col" }, "Webhook"),
         h("th", { scope: "col" }, "State"),
         h("th", { scope: "col", class: "num" }, "Last status"),
@@ -100,11 +101,11 @@ export async function render(main, ctx) {
         h("th", { scope: "col" }, "Last success"),
         h("th", { scope: "col" }, "Last error"),
       ], hookBody));
-    const pendingLink = h("a", { href: `#/s/${quote(stream)}/groups/${quote(name)}/pending` }, "Pending entries →");
-    const el = h("section", { class: "card group", "aria-label": `Group ${shown(name)}`, dataset: { group: name } },
-      h("h2", {}, shown(name)),
+    const pendingLink = h("a", { href: `#/s/${quote(stream)}/groups/${quote(group)}/pending` }, "Pending entries →");
+    const el = h("section", { class: "card group", "aria-label": `Group ${shown(group)}`, dataset: { group } },
+      h("h2", {}, name(group)),
       h("div", { class: "group-top" }, facts, chart),
-      table(`Consumers of ${shown(name)}`, [
+      table(`Consumers of ${shown(group)}`, [
         h("th", { scope: "col" }, "Consumer"),
         h("th", { scope: "col", class: "num" }, "Pending"),
         h("th", { scope: "col", class: "num" }, "Idle"),
@@ -117,7 +118,7 @@ export async function render(main, ctx) {
 
   function drawConsumers(card, group, consumers) {
     const rows = consumers.map((c) => h("tr", { dataset: { consumer: c.name } },
-      h("th", { scope: "row" }, shown(c.name)),
+      h("th", { scope: "row" }, name(c.name)),
       h("td", { class: "num" }, number(c.pending)),
       h("td", { class: "num" }, duration(c.idle_ms)),
       access.write ? h("td", {}, h("button", {
@@ -141,7 +142,7 @@ export async function render(main, ctx) {
     replace(card.hookBody, hooks.map((w) => {
       const failing = w.consecutive_failures > 0 || (w.last_error !== null && w.last_error !== undefined);
       return h("tr", { dataset: { webhook: w.name }, class: failing ? "failing" : null },
-        h("th", { scope: "row" }, shown(w.name), h("div", { class: "muted url" }, shown(w.url))),
+        h("th", { scope: "row" }, name(w.name), h("div", { class: "muted url" }, name(w.url))),
         h("td", {}, w.paused ? `paused: ${w.paused_reason ?? ""}` : "running"),
         h("td", { class: "num status" }, w.last_status ?? "—"),
         h("td", { class: "num failures" }, number(w.consecutive_failures)),
@@ -182,7 +183,7 @@ function policyText(p) {
   const text = parts.join(" · ") || "set";
   if (p.dead_letter_stream === null || p.dead_letter_stream === undefined) return text;
   return h("span", { class: "policy" }, `${text} · dead letters to `,
-    h("a", { href: `#/s/${quote(p.dead_letter_stream)}/dead` }, shown(p.dead_letter_stream)));
+    h("a", { href: `#/s/${quote(p.dead_letter_stream)}/dead` }, name(p.dead_letter_stream)));
 }
 
 function createForm(path, refresh) {

@@ -5,7 +5,7 @@
 
 import { api, groupPath, quote, whoami } from "../api.js";
 import {
-  confirmAction, dialogOpen, duration, every, field, h, notice, number, replace, shown, table,
+  confirmAction, dialogOpen, duration, every, field, h, name, notice, number, replace, shown, table,
 } from "../dom.js";
 
 const REFRESH_MS = 2000;
@@ -16,8 +16,8 @@ export async function render(main, ctx) {
   const [access] = (await whoami([stream])).streams;
   if (!ctx.alive()) return;
   const status = h("p", { hidden: true });
-  const title = h("h1", {}, h("span", { class: "muted" }, "Pending in "), shown(group),
-    h("span", { class: "muted" }, " of "), h("a", { href: `#/s/${quote(stream)}/groups` }, shown(stream)));
+  const title = h("h1", {}, h("span", { class: "muted" }, "Pending in "), name(group),
+    h("span", { class: "muted" }, " of "), h("a", { href: `#/s/${quote(stream)}/groups` }, name(stream)));
   if (!access.consume) {
     replace(main, title, h("p", { class: "notice error", role: "alert" },
       "This credential may not inspect or repair this group's pending entries (it needs consume on the stream)."));
@@ -99,9 +99,9 @@ export async function render(main, ctx) {
   function drawSummary(p) {
     replace(summary, [
       ["Pending", number(p.count)],
-      ["First", p.first_id || "—"],
-      ["Last", p.last_id || "—"],
-      ...p.consumers.map((c) => [`${shown(c.name)}`, `${number(c.pending)} pending`]),
+      ["First", p.first_id ? name(p.first_id) : "—"],
+      ["Last", p.last_id ? name(p.last_id) : "—"],
+      ...p.consumers.map((c) => [name(c.name), `${number(c.pending)} pending`]),
     ].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))));
     const current = consumerSelect.value;
     const names = p.consumers.map((c) => c.name);
@@ -149,8 +149,8 @@ export async function render(main, ctx) {
       });
       return h("tr", { dataset: { id: r.id } },
         h("td", {}, box),
-        h("td", { class: "id" }, r.id),
-        h("td", {}, r.consumer === "" ? h("span", { class: "muted" }, "released") : shown(r.consumer)),
+        h("td", { class: "id" }, name(r.id)),
+        h("td", {}, r.consumer === "" ? h("span", { class: "muted" }, "released") : name(r.consumer)),
         h("td", { class: "num" }, r.idle_ms < 0 ? "—" : duration(r.idle_ms)),
         h("td", { class: "num" }, number(r.delivery_count)),
         h("td", { class: "row-actions" },

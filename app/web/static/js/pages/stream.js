@@ -9,7 +9,7 @@
 // entry is still counted, and pages (or a pause) show every one.
 
 import { api, events, idTime, quote, streamPath, whoami } from "../api.js";
-import { confirmAction, every, field, h, notice, number, replace, shown, table, when } from "../dom.js";
+import { confirmAction, every, field, h, name, notice, number, replace, shown, table, when } from "../dom.js";
 
 const PAGE = 50;
 const MAX_ROWS = 60; // rows kept while tailing (about three screens)
@@ -27,7 +27,7 @@ export async function render(main, ctx) {
   const infoStatus = h("p", { hidden: true });
   const groupsLink = h("a", { href: `#/s/${quote(stream)}/groups` }, "Consumer groups →");
   replace(main,
-    h("h1", {}, h("span", { class: "muted" }, "Stream "), shown(stream)),
+    h("h1", {}, h("span", { class: "muted" }, "Stream "), name(stream)),
     infoStatus, infoList, h("p", {}, groupsLink));
 
   async function info() {
@@ -37,9 +37,9 @@ export async function render(main, ctx) {
       const facts = [
         ["Length", number(i.length)],
         ["Entries added", number(i.entries_added)],
-        ["First entry", i.first_entry ? `${i.first_entry.id} · ${when(idTime(i.first_entry.id))}` : "—"],
-        ["Last entry", i.last_entry ? `${i.last_entry.id} · ${when(idTime(i.last_entry.id))}` : "—"],
-        ["Last generated ID", i.last_generated_id],
+        ["First entry", i.first_entry ? [name(i.first_entry.id), ` · ${when(idTime(i.first_entry.id))}`] : "—"],
+        ["Last entry", i.last_entry ? [name(i.last_entry.id), ` · ${when(idTime(i.last_entry.id))}`] : "—"],
+        ["Last generated ID", name(i.last_generated_id)],
         ["Groups", number(i.groups)],
       ];
       replace(infoList, facts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v))));
@@ -111,7 +111,7 @@ function entriesSection(ctx, stream, path, access) {
   function entryRow(e) {
     const fields = Array.isArray(e.fields) ? e.fields : Object.entries(e.fields || {});
     return h("tr", {},
-      h("td", { class: "id" }, e.id),
+      h("td", { class: "id" }, name(e.id)),
       h("td", { class: "wide-only" }, when(idTime(e.id))),
       h("td", { class: "fields" }, fields.map(([f, v]) =>
         h("span", { class: "pair" }, h("b", {}, shown(f)), " ", shown(v)))));

@@ -4,7 +4,7 @@
 
 import { api, idTime, quote } from "../api.js";
 import { History, sparkline } from "../charts.js";
-import { ago, every, field, h, notice, number, replace, shown, table, when } from "../dom.js";
+import { ago, every, field, h, name, notice, number, replace, shown, table, when } from "../dom.js";
 
 const REFRESH_MS = 2000;
 const MAX_REQUESTS = 20; // per page: a sparse MATCH may need several SCAN steps
@@ -122,7 +122,7 @@ export async function render(main, ctx) {
   function row(s) {
     const href = `#/s/${quote(s.name)}`;
     return h("tr", { dataset: { name: s.name } },
-      h("th", { scope: "row" }, h("a", { href }, shown(s.name))),
+      h("th", { scope: "row" }, h("a", { href }, name(s.name))),
       h("td", { class: "num" }), h("td", { class: "wide-only" }), h("td"), h("td", { class: "rate" }),
       h("td", { class: "num" }, h("a", { href: `${href}/groups` })));
   }
