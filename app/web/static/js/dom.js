@@ -68,7 +68,12 @@ export function duration(ms) {
   return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
 }
 
-export const number = (n) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en"));
+// Counts beyond 2^53 (XNACK FATAL leaves a delivery count of 2^63-1) are grouped exactly, by BigInt.
+export const number = (n) => {
+  if (n === null || n === undefined) return "—";
+  if (typeof n === "string" && /^-?\d{16,}$/.test(n)) return BigInt(n).toLocaleString("en");
+  return Number(n).toLocaleString("en");
+};
 
 /** A status line: role=status for news, role=alert for errors (read out by screen readers). */
 export function notice(el, text, kind = "ok") {
