@@ -1,0 +1,75 @@
+"""Every sh, bash and python example of README.md and docs/ runs against a live service.
+
+One test per page: a service of its own (tests/conftest.py ``Server``, with the flags of the
+page's ``<!-- example: server ... -->`` marker), then the page's blocks in document order.
+The rules are in tests/docs/examples.py and docs/contributing-docs.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Server
+from tests.docs.examples import ExampleFailed, PageError, pages, parse_page, run_page
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = list(pages(ROOT))
+
+pytestmark = pytest.mark.server
+
+
+def start_server(data_dir: Path, flags: list[str]) -> tuple[str, Callable[[], None]]:
+    """A live ``xstreams serve`` for one page."""
+    server = Server(data_dir, *flags)
+    return server.url, server.stop
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_page_examples_run(path: Path, tmp_path: Path) -> None:
+    run_page(parse_page(path), start_server, tmp_path)
+
+
+def test_a_failing_example_fails_the_page(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Read a stream that is not there:\n\n```sh\ncurl http://127.0.0.1:8000/v1/streams/nope\n```\n"
+    )
+    with pytest.raises(ExampleFailed, match="nope") as failed:
+        run_page(parse_page(page), start_server, tmp_path)
+    assert "404" in str(failed.value) or "No such" in str(failed.value)
+
+
+def test_an_example_marked_fails_must_fail(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- example: fails -->\n```sh\ncurl http://127.0.0.1:8000/v1/streams/nope\n```\n\n"
+        "<!-- example: fails -->\n```python\nprint('fine')\n```\n"
+    )
+    with pytest.raises(ExampleFailed, match="should fail") as failed:
+        run_page(parse_page(page), start_server, tmp_path)
+    assert "print('fine')" in str(failed.value)
+
+
+def test_a_not_run_example_needs_a_reason(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- example: not-run -->\n```sh\nmake serve\n```\n")
+    with pytest.raises(PageError, match="needs a reason"):
+        parse_page(page)
+    page.write_text("<!-- example: not-run () -->\n```sh\nmake serve\n```\n")
+    with pytest.raises(PageError, match="needs a reason"):
+        parse_page(page)
+
+
+def test_blocks_of_a_page_share_a_folder_and_see_the_service(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```sh\ncurl -X POST http://127.0.0.1:8000/ "
+        '-d \'["XADD","s","*","f","v"]\' > out.json\n```\n\n'
+        "```python\nimport json, os\nassert json.load(open('out.json'))['result']\n"
+        "assert os.environ['XSTREAMS_URL'].startswith('http://127.0.0.1:')\n```\n"
+    )
+    assert run_page(parse_page(page), start_server, tmp_path) == 2
