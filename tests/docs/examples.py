@@ -10,17 +10,21 @@ The rules (docs/contributing-docs.md says them for writers):
 - An HTML comment on the line before the fence changes that block:
   ``<!-- example: not-run (reason) -->`` shows it without running it (the reason is
   required), ``<!-- example: fails -->`` requires it to fail (an error answer shown on
-  purpose). ``<!-- example: server --flag value -->`` on a page's first line gives the flags
-  its service starts with.
+  purpose), ``<!-- example: needs spark -->`` (or ``redis``, ``postgres``) runs it only where
+  that service is (``XSTREAMS_REQUIRE_SERVICES=1``: it must be). ``<!-- example: server --flag
+  value -->`` on a page's first line gives the flags its service starts with.
 - A page's blocks run in document order in one working directory, which holds the service's
   data folder as ``data`` (so ``xstreams keys ...`` acts on the live service's keys).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +43,7 @@ PAGE_ADDRESSES = (
     "localhost:8000",
 )
 BLOCK_TIMEOUT_S = 60
+NEEDS_TIMEOUT_S = {"spark": 300}  # a Spark session alone takes tens of seconds to start
 SHELL_PRELUDE = """set -euo pipefail
 curl() { command curl --fail-with-body -sS "$@"; }
 """
@@ -62,6 +67,7 @@ class Block:
     text: str
     mode: str = "run"  # run, fails, not-run
     reason: str = ""
+    needs: str = ""  # a service the block needs: redis, postgres, spark
 
     @property
     def runnable(self) -> bool:
@@ -110,7 +116,9 @@ def parse_page(path: Path) -> Page:
         i += 1
         block = Block(path, start, lang.lower(), "\n".join(body) + "\n")
         marker = MARKER.match(previous)
-        if marker and not marker.group(1).startswith("server"):
+        if marker and marker.group(1).startswith("needs"):
+            block.needs = _needs(path, start, marker.group(1))
+        elif marker and not marker.group(1).startswith("server"):
             block.mode, block.reason = _marker(path, start, marker.group(1))
         page.blocks.append(block)
         previous = ""
@@ -132,6 +140,29 @@ def _marker(path: Path, line: int, text: str) -> tuple[str, str]:
     raise PageError(f"{path}:{line}: unknown example marker {text!r}")
 
 
+def _needs(path: Path, line: int, text: str) -> str:
+    """The service a ``needs`` marker names, or PageError."""
+    name = text.removeprefix("needs").strip()
+    if name not in SERVICES:
+        raise PageError(f"{path}:{line}: `needs` takes one of {sorted(SERVICES)}, not {name!r}")
+    return name
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+SERVICES: dict[str, Callable[[], bool]] = {
+    "redis": lambda: _listening(6379),
+    "postgres": lambda: _listening(5432),
+    "spark": lambda: importlib.util.find_spec("pyspark") is not None and bool(shutil.which("java")),
+}
+
+
 def rewrite(text: str, url: str) -> str:
     """The block's text with the page's address replaced by the live service's."""
     host = url.split("://", 1)[1]
@@ -143,6 +174,11 @@ def rewrite(text: str, url: str) -> str:
 def run_block(block: Block, url: str, workdir: Path, env: dict[str, str]) -> None:
     """Runs one block in workdir; raises ExampleFailed unless it did what its mode says."""
     text = rewrite(block.text, url)
+    if block.needs and not SERVICES[block.needs]():
+        if os.environ.get("XSTREAMS_REQUIRE_SERVICES") == "1":
+            raise ExampleFailed(f"{block.path}:{block.line}: needs {block.needs}, which is absent")
+        return
+    timeout_s = NEEDS_TIMEOUT_S.get(block.needs, BLOCK_TIMEOUT_S)
     if block.lang in SHELL_LANGS:
         cmd = ["bash", "-c", SHELL_PRELUDE + text]
     else:
@@ -151,11 +187,11 @@ def run_block(block: Block, url: str, workdir: Path, env: dict[str, str]) -> Non
         cmd = [sys.executable, str(script)]
     try:
         done = subprocess.run(
-            cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S
+            cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s
         )
         status, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as e:
-        timed_out = f"\n(timed out after {BLOCK_TIMEOUT_S} s)"
+        timed_out = f"\n(timed out after {timeout_s} s)"
         status, out, err = -1, _text(e.stdout), _text(e.stderr) + timed_out
     if (status == 0) == (block.mode == "run"):
         return

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import Server
 from tests.docs.examples import ExampleFailed, PageError, pages, parse_page, run_page
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = list(pages(ROOT))
@@ -24,10 +26,12 @@ pytestmark = pytest.mark.server
 def start_server(data_dir: Path, flags: list[str]) -> tuple[str, Callable[[], None]]:
     """A live ``xstreams serve`` for one page."""
     server = Server(data_dir, *flags)
+    # Server waits for /healthz; a page's reader waits for the service to be ready.
+    until(lambda: httpx.get(server.url + "/readyz").status_code == 200, what="/readyz 200")
     return server.url, server.stop
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_examples_run(path: Path, tmp_path: Path) -> None:
     run_page(parse_page(path), start_server, tmp_path)
@@ -73,3 +77,10 @@ def test_blocks_of_a_page_share_a_folder_and_see_the_service(tmp_path: Path) -> 
         "assert os.environ['XSTREAMS_URL'].startswith('http://127.0.0.1:')\n```\n"
     )
     assert run_page(parse_page(page), start_server, tmp_path) == 2
+
+
+def test_a_needs_marker_names_a_known_service(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- example: needs kafka -->\n```sh\ntrue\n```\n")
+    with pytest.raises(PageError, match="needs"):
+        parse_page(page)
