@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -185,14 +186,18 @@ def run_block(block: Block, url: str, workdir: Path, env: dict[str, str]) -> Non
         script = workdir / f"example_{block.line}.py"
         script.write_text(text)
         cmd = [sys.executable, str(script)]
+    # A session of its own, so a block that overruns is killed with everything it started.
+    proc = subprocess.Popen(
+        cmd, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
-        done = subprocess.run(
-            cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s
-        )
-        status, out, err = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as e:
-        timed_out = f"\n(timed out after {timeout_s} s)"
-        status, out, err = -1, _text(e.stdout), _text(e.stderr) + timed_out
+        out, err = proc.communicate(timeout=timeout_s)
+        status = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        status, err = -1, err + f"\n(timed out after {timeout_s} s)"
     if (status == 0) == (block.mode == "run"):
         return
     expected = "succeed" if block.mode == "run" else "fail"
@@ -201,12 +206,6 @@ def run_block(block: Block, url: str, workdir: Path, env: dict[str, str]) -> Non
         f"exit status {status}\n"
         f"--- block ---\n{text}--- stdout ---\n{out}\n--- stderr ---\n{err}"
     )
-
-
-def _text(data: bytes | str | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode(errors="replace")
-    return data or ""
 
 
 def run_page(

@@ -84,3 +84,13 @@ def test_a_needs_marker_names_a_known_service(tmp_path: Path) -> None:
     page.write_text("<!-- example: needs kafka -->\n```sh\ntrue\n```\n")
     with pytest.raises(PageError, match="needs"):
         parse_page(page)
+
+
+def test_a_block_that_never_ends_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tests.docs.examples.BLOCK_TIMEOUT_S", 1)
+    page = tmp_path / "page.md"
+    page.write_text("```sh\nsleep 30 &\nwait\n```\n")
+    with pytest.raises(ExampleFailed, match="timed out after 1 s"):
+        run_page(parse_page(page), start_server, tmp_path)

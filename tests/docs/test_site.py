@@ -7,6 +7,7 @@ each fails the build, so the site never ships a dead link.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,18 @@ def test_a_broken_link_fails_the_build(tmp_path: Path, page: str, error: str) ->
     done = build(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0, done.stderr
     assert error in done.stderr
+
+
+def test_the_benchmarks_page_includes_the_whole_main_table() -> None:
+    """docs/benchmarks.md includes lines of bench/REPORT.md by number: they must still be the
+    run line and the main table of "Latest figures", neither cut short nor run over."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    match = re.search(r'--8<-- "bench/REPORT.md:(\d+):(\d+)"', page)
+    assert match, "the benchmarks page no longer includes bench/REPORT.md by lines"
+    first, last = int(match.group(1)), int(match.group(2))
+    report = (ROOT / "bench" / "REPORT.md").read_text().splitlines()
+    assert report[first - 2].startswith("<!-- figures:start"), report[first - 2]
+    assert report[first - 1].startswith("Run "), report[first - 1]
+    table = report[first + 1 : last]
+    assert table[0].startswith("| workload |") and all(row.startswith("|") for row in table)
+    assert report[last] == "", f"the table goes on past line {last}: {report[last]}"
