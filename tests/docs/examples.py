@@ -12,7 +12,8 @@ The rules (docs/contributing-docs.md says them for writers):
   required), ``<!-- example: fails -->`` requires it to fail (an error answer shown on
   purpose), ``<!-- example: needs spark -->`` (or ``redis``, ``postgres``) runs it only where
   that service is (``XSTREAMS_REQUIRE_SERVICES=1``: it must be). ``<!-- example: server --flag
-  value -->`` on a page's first line gives the flags its service starts with.
+  value -->`` on a page's first line gives the flags its service starts with
+  (``$XSTREAMS_DOCS_REDIS_URL``: the test run's Redis database, see test_examples.py).
 - A page's blocks run in document order in one working directory, which holds the service's
   data folder as ``data`` (so ``xstreams keys ...`` acts on the live service's keys).
 """

@@ -12,12 +12,28 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
-from tests.conftest import Server
-from tests.docs.examples import ExampleFailed, PageError, pages, parse_page, run_page
+from tests.conftest import (
+    REDIS_DB,
+    REDIS_HOST,
+    REDIS_PORT,
+    REQUIRE_SERVICES,
+    Server,
+)
+from tests.docs.examples import (
+    SERVICES,
+    ExampleFailed,
+    PageError,
+    pages,
+    parse_page,
+    run_page,
+)
 from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
+# In a page's server marker, the Redis database its service may use.
+REDIS_URL_VAR = "$XSTREAMS_DOCS_REDIS_URL"
 PAGES = list(pages(ROOT))
 
 pytestmark = pytest.mark.server
@@ -25,6 +41,16 @@ pytestmark = pytest.mark.server
 
 def start_server(data_dir: Path, flags: list[str]) -> tuple[str, Callable[[], None]]:
     """A live ``xstreams serve`` for one page."""
+    if any(REDIS_URL_VAR in flag for flag in flags):
+        # A page about the Redis backend: its service keeps its keyspace in the tests
+        # database, emptied first (that database only; nothing else on the server).
+        if not SERVICES["redis"]():
+            if REQUIRE_SERVICES:
+                pytest.fail("this page's service needs redis-server on 127.0.0.1:6379")
+            pytest.skip("this page's service needs redis-server on 127.0.0.1:6379")
+        redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=REDIS_DB).flushdb()
+        url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{REDIS_DB}"
+        flags = [flag.replace(REDIS_URL_VAR, url) for flag in flags]
     server = Server(data_dir, *flags)
     # Server waits for /healthz; a page's reader waits for the service to be ready.
     until(lambda: httpx.get(server.url + "/readyz").status_code == 200, what="/readyz 200")
