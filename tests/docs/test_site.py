@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # (PyYAML ships no types; comes with mkdocs)
 
 ROOT = Path(__file__).resolve().parents[2]
 
