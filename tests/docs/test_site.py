@@ -42,8 +42,9 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     [
         ("See [the start](other.md#no-such-heading).\n", "no-such-heading"),
         ("See [a page](missing.md).\n", "missing.md"),
+        ("A page links to a page the nav leaves out: [orphan](orphan.md).\n", "orphan.md"),
     ],
-    ids=["broken-anchor", "broken-link"],
+    ids=["broken-anchor", "broken-link", "page-outside-nav"],
 )
 def test_a_broken_link_fails_the_build(tmp_path: Path, page: str, error: str) -> None:
     """The site's own validation settings, on a tiny site holding one bad link."""
@@ -52,6 +53,8 @@ def test_a_broken_link_fails_the_build(tmp_path: Path, page: str, error: str) ->
     docs.mkdir()
     (docs / "index.md").write_text("# Home\n\n" + page)
     (docs / "other.md").write_text("# Other\n\n## A heading\n")
+    if "orphan" in page:
+        (docs / "orphan.md").write_text("# Orphan\n")  # a page, but not in the nav
     small = {
         "site_name": "t",
         "strict": True,
