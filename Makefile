@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= ./data
 
-.PHONY: setup setup-test setup-pipeline java serve test test-fast lint screenshots
+.PHONY: setup setup-test setup-pipeline java serve test test-fast lint screenshots docs docs-serve
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,3 +56,11 @@ lint: setup-test
 # Chromium (apt-get install -y chromium) against a service of their own.
 screenshots: setup-test
 	$(VENV)/bin/python -m tests.web.screenshots --out docs/screenshots
+
+# The documentation site (mkdocs.yml, pages in docs/): built strictly into site/, or served with
+# live reload on 127.0.0.1:8001 (8000 is the service's).
+docs: setup-test
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: setup-test
+	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
