@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from app.cli import archive, keys, report, storage
+from app.client.cli import register as register_client
 from app.observe.logs import LogFormat
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
@@ -284,6 +285,10 @@ def openapi(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     typer.echo(f"wrote {output}")
+
+
+# The client commands (add, range, tail, ...): HTTP only, no server module (app/client).
+register_client(cli)
 
 
 def main() -> None:
