@@ -49,13 +49,19 @@ class Follower:
         self.group, self.consumer = group, consumer
         self.last: str | None = None  # the last entry printed
         self.connected = False  # once it has been, an unreachable service is waited for
+        self.unacked: str | None = None  # the last entry of a --count, acked after closing
 
     def path_and_params(self) -> tuple[str, dict[str, Any]]:
         if self.group is None:
             return f"{stream_path(self.stream)}/events", {"last_id": self.start}
         assert self.consumer is not None
         path = f"{group_path(self.stream, self.group)}/consumers/{segment(self.consumer)}/events"
-        return path, {"last_id": "0"}  # the consumer's pending entries, then new ones
+        params: dict[str, Any] = {"last_id": "0"}  # its pending entries, then new ones
+        if self.left is not None:
+            # One entry in hand at a time: the service sends the next once this one is acked,
+            # so stopping after N leaves nothing delivered but unprinted in the consumer's PEL.
+            params["max_unacked"] = 1
+        return path, params
 
     def ack(self, entry_id: str) -> None:
         assert self.group is not None
@@ -85,10 +91,13 @@ class Follower:
         else:
             self.out.entry(data)
         self.last = entry_id
-        if self.group is not None:
-            self.ack(entry_id)
         if self.left is not None:
             self.left -= 1
+        if self.group is not None:
+            if self.done():  # acked once the connection is closed, or the next could come
+                self.unacked = entry_id
+            else:
+                self.ack(entry_id)
 
     def done(self) -> bool:
         return self.left is not None and self.left <= 0
@@ -107,6 +116,9 @@ class Follower:
                 self.take(sse.event, json.loads(sse.data))
                 if self.done():
                     break
+        if self.unacked is not None:
+            self.ack(self.unacked)
+            self.unacked = None
         return got
 
     def run(self) -> None:
