@@ -78,6 +78,8 @@ def add(
     as_json: Json = False,
 ) -> None:
     """Append an entry (XADD): `xstreams add orders item=book qty=2`."""
+    if not fields and sys.stdin.isatty():  # not waiting on a terminal for lines never typed
+        raise typer.BadParameter("give field=value pairs, or JSON lines on stdin")
     body: dict[str, Any] = {"nomkstream": nomkstream}
     if maxlen is not None or minid is not None:
         body["trim"] = {"maxlen": maxlen, "minid": minid, "approximate": approximate}

@@ -79,6 +79,8 @@ def import_(
     token: Token = None,
 ) -> None:
     """Append JSON lines (export's form) to a stream, in batches."""
+    if input_file is None and sys.stdin.isatty():
+        raise typer.BadParameter("give --input FILE, or JSON lines on stdin")
     with session(url, token, False) as (service, out):
         source: IO[str] = input_file.open(encoding="utf-8") if input_file else sys.stdin
         try:

@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from tests.client.support import json_lines, ok, run
 from tests.conftest import Commands, Server, stop_process
 from tests.support.waiting import parked, until
@@ -47,12 +49,20 @@ def test_tail_through_a_group_acks_what_it_printed(server: Server, xs: Commands)
     assert run(server.url, "tail", "work", "--group", "nogroup", "--consumer", "c").exit_code == 1
 
 
-def test_tail_resumes_after_the_service_restarts(tmp_path: Path) -> None:
-    """Every entry exactly once, in order, though the service went away mid-tail."""
+@pytest.mark.parametrize(
+    "through", [[], ["--group", "g", "--consumer", "c"]], ids=["stream", "group"]
+)
+def test_tail_resumes_after_the_service_restarts(tmp_path: Path, through: list[str]) -> None:
+    """Every entry exactly once, in order, though the service went away mid-tail; through a
+    group, every one acknowledged."""
     first = Server(tmp_path)
     url, port = first.url, first.port
+    if through:
+        setup = Commands(url)
+        assert setup("XGROUP", "CREATE", "orders", "g", "0", "MKSTREAM") == "OK"
+        setup.client.close()
     cmd = [sys.executable, "-m", "app.cli", "tail", "orders", "--from", "0", "--count", "6",
-           "--json", "--url", url]  # fmt: skip
+           "--json", "--url", url, *through]  # fmt: skip
     errors = (tmp_path / "tail.err").open("w+")
     tail = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True)
     stdout = tail.stdout
@@ -72,9 +82,11 @@ def test_tail_resumes_after_the_service_restarts(tmp_path: Path) -> None:
         after = Commands(url)
         for i in range(3, 6):
             after("XADD", "orders", "*", "n", str(i))
-        after.client.close()
         assert tail.wait(30) == 0, (tmp_path / "tail.err").read_text()
         reader.join()
+        if through:
+            assert after("XPENDING", "orders", "g")[0] == 0
+        after.client.close()
     finally:
         if tail.poll() is None:
             stop_process(tail)
