@@ -121,7 +121,20 @@ class Follower:
             self.unacked = None
         return got
 
+    def resolve_start(self) -> None:
+        """``$`` as the ID it stands for now, so a reconnect before the first entry still
+        starts there, not at a later ``$`` past what was appended meanwhile."""
+        if self.group is not None or self.start != "$":
+            return
+        try:
+            self.start = self.service.get(stream_path(self.stream))["last_generated_id"]
+        except ServiceError as exc:
+            if exc.status != 404:
+                raise
+            self.start = "0-0"  # no stream yet: everything it will hold is new
+
     def run(self) -> None:
+        self.resolve_start()
         backoff = FIRST_BACKOFF_S
         while not self.done():
             try:

@@ -29,6 +29,20 @@ def test_tail_prints_entries_appended_after_it_starts(server: Server, xs: Comman
     assert [e["fields"] for e in json_lines(out)] == [{"n": "0"}, {"n": "1"}, {"n": "2"}]
 
 
+def test_tail_of_a_stream_not_yet_created_prints_its_first_entries(
+    server: Server, xs: Commands
+) -> None:
+    def append() -> None:
+        parked(server, 1, what="the tail's subscription")
+        xs("XADD", "later", "*", "n", "0")
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    out = ok(server.url, "tail", "later", "--count", "1")
+    writer.join()
+    assert out.split()[1:] == ["n=0"]
+
+
 def test_tail_from_an_id_prints_history_first(server: Server, xs: Commands) -> None:
     for i in range(1, 4):
         xs("XADD", "hist", f"{i}-0", "n", str(i))
