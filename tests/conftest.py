@@ -45,8 +45,14 @@ def free_port() -> int:
 class Server:
     """An ``xstreams serve`` subprocess on a free loopback port."""
 
-    def __init__(self, data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        port: int | None = None,  # a restart on the same address (a client resuming)
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         cmd = [
             sys.executable, "-m", "app.cli", "serve",

@@ -308,3 +308,17 @@ def test_the_durability_check_sees_storage_and_the_protocol(tmp_path: Path) -> N
         "calls .check_writable (line 4)",
         "calls .wait_visible (line 5)",
     ]
+
+
+def test_the_client_talks_to_the_service_only_over_http() -> None:
+    """app/client is a client like any other: it imports nothing of app but itself (and the
+    version), so it never drags the server (FastAPI, the engine, storage) into a script."""
+    offenders = [
+        f"{path.relative_to(APP.parent)} imports {name}"
+        for path in sorted((APP / "client").rglob("*.py"))
+        for name in _imports(path)
+        if name.split(".")[0] in ("app", "fastapi", "starlette", "sqlalchemy", "uvicorn")
+        and not name.startswith("app.client")
+        and name != "app"  # from app import __version__
+    ]
+    assert not offenders, offenders

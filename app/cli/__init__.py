@@ -10,6 +10,7 @@ import typer
 from app.cli import archive, keys, report, settings_reference, storage
 from app.cli.serve_help import ServeCommand
 from app.cli.serve_options import with_settings_flags
+from app.client.cli import register as register_client
 
 cli = typer.Typer(help="xstreams: Redis stream semantics over HTTP.", no_args_is_help=True)
 
@@ -87,6 +88,10 @@ def openapi(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     typer.echo(f"wrote {output}")
+
+
+# The client commands (add, range, tail, ...): HTTP only, no server module (app/client).
+register_client(cli)
 
 
 def main() -> None:
