@@ -3,7 +3,11 @@
 Two surfaces, two error shapes:
 
 - ``/v1/...`` (the REST resources) answers RFC 9457 problem details
-  (``application/problem+json``) carrying the Redis error text and code as extension members;
+  (``application/problem+json``) carrying the Redis error text and code as extension members
+  (``error``, ``code``: byte for byte, for clients that match on them), and a ``detail`` for
+  people naming what it is about, with members of their own (``stream``, ``group``,
+  ``consumer``, ``entry``, ``parameter``): app/api/problem_detail.py derives them, in one
+  place, from the route's path parameters and the error's class;
 - the command endpoint answers ``{"error": text}`` for everything, including unknown paths,
   wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
   ``{"detail": ...}``, never an empty body.
@@ -19,10 +23,11 @@ do exactly there: that server answers an error reply too, and the detail names t
 The engine raises each kind with its class, and the Redis backend's replies get the same classes
 (``app.engine.errors.classify``, ``app.backends.errors.fault_of``), so both backends answer
 alike. The command endpoint keeps the Upstash protocol's 400 for every other error reply
-(``command_status``). A malformed JSON body is 422, a malformed query or path 400, a body
-over ``max_body_bytes`` 413. A webhook whose destination the outbound rules refuse
-(``Refused``, app/delivery/outbound.py) is 422, the rule and its setting named. Nothing a
-client sends can produce a 500.
+(``command_status``). A malformed JSON body is 422, a malformed query or path 400 (both
+with an ``errors`` item per field: ``parameter``, ``in``, ``message``), a body over
+``max_body_bytes`` 413, a /v1 body sent as another media type than JSON (or as none) 415.
+A webhook whose destination the outbound rules refuse (``Refused``, app/delivery/outbound.py)
+is 422, the rule and its setting named. Nothing a client sends can produce a 500.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
-from app.api.problem_detail import about, field_errors, validation_detail
+from app.api.problem_detail import about, field_errors, subjects, validation_detail
 from app.api.rest.request import DOCUMENT, UnsupportedMediaType
 from app.api.services import services_of
 from app.backends.errors import BackendUnavailable, StorageUnavailable
@@ -224,7 +229,7 @@ def install(app: FastAPI) -> None:
     async def destination_refused(request: Request, exc: Refused) -> Response:
         text = f"ERR webhook destination refused: {exc}"
         services_of(request).metrics.error(text)
-        return answer(request, 422, text)
+        return answer(request, 422, text, None, parameter="url", **subjects(request.path_params))
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:

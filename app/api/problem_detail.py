@@ -25,7 +25,7 @@ from app.engine.errors import (
     NotFound,
 )
 
-__all__ = ["about", "field_errors", "validation_detail"]
+__all__ = ["about", "field_errors", "subjects", "validation_detail"]
 
 INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
 # The path parameters that name a subject, and the member each becomes.
@@ -41,7 +41,8 @@ def _q(value: object) -> str:
     return "'" + text.replace("'", "\\'") + "'"
 
 
-def _subjects(path_params: Mapping[str, Any]) -> dict[str, str]:
+def subjects(path_params: Mapping[str, Any]) -> dict[str, str]:
+    """The members naming what a route's path addresses: ``stream``, ``group``, ``consumer``."""
     return {member: path_params[p] for p, member in _SUBJECTS if path_params.get(p) is not None}
 
 
@@ -72,7 +73,7 @@ def about(
 ) -> tuple[str, dict[str, Any]]:
     """The ``detail`` sentence for an engine error met serving a /v1 route, and the members
     naming what it is about (``stream``, ``group``, ``consumer``, ``entry``, ``parameter``)."""
-    s = _subjects(path_params)
+    s = subjects(path_params)
     members: dict[str, Any] = dict(s)
     stream, group = s.get("stream"), s.get("group")
     entry = path_params.get("id")
