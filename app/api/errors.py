@@ -3,7 +3,11 @@
 Two surfaces, two error shapes:
 
 - ``/v1/...`` (the REST resources) answers RFC 9457 problem details
-  (``application/problem+json``) carrying the Redis error text and code as extension members;
+  (``application/problem+json``) carrying the Redis error text and code as extension members
+  (``error``, ``code``: byte for byte, for clients that match on them), and a ``detail`` for
+  people naming what it is about, with members of their own (``stream``, ``group``,
+  ``consumer``, ``entry``, ``parameter``): app/api/problem_detail.py derives them, in one
+  place, from the route's path parameters and the error's class;
 - the command endpoint answers ``{"error": text}`` for everything, including unknown paths,
   wrong methods, oversized bodies and unexpected failures: never HTML, never FastAPI's
   ``{"detail": ...}``, never an empty body.
@@ -19,10 +23,11 @@ do exactly there: that server answers an error reply too, and the detail names t
 The engine raises each kind with its class, and the Redis backend's replies get the same classes
 (``app.engine.errors.classify``, ``app.backends.errors.fault_of``), so both backends answer
 alike. The command endpoint keeps the Upstash protocol's 400 for every other error reply
-(``command_status``). A malformed JSON body is 422, a malformed query or path 400, a body
-over ``max_body_bytes`` 413. A webhook whose destination the outbound rules refuse
-(``Refused``, app/delivery/outbound.py) is 422, the rule and its setting named. Nothing a
-client sends can produce a 500.
+(``command_status``). A malformed JSON body is 422, a malformed query or path 400 (both
+with an ``errors`` item per field: ``parameter``, ``in``, ``message``), a body over
+``max_body_bytes`` 413, a /v1 body sent as another media type than JSON (or as none) 415.
+A webhook whose destination the outbound rules refuse (``Refused``, app/delivery/outbound.py)
+is 422, the rule and its setting named. Nothing a client sends can produce a 500.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
+from app.api.problem_detail import about, field_errors, subjects, validation_detail
+from app.api.rest.request import DOCUMENT, UnsupportedMediaType
 from app.api.services import services_of
 from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.delivery.outbound import Refused
@@ -118,12 +125,15 @@ def error_body(path: str, status: int, text: str, **extra: Any) -> tuple[str, by
 
 
 def _problem_json(path: str, status: int, text: str, extra: dict[str, Any]) -> bytes:
+    """``detail`` is for people (``extra["detail"]`` when given, else the text); ``error``
+    and ``code`` keep the Redis text byte for byte, for clients that match on it."""
+    detail = extra.pop("detail", None) or text
     return encode_json(
         {
             "type": "about:blank",
             "title": HTTPStatus(status).phrase,
             "status": status,
-            "detail": text,
+            "detail": detail,
             "instance": path,
             "code": text.split(" ", 1)[0],
             "error": text,
@@ -157,11 +167,9 @@ def answer(
     return json_response({"error": text}, status, headers)
 
 
-def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
-    return [
-        {"loc": [x if isinstance(x, int) else str(x) for x in e.get("loc", ())], "msg": e["msg"]}
-        for e in exc.errors()
-    ]
+def _document(request: Request) -> Any:
+    """The JSON body a /v1 route parsed (app/api/rest/request), or None."""
+    return request.scope.get(DOCUMENT)
 
 
 def install(app: FastAPI) -> None:
@@ -176,12 +184,28 @@ def install(app: FastAPI) -> None:
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         if not _is_rest(request):
             return json_response({"error": "ERR invalid request"}, 400)
-        errors = _field_errors(exc)
-        in_body = any(e["loc"][:1] == ["body"] for e in errors)
+        errors = field_errors(exc.errors())
+        in_body = any(e["in"] == "body" for e in errors)
         first = errors[0] if errors else {"loc": [], "msg": "invalid"}
         where = ".".join(str(x) for x in first["loc"])
         text = f"ERR invalid request: {where}: {first['msg']}"
-        return problem(request, 422 if in_body else 400, text, errors=errors)
+        status = 422 if in_body else 400
+        detail = validation_detail(errors)
+        parameter = errors[0]["parameter"] if errors else None
+        return problem(request, status, text, detail=detail, parameter=parameter, errors=errors)
+
+    @app.exception_handler(UnsupportedMediaType)
+    async def unsupported_media_type(request: Request, exc: UnsupportedMediaType) -> Response:
+        got = exc.received or "none"
+        text = f"ERR unsupported media type: expected application/json, got {got}"
+        detail = (
+            "the request body must be JSON: send Content-Type: application/json (or"
+            f" application/*+json); got {'no Content-Type' if exc.received is None else repr(got)}"
+        )
+        return problem(
+            request, 415, text, {"Accept-Post": "application/json"}, detail=detail,
+            expected="application/json", received=exc.received,
+        )  # fmt: skip
 
     @app.exception_handler(BodyTooLarge)
     async def too_large(request: Request, exc: BodyTooLarge) -> Response:
@@ -196,13 +220,16 @@ def install(app: FastAPI) -> None:
             return json_response({"error": exc.text}, status, retry_headers(status))
         index = exc.index if isinstance(exc, BatchItemError) else None
         status = status_of(exc)
-        return problem(request, status, exc.text, retry_headers(status), index=index)
+        detail, members = about(exc, request.path_params, _document(request), request.query_params)
+        return problem(
+            request, status, exc.text, retry_headers(status), detail=detail, index=index, **members
+        )
 
     @app.exception_handler(Refused)
     async def destination_refused(request: Request, exc: Refused) -> Response:
         text = f"ERR webhook destination refused: {exc}"
         services_of(request).metrics.error(text)
-        return answer(request, 422, text)
+        return answer(request, 422, text, None, parameter="url", **subjects(request.path_params))
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:

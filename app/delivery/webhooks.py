@@ -148,6 +148,15 @@ class WebhookRunner:
             return f"not run: {e}"
         return None
 
+    def refused_reason(self, hook: Webhook) -> str | None:
+        """Why the outbound rules refuse ``hook``'s URL (scheme, host glob; the text names
+        the setting that would allow it), or None: its view's ``reason`` when ``refused``."""
+        try:
+            self.rules.check_url(hook.url)
+        except Refused as e:
+            return str(e)
+        return None
+
     def changed(self) -> None:
         """A webhook was set, paused or removed through this process: look again now
         instead of at the next ``refresh_s`` (other workers see it by then)."""

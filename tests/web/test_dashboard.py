@@ -348,8 +348,9 @@ def test_refusals_are_shown_in_words(dashboard: Dashboard, page: Any) -> None:
     page.click("button:text-is('Append')")
     alert = page.locator("[role=alert]").filter(has_text="equal or smaller")
     alert.wait_for()
-    assert alert.inner_text() == (
-        "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+    assert alert.inner_text() == (  # the problem's detail: Redis's words, and the stream
+        "The ID specified in XADD is equal or smaller than the target stream top item"
+        " (stream 'orders-errors')"
     )
     open_page(page, d.url, route(s, groups=True))
     page.fill("input[name=group]", "taken")

@@ -55,6 +55,8 @@ _WHY = {
     409: "BUSYGROUP, an ID not greater than the stream's top, or a stream holding its most "
     "groups (`max_stream_groups`) or a group its most consumers (`max_group_consumers`).",
     413: "The request body is larger than the configured limit.",
+    415: "A body sent without `Content-Type: application/json` (or `application/*+json`);"
+    " the detail names the type received.",
     422: "The JSON body is malformed or misses a field.",
     429: "A long poll (`block_ms`) past the credential's cap on event streams and long polls"
     " open at once (`Retry-After`).",
@@ -64,10 +66,10 @@ _WHY = {
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The documented error responses of an operation: 400, 401 and 403 always; an operation
-    with a body (413) can also answer 422, and every write 503."""
+    with a body (413) can also answer 415 and 422, and every write 503."""
     codes = {400, 401, 403, *statuses}
     if 413 in codes:
-        codes |= {422, 503}
+        codes |= {415, 422, 503}
     return {
         s: {"model": Problem, "description": _WHY.get(s, HTTPStatus(s).phrase)}
         for s in sorted(codes)
@@ -124,7 +126,7 @@ class RestRoute(APIRoute):
             named = [stream] if stream is not None else request.query_params.getlist("stream")
             check_keys(principal, self.model, named or None)
         if request.method in _WRITES:
-            await request.load_body()
+            await request.load_body(json_only=self.body_field is not None)
 
 
 async def answered(request: Request, call: Callable[[], Awaitable[Response]]) -> Response:

@@ -26,6 +26,7 @@ from app.api.rest.schemas.delivery import (
     Redrive,
     RedriveResult,
     Retention,
+    RetentionView,
     policy_json,
     redriven,
     retention_json,
@@ -112,7 +113,7 @@ async def delete_policy(stream: StreamName, group: GroupName, backend: BackendDe
     "/retention",
     operation_id="get_retention",
     summary="Get a stream's retention",
-    response_model=Retention,
+    response_model=RetentionView,
     responses=errors(404),
 )
 async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
@@ -122,25 +123,31 @@ async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
     retention = await backend.retention(stream)
     if retention is None:
         raise no_retention(stream)
-    return retention_json(retention)
+    return retention_json(retention, stream, await _exists(backend, stream))
 
 
 @api.put(
     "/retention",
     operation_id="set_retention",
     summary="Set a stream's retention",
-    response_model=Retention,
+    response_model=RetentionView,
     responses=errors(413),
 )
 async def set_retention(stream: StreamName, body: Retention, backend: BackendDep) -> Retention:
     """Keep the stream within `max_age_ms` (XTRIM MINID), `max_len` (XTRIM MAXLEN ~) and
     about `max_bytes`: the service trims it in the background, in small steps (LIMIT), each
     journaled as any XTRIM, with its reference `policy` (KEEPREF unless given; DELREF and
-    ACKED need Redis 8.2 in front of Redis). Kept by name: the stream need not exist, and the
+    ACKED need Redis 8.2 in front of Redis). Kept by name, as the settings' retention globs
+    are: the stream need not exist (`state` is then `waiting`, `reason` says so), and the
     retention outlives a DEL of it. Needs `admin`."""
     retention = body.retention()
     await backend.set_retention(stream, retention)
-    return retention_json(retention)
+    return retention_json(retention, stream, await _exists(backend, stream))
+
+
+async def _exists(backend: Backend, stream: str) -> bool:
+    """Whether the stream is there for its retention to trim (``state``)."""
+    return (await backend.stream_infos([stream]))[0] is not None
 
 
 @api.delete(

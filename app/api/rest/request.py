@@ -26,9 +26,29 @@ from starlette.types import Message, Receive
 from app.api.binary import loads, query_pairs
 from app.api.deps import read_body
 
-__all__ = ["RestRequest", "parse_json"]
+__all__ = ["DOCUMENT", "RestRequest", "UnsupportedMediaType", "is_json", "parse_json"]
 
 _UNREAD = object()  # no document parsed here: Starlette's own ``json`` reads it
+# The scope key holding the parsed JSON body, for the error handlers (app/api/errors.py),
+# which get a plain ``Request`` of the same scope, not this one.
+DOCUMENT = "xstreams.document"
+
+
+class UnsupportedMediaType(Exception):
+    """A JSON body sent as another media type, or as none (415): FastAPI would read it as
+    JSON anyway (no type) or refuse it with a 422 that does not mention the type."""
+
+    def __init__(self, received: str | None) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+def is_json(media: str) -> bool:
+    """``application/json`` or ``application/*+json``, parameters and case aside."""
+    base = media.split(";")[0].strip().lower()
+    if base == "application/json":
+        return True
+    return base.startswith("application/") and base.endswith("+json")
 
 
 class RestRequest(Request):
@@ -47,11 +67,19 @@ class RestRequest(Request):
             self._raw_query = QueryParams(query_pairs(query))
         return self._raw_query
 
-    async def load_body(self) -> None:
-        """Read the body (413 past ``max_body_bytes``) and parse it if JSON (422 if bad)."""
+    async def load_body(self, json_only: bool = False) -> None:
+        """Read the body (413 past ``max_body_bytes``) and parse it if JSON (422 if bad).
+        ``json_only`` (a route whose body is a JSON document): a body of another media
+        type, or of none, is a 415 naming both."""
         body = await read_body(self)
+        if json_only and body:
+            media = self.headers.get("content-type")
+            if media is None or not is_json(media):
+                raise UnsupportedMediaType(media)
         self._loaded_document = parse_json(self.headers, body)
         self._loaded_body = body
+        if self._loaded_document is not _UNREAD:
+            self.scope[DOCUMENT] = self._loaded_document
 
     def document(self) -> Any:
         """The JSON document ``load_body`` parsed, or None (no body, not JSON, not read)."""

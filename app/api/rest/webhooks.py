@@ -72,7 +72,8 @@ async def _views(services: Services, hooks: list[Webhook]) -> list[WebhookView]:
         not_run = services.webhooks.not_run(hook)
         if not_run is not None:
             known = replace(known or WebhookHealth(), last_status=None, last_error=not_run)
-        out.append(webhook_view(hook, known))
+        refused = services.webhooks.refused_reason(hook)
+        out.append(webhook_view(hook, known, refused))
     return out
 
 

@@ -359,16 +359,20 @@ def test_a_retention_is_set_read_and_removed_by_name(api: httpx.Client) -> None:
     problem(api.get(R), 404)
     problem(api.delete(R), 404)
     body = {"max_age_ms": 86_400_000, "max_len": 1000, "max_bytes": 1 << 20}
-    r = api.put(R, json=body)  # the stream need not exist
-    shown = {**body, "policy": "KEEPREF"}  # the reference policy is always named
+    r = api.put(R, json=body)  # the stream need not exist: it waits for it, and says so
+    waiting = {"state": "waiting",
+               "reason": f"stream '{S}' does not exist: trimmed once it is created"}  # fmt: skip
+    shown = {**body, "policy": "KEEPREF", **waiting}  # the reference policy is always named
     assert r.status_code == 200 and r.json() == shown, r.text
     assert api.get(R).json() == shown
-    assert api.put(R, json={"max_len": 5}).json() == {
-        "max_age_ms": None, "max_len": 5, "max_bytes": None, "policy": "KEEPREF"
-    }  # fmt: skip
     add(api, S, ("n", "1"))
+    assert api.put(R, json={"max_len": 5}).json() == {
+        "max_age_ms": None, "max_len": 5, "max_bytes": None, "policy": "KEEPREF",
+        "state": "active", "reason": None,
+    }  # fmt: skip
     assert api.delete(url(S)).status_code == 204
-    assert api.get(R).json()["max_len"] == 5  # kept by name: it outlives the stream
+    shown = api.get(R).json()
+    assert shown["max_len"] == 5 and shown["state"] == "waiting"  # kept by name: outlives it
     assert api.delete(R).status_code == 204
     problem(api.get(R), 404)
     problem(api.delete(R), 404)

@@ -145,16 +145,16 @@ BAD_CONFIG: list[tuple[dict[str, Any], str]] = [
 def test_bad_input_is_a_400_with_redis_texts(api: httpx.Client, target: Target) -> None:
     add(api, "s", ("f", "v"), id=FUTURE)
     for body, text in BAD:
-        assert problem(append(api, body), 400)["detail"] == text, body
+        assert problem(append(api, body), 400)["error"] == text, body
     for body, text in BAD_CONFIG:
-        assert problem(api.put(C, json=body), 400)["detail"] == text, body
+        assert problem(api.put(C, json=body), 400)["error"] == text, body
     # the path's stream first: 404 for a missing one, whatever the body says
     for body in ({"idmp_duration_s": 5}, {"idmp_duration_s": 0}):
         r = api.put("/v1/streams/nope/config", json=body)
         if target.redis and body["idmp_duration_s"] == 5:
             refused_before_8_6(r)  # valid: the server is asked, and cannot
         else:
-            assert problem(r, 404)["detail"] == "ERR no such key"
+            assert problem(r, 404)["error"] == "ERR no such key"
     # what is not JSON of the schema is the schema's 422
     assert api.put(C, json={"idmp_duration_s": "x"}).status_code == 422
     assert append(api, {**once("p", "i"), "producer": 5}).status_code == 422

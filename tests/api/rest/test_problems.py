@@ -21,10 +21,12 @@ def test_problem_members(api: httpx.Client) -> None:
         "type": "about:blank",
         "title": "Not Found",
         "status": 404,
-        "detail": "NOGROUP No such key 's' or consumer group 'g'",
+        "detail": "group 'g' does not exist on stream 's'",
         "instance": "/v1/streams/s/groups/g",
         "code": "NOGROUP",
         "error": "NOGROUP No such key 's' or consumer group 'g'",
+        "stream": "s",
+        "group": "g",
     }
 
 

@@ -95,7 +95,8 @@ CASES: list[tuple[str, str, Any, int, list[str]]] = [
     ("PUT", f"{G}/policy", {"visibility_timeout_ms": 10}, 200, ["set_delivery_policy"]),
     ("PUT", f"{N}/policy", {"visibility_timeout_ms": 0}, 404, ["group"]),  # the path's 404
     ("DELETE", f"{G}/policy", None, 404, ["set_delivery_policy"]),
-    ("PUT", "/v1/streams/s/retention", {"max_len": 5}, 200, ["set_retention"]),
+    # Then whether the stream is there, for the retention's state (waiting or active).
+    ("PUT", "/v1/streams/s/retention", {"max_len": 5}, 200, ["set_retention", "stream_infos"]),
     ("DELETE", "/v1/streams/s/retention", None, 404, ["set_retention"]),
     ("POST", "/v1/streams/none/redrive", {}, 404, ["redrive"]),
 ]

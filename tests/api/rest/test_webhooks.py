@@ -39,7 +39,22 @@ def view(name: str = "h", url: str = URL, **parts: Any) -> dict[str, Any]:
     a service without --webhook-allow-host, as its error says)."""
     shown = {"name": name, "url": url, "timeout_ms": 5000, "concurrency": 8, "batch": 1,
              "paused": False, "paused_reason": None}  # fmt: skip
-    return {**shown, **health(url), **parts}
+    out = {**shown, **health(url), **parts}
+    return {**out, **state_of(out), **{k: v for k, v in parts.items() if k in STATE}}
+
+
+STATE = ("state", "reason")
+
+
+def state_of(shown: dict[str, Any]) -> dict[str, Any]:
+    """The state a view shows: paused (its reason), refused (why the rules refuse its URL,
+    the error a webhook not run shows, less its ``not run: ``), else running."""
+    if shown["paused"]:
+        return {"state": "paused", "reason": shown["paused_reason"]}
+    error = shown["last_error"] or ""
+    if error.startswith("not run: "):
+        return {"state": "refused", "reason": error.removeprefix("not run: ")}
+    return {"state": "running", "reason": None}
 
 
 def health(url: str = URL, **parts: Any) -> dict[str, Any]:
@@ -297,7 +312,8 @@ async def test_the_health_the_loops_stored_is_shown() -> None:
         assert (await client.get(f"{H}/h")).json() == shown
         assert (await client.get(H)).json() == {"webhooks": [shown]}
         r = await client.patch(f"{H}/h", json={"paused": True})
-        assert r.json() == {**shown, "paused": True, "paused_reason": "paused by request"}
+        assert r.json() == {**shown, "paused": True, "paused_reason": "paused by request",
+                            "state": "paused", "reason": "paused by request"}  # fmt: skip
         await backend.record_webhook_health(hook, HealthUpdate(True, 0, 204, None, 11, 11))
         r = await client.patch(f"{H}/h", json={"paused": False})
         assert r.json() == view(

@@ -100,9 +100,42 @@ class Retention(Body):
         return delivery.Retention.from_json(self.model_dump(exclude_none=True))
 
 
-def retention_json(retention: delivery.Retention) -> Retention:
-    """As stored, with the reference policy always named (KEEPREF when none was given)."""
-    return Retention.model_validate({**retention.as_json(), "policy": retention.policy.value})
+class RetentionView(Retention):
+    """A stream's retention as set, and whether it applies now."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "max_age_ms": 86400000,
+                    "max_len": 1000000,
+                    "policy": "KEEPREF",
+                    "state": "waiting",
+                    "reason": "stream 'orders' does not exist: trimmed once it is created",
+                }
+            ]
+        },
+    )
+
+    state: Literal["active", "waiting"] = Field(
+        "active",
+        description="`active`: the stream exists and is trimmed; `waiting`: it does not "
+        "exist (yet, or any more): a retention is kept by name, as the settings' globs "
+        "apply to streams not yet created, and applies once the stream is there.",
+    )
+    reason: str | None = Field(None, description="Why it is `waiting`; null when active.")
+
+
+def retention_json(
+    retention: delivery.Retention, stream: str | None = None, exists: bool = True
+) -> RetentionView:
+    """As stored, with the reference policy always named (KEEPREF when none was given),
+    and its state: ``waiting`` while the stream ``stream`` does not exist."""
+    value: dict[str, object] = {**retention.as_json(), "policy": retention.policy.value}
+    if not exists:
+        value["state"] = "waiting"
+        value["reason"] = f"stream {stream!r} does not exist: trimmed once it is created"
+    return RetentionView.model_validate(value)
 
 
 class Redrive(Body):
@@ -173,6 +206,7 @@ __all__ = [
     "Redrive",
     "RedriveResult",
     "Retention",
+    "RetentionView",
     "policy_json",
     "redriven",
     "retention_json",

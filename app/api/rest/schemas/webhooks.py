@@ -9,7 +9,7 @@ last stored it (app/engine/webhook_health.py).
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -45,6 +45,8 @@ VIEW_EXAMPLE: JsonDict = {
     "batch": 1,
     "paused": True,
     "paused_reason": "paused by request",
+    "state": "paused",
+    "reason": "paused by request",
     "last_status": 503,
     "last_error": "https://hooks.example.com/orders answers 503",
     "last_attempt_at_ms": 1767225600000,
@@ -116,6 +118,16 @@ class WebhookView(BaseModel):
         description="Why it is paused: `paused by request` (PATCH), or what the receiver "
         "answered (410 Gone); null when running.",
     )
+    state: Literal["running", "paused", "refused"] = Field(
+        "running",
+        description="`running`; `paused` (see `paused_reason`); or `refused`: the outbound "
+        "rules of this service (`--webhook-allow-host`, `--webhook-allow-http`) refuse its "
+        "URL now, so it is not run and its group's entries stay where they are until the "
+        "setting or the URL changes.",
+    )
+    reason: str | None = Field(
+        None, description="Why it is not running (`paused` or `refused`); null when running."
+    )
     last_status: int | None = Field(
         None, description="The HTTP status of the last attempt; null without an answer."
     )
@@ -141,10 +153,22 @@ class WebhookList(BaseModel):
     webhooks: list[WebhookView]
 
 
-def webhook_view(hook: Webhook, health: WebhookHealth | None = None) -> WebhookView:
-    """The webhook with its health (of its URL; none known: the nulls)."""
+def webhook_view(
+    hook: Webhook, health: WebhookHealth | None = None, refused: str | None = None
+) -> WebhookView:
+    """The webhook with its health (of its URL; none known: the nulls) and its state:
+    ``refused`` is why the outbound rules refuse its URL, if they do."""
     h = health or WebhookHealth()
+    state: Literal["running", "paused", "refused"]
+    if hook.paused:
+        state, reason = "paused", hook.paused_reason
+    elif refused is not None:
+        state, reason = "refused", refused
+    else:
+        state, reason = "running", None
     return WebhookView(
+        state=state,
+        reason=reason,
         name=hook.name,
         url=hook.url,
         timeout_ms=hook.timeout_ms,

@@ -20,7 +20,11 @@ export const session = {
 
 export class ApiError extends Error {
   constructor(status, problem) {
-    const text = problem?.detail || problem?.error || `HTTP ${status}`;
+    // The detail names the stream, group or parameter; a Redis code other than ERR
+    // (NOGROUP, BUSYGROUP, NOPERM) is kept beside it, as operators search for it.
+    const code = problem?.code && problem.code !== "ERR" && problem?.detail !== problem?.error
+      ? ` (${problem.code})` : "";
+    const text = problem?.detail ? problem.detail + code : problem?.error || `HTTP ${status}`;
     super(text);
     this.status = status;
     this.problem = problem;

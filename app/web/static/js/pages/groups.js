@@ -136,6 +136,14 @@ export async function render(main, ctx) {
     }
   }
 
+  /** A webhook's state with its reason: running, paused (why) or refused (the outbound
+   * rules refuse its URL now: it is not run until the setting or the URL changes). */
+  function webhookState(w) {
+    const state = w.state ?? (w.paused ? "paused" : "running");
+    const reason = w.reason ?? (w.paused ? w.paused_reason : null);
+    return reason ? `${state}: ${reason}` : state;
+  }
+
   /** A group's webhooks and their health; the table shows only when there are some. */
   function drawWebhooks(card, hooks) {
     card.hooks.hidden = !hooks.length;
@@ -143,7 +151,7 @@ export async function render(main, ctx) {
       const failing = w.consecutive_failures > 0 || (w.last_error !== null && w.last_error !== undefined);
       return h("tr", { dataset: { webhook: w.name }, class: failing ? "failing" : null },
         h("th", { scope: "row" }, name(w.name), h("div", { class: "muted url" }, name(w.url))),
-        h("td", {}, w.paused ? `paused: ${w.paused_reason ?? ""}` : "running"),
+        h("td", { class: "state" }, webhookState(w)),
         h("td", { class: "num status" }, w.last_status ?? "—"),
         h("td", { class: "num failures" }, number(w.consecutive_failures)),
         h("td", {}, ago(w.last_attempt_at_ms)),
