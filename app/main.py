@@ -103,8 +103,8 @@ TAGS = [
     },
     {
         "name": "delivery",
-        "description": 'What the service adds to Redis (README "Delivery policies and '
-        "retention\"): a group's delivery policy (visibility timeout, back-off, dead-letter "
+        "description": "What the service adds to Redis (docs/concepts/delivery-policies.md):"
+        " a group's delivery policy (visibility timeout, back-off, dead-letter "
         "stream), a dead-letter stream's redrive, a stream's retention.",
     },
     {

@@ -35,9 +35,10 @@ class Settings(BaseSettings):
 
     host: str = Field(default="127.0.0.1", description="Address to listen on.")
     port: int = Field(default=8000, description="TCP port to listen on.")
-    # What stands behind the surfaces (README "Scale out"). Credentials and TLS options come
-    # in the URL, as redis-py reads them (?ssl_cert_reqs=required&ssl_ca_certs=/path ...);
-    # a cluster URL names any reachable nodes, the rest are discovered.
+    # What stands behind the surfaces (docs/operations/scale-out.md). Credentials and TLS
+    # options come in the URL, as redis-py reads them
+    # (?ssl_cert_reqs=required&ssl_ca_certs=/path ...); a cluster URL names any reachable
+    # nodes, the rest are discovered.
     backend: str = Field(
         default="embedded",
         description="embedded (the in-process engine), or a Redis URL:"
@@ -193,7 +194,7 @@ class Settings(BaseSettings):
 
     # Limits: the work one request may ask for, so no request holds the event loop that every
     # client shares. Going past one is refused whole, with an error naming the limit
-    # (README, "Limits"); nothing is half done.
+    # (docs/operations/deployment.md, "Limits"); nothing is half done.
     max_pipeline_commands: PositiveInt = Field(
         default=10_000, description="Commands in one /pipeline or /multi-exec body."
     )
@@ -210,7 +211,7 @@ class Settings(BaseSettings):
         description="Entries in one command-endpoint reply of XRANGE / XREVRANGE / XREAD /"
         " XREADGROUP; past it, an ERR asking for COUNT.",
     )
-    # Decoding and encoding hold the event loop (README, "Limits").
+    # Decoding and encoding hold the event loop (docs/operations/deployment.md, "Limits").
     max_restore_bytes: PositiveInt = Field(
         default=131_072,
         description="Bytes of one RESTORE payload (and of what it expands to) and of one DUMP"
@@ -243,8 +244,8 @@ class Settings(BaseSettings):
         " then goes on (ms).",
     )
 
-    # Access (README "Access"). The admin token is ``token``; API keys live in the database
-    # (``xstreams keys``). JWTs an application mints: HS256 with ``jwt_secret``, or RS256 /
+    # Access (docs/operations/access.md). The admin token is ``token``; API keys live in the
+    # database (``xstreams keys``). JWTs an application mints: HS256 with ``jwt_secret``, or RS256 /
     # ES256 with the PEM public key in ``jwt_public_key_file``.
     jwt_secret: str | None = Field(
         default=None, description="HS256 secret of the JWTs your application mints."
@@ -315,7 +316,7 @@ class Settings(BaseSettings):
         description="Idempotency-Key: bytes of kept responses at most (embedded backend).",
     )
 
-    # Retention (README "Delivery policies and retention"): the first glob that matches
+    # Retention (docs/concepts/delivery-policies.md): the first glob that matches
     # applies, and a stream's own retention (PUT /v1/streams/{s}/retention) wins. A step
     # smaller than a node (stream_node_max_entries) trims nothing: `~` drops whole nodes.
     retention: dict[str, dict[str, int]] = Field(
@@ -332,7 +333,7 @@ class Settings(BaseSettings):
         " running between steps.",
     )
 
-    # Webhooks (README "Webhooks", app/delivery/outbound.py): where they may POST.
+    # Webhooks (docs/surfaces/webhooks.md, app/delivery/outbound.py): where they may POST.
     webhook_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default=[],
         description="Host name globs webhooks may POST to (none: no destination). Env: a"

@@ -171,9 +171,9 @@ def _finish(doc: dict[str, Any], cookie: str | None) -> dict[str, Any]:
     doc.setdefault("components", {}).setdefault("parameters", {})["IdempotencyKey"] = (
         IDEMPOTENCY_KEY
     )
-    # Credentials (README "Access"): a bearer header anywhere; for EventSource, which cannot
-    # send headers, a query parameter or the cookie (reads, unless the page is trusted). No
-    # credential at all works only on a service with none configured.
+    # Credentials (docs/operations/access.md): a bearer header anywhere; for EventSource,
+    # which cannot send headers, a query parameter or the cookie (reads, unless the page is
+    # trusted). No credential at all works only on a service with none configured.
     doc.setdefault("components", {})["securitySchemes"] = {
         "bearer": {
             "type": "http",

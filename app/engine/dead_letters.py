@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 # The fields a dead-lettered entry gains, after its own, in this order. The prefix is
-# reserved: README names it, and redrive removes exactly these trailing fields.
+# reserved: docs/concepts/delivery-policies.md names it, and redrive removes exactly these
+# trailing fields.
 DEAD_LETTER_PREFIX: Final = "xs-dl-"
 DEAD_LETTER_FIELDS: Final = tuple(
     DEAD_LETTER_PREFIX + name

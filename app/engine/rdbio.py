@@ -12,7 +12,7 @@ stored plainly, as small integers (``rdbEncodeInteger``) or LZF-compressed
 Pure Python on purpose: the engine depends on the standard library only. That makes a
 payload cost its size in CRC64 (a table lookup per byte) and its expanded size in LZF and
 listpack decoding, about 40 ms per 100 KB in all here: hence the limits on both
-(``limits.Limits``, README "Limits"), checked before the work is done.
+(``limits.Limits``, docs/operations/deployment.md, "Limits"), checked before the work is done.
 """
 
 from __future__ import annotations

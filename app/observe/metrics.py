@@ -1,5 +1,5 @@
 """The service's Prometheus metrics: what is tallied on the request path, what is read at
-scrape time, and their names (README "Observe" lists them).
+scrape time, and their names (docs/operations/metrics.md lists them).
 
 Two kinds of figures, kept apart so the request path stays cheap:
 

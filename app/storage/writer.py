@@ -12,8 +12,8 @@ commit whose outcome was unknown is never duplicated; (2) fails every reply wait
 with ``StorageUnavailable``; (3) makes ``check_writable`` refuse every further write before it
 runs, so no new effect is applied in memory while the database is away. Those in-flight
 records stay applied in memory and are committed once the database is back: a 503 for a write
-in flight at that moment means "not acknowledged", not "not applied" (the README says so);
-every later write is refused before it touches anything.
+in flight at that moment means "not acknowledged", not "not applied"
+(docs/concepts/durability.md says so); every later write is refused before it touches anything.
 
 A record the codec refuses (``Unstorable``: a value that would not read back as what was
 applied, which the engine's own arithmetic never produces) is never numbered or written.

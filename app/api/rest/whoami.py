@@ -33,8 +33,8 @@ async def get_whoami(
 ) -> Whoami:
     """The credential's principal and grant (ACL WHOAMI), and for each `stream` asked about
     whether the caller may read, consume and write it: what the permission check will decide
-    (README "Access"). Any valid credential may ask; none at all is a 401 unless the service
-    is open."""
+    (docs/operations/access.md). Any valid credential may ask; none at all is a 401 unless
+    the service is open."""
     names = list(dict.fromkeys(stream))
     # As many as one XREAD may name (max_read_keys), refused with the engine's words.
     Limits(read_keys=services.settings.max_read_keys).check_read_keys("whoami", len(names))

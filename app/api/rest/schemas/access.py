@@ -10,7 +10,7 @@ from app.access import Grant, Principal, Verb, verbs_on
 
 class GrantDoc(BaseModel):
     """Each verb with the stream globs it is granted on; ``admin`` holds every verb everywhere,
-    ``metrics`` may scrape ``/metrics`` (README "Access")."""
+    ``metrics`` may scrape ``/metrics`` (docs/operations/access.md)."""
 
     read: list[str]
     consume: list[str]

@@ -2,7 +2,7 @@
 // credential as a bearer header, SSE with it as `access_token` (EventSource cannot send
 // headers), errors as RFC 9457 problem documents.
 //
-// Names are bytes (README "Bytes that are not UTF-8"): in JSON a byte that is not valid UTF-8
+// Names are bytes (docs/concepts/streams-and-ids.md): in JSON a byte that is not valid UTF-8
 // is the escape \udcNN, which JSON.parse and JSON.stringify keep as a lone surrogate; in URLs
 // it is %NN. `quote` and `unquote` convert between the two.
 
