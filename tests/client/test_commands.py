@@ -77,7 +77,7 @@ def test_groups_pending_and_claim_on_a_real_group(server: Server, xs: Commands) 
 def test_a_missing_stream_exits_1_with_the_services_detail(server: Server, xs: Commands) -> None:
     result = run(server.url, "info", "nope")
     assert result.exit_code == 1
-    assert result.stderr.strip() == "error: ERR no such key"
+    assert result.stderr.strip() == "error: stream 'nope' does not exist"
     assert result.stdout == ""
 
 
