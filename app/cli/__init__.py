@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from app.cli import archive, keys, report, settings_reference, storage
+from app.cli.generated import write_or_check
 from app.cli.serve_help import ServeCommand
 from app.cli.serve_options import with_settings_flags
 from app.client.cli import register as register_client
@@ -79,15 +80,7 @@ def openapi(
 
     # An in-memory store: describing the API must not open or migrate a database.
     text = document(create_app(Settings(), store=Store()))
-    if check:
-        current = output.read_text() if output.exists() else None
-        if current != text:
-            typer.echo(f"{output} is out of date: run `xstreams openapi`", err=True)
-            raise typer.Exit(1)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text)
-    typer.echo(f"wrote {output}")
+    write_or_check(output, text, "xstreams openapi", check=check)
 
 
 # The client commands (add, range, tail, ...): HTTP only, no server module (app/client).

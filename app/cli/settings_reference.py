@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
+from app.cli.generated import write_or_check
 from app.cli.serve_options import OPTIONS, SECRETS, Option
 
 __all__ = ["DOC", "markdown", "settings"]
@@ -166,12 +167,4 @@ def settings(
             raise typer.Exit(2) from None
         return
     text = markdown()
-    if check:
-        current = output.read_text() if output.exists() else None
-        if current != text:
-            typer.echo(f"{output} is out of date: run `xstreams settings --markdown`", err=True)
-            raise typer.Exit(1)
-        return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text)
-    typer.echo(f"wrote {output}")
+    write_or_check(output, text, "xstreams settings --markdown", check=check)

@@ -20,7 +20,6 @@ FastAPI's own. Solving runs no handler code, so handing over is always safe.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable, Iterable
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
@@ -38,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.api.rest.common import Encoded, RestRoute, answered, sub_response
 from app.api.rest.fallback import in_order
-from app.api.rest.request import RestRequest
+from app.api.rest.request import RestRequest, is_json
 from app.api.services import Services, get_backend, get_services, services_of
 
 __all__ = ["FALLBACK", "Compiled", "FastRoutes", "install"]
@@ -52,7 +51,6 @@ _SERVICES: dict[Callable[..., Any], Callable[[Services], Any]] = {
     get_backend: lambda services: services.backend,
 }
 _ANSWERS = (BaseModel, Response, Encoded)
-_JSON = re.compile(r"application/(?:json|[^;/\s]*\+json)\s*(?:;.*)?", re.IGNORECASE | re.DOTALL)
 
 
 class _Values(BaseModel):
@@ -114,7 +112,7 @@ class Compiled:
                     given[name] = many
         if self.body is not None:
             document = request.document()
-            if document is None or not _JSON.fullmatch(request.headers.get("content-type", "")):
+            if document is None or not is_json(request.headers.get("content-type", "")):
                 return None
             given[self.body] = document
         try:
