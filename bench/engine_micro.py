@@ -52,11 +52,11 @@ from pathlib import Path
 from app.api.commands.resp import Shaper
 from app.api.errors import json_response
 from app.backends.embedded import EmbeddedBackend
-from app.engine.codec import encode_json
 from app.engine.commands.bulk import run_at
 from app.engine.effects import Record
 from app.engine.errors import CommandError
 from app.engine.ids import StreamID
+from app.engine.json_codec import encode_json
 from app.engine.store import Store
 
 BATCH = 100

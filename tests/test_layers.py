@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[1] / "app" / "engine"
-# orjson: a pure codec (no I/O) for snapshots; see app/engine/codec.py.
+# orjson: a pure codec (no I/O) for snapshots; see app/engine/json_codec.py.
 ALLOWED_THIRD_PARTY = {"sortedcontainers", "orjson"}
 
 

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, quote, unquote
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.engine.codec import decode_json, encode_json
+from app.engine.json_codec import decode_json, encode_json
 
 __all__ = [
     "RawPaths",

@@ -11,7 +11,7 @@ every attempt of one entry carries the same one, whichever worker sends it, so a
 deduplicates on it. A batch's ID covers its IDs in order, so it is stable only when the same
 entries go again together; a receiver of batches deduplicates on each entry's ``id``.
 
-The body is JSON in the one form of every surface (``app.engine.codec.encode_json``: bytes
+The body is JSON in the one form of every surface (``app.engine.json_codec.encode_json``: bytes
 that are not UTF-8 as ``\\udcNN`` escapes, as REST and SSE write them), so it is always
 strict UTF-8; fields as REST's default ``object`` form (a repeated field name shows its last
 value). One entry: ``{"stream", "group", "id", "fields", "delivery"}``; a webhook with
@@ -30,8 +30,8 @@ from typing import Any
 
 import standardwebhooks
 
-from app.engine.codec import encode_json
 from app.engine.ids import StreamID
+from app.engine.json_codec import encode_json
 from app.engine.stream import Fields
 
 __all__ = ["Delivery", "Signer", "body_of", "webhook_id"]

@@ -16,14 +16,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, assert_never
 
-from app.engine.codec import (
-    entries_from_wire,
-    entry_from_wire,
-    idmp_from_wire,
-    kept_from_wire,
-    record_from_wire,
-    sid_text,
-)
+from app.engine.codec import record_from_wire
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -62,6 +55,13 @@ from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream
 from app.engine.rdbio import PayloadVersionError
+from app.engine.record_fields import (
+    entries_from_wire,
+    entry_from_wire,
+    idmp_from_wire,
+    kept_from_wire,
+    sid_text,
+)
 from app.engine.refs import drop_refs, trim_stream
 from app.engine.responses import RESPONSES_KEY, Stored
 from app.engine.snapshot import configure, decode_snapshot

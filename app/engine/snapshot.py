@@ -17,24 +17,16 @@ from itertools import pairwise
 from typing import Any
 
 from app.engine import config
-from app.engine.codec import (
-    decode_json,
-    encode_json,
-    i64,
-    put_i64,
-    put_u64,
-    sid_from_text,
-    sid_text,
-    u64,
-)
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import ReplayError
 from app.engine.errors import CommandError
 from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.idmp import Idmp
 from app.engine.ids import StreamID
+from app.engine.json_codec import decode_json, encode_json
 from app.engine.keyspace import Keyspace, StreamConfig
 from app.engine.pel import MASK64, key_of, sid_of
+from app.engine.record_fields import i64, put_i64, put_u64, sid_from_text, sid_text, u64
 from app.engine.responses import Stored
 from app.engine.stream import Node, Stream
 

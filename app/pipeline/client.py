@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from app.engine.codec import decode_json, encode_json
+from app.engine.json_codec import decode_json, encode_json
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 

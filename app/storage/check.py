@@ -32,7 +32,8 @@ from typing import Any
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from app.engine.codec import encode_json, record_keys
+from app.engine.codec import record_keys
+from app.engine.json_codec import encode_json
 from app.engine.keyspace import StreamConfig
 from app.engine.store import Store
 from app.settings import Settings

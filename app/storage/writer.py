@@ -50,8 +50,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from app.durability import StorageUnavailable
-from app.engine.codec import decode_json, encode_record
+from app.engine.codec import encode_record
 from app.engine.effects import Record, Unstorable, stamp_keys
+from app.engine.json_codec import decode_json
 from app.settings import FsyncMode
 from app.storage.database import Database, JournalConflict
 

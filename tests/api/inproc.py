@@ -11,8 +11,8 @@ import httpx
 
 from app.api.commands.resp import Shaper
 from app.engine.blocking import Block
-from app.engine.codec import decode_json, encode_json
 from app.engine.errors import CommandError
+from app.engine.json_codec import decode_json, encode_json
 from app.engine.store import Store
 from app.engine.waiting import wait
 from app.main import create_app

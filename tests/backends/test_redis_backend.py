@@ -23,7 +23,6 @@ from app.backends.base import Backend
 from app.backends.embedded import EmbeddedBackend
 from app.backends.errors import BlockPoolExhausted, ReplicasUnavailable
 from app.backends.redis import RedisBackend
-from app.engine.codec import decode_json, encode_json
 from app.engine.commands import streams as st
 from app.engine.commands.bulk import BatchItemError
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
@@ -31,6 +30,7 @@ from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
+from app.engine.json_codec import decode_json, encode_json
 from app.engine.limits import Limits
 from app.engine.replies import (
     ConsumerFull,

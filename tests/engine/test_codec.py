@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from app.engine import effects
-from app.engine.codec import KINDS, decode_record, effect_from_wire, encode_record
+from app.engine.codec import decode_record, effect_from_wire, encode_record
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import (
     Acked,
@@ -49,6 +49,7 @@ from app.engine.effects import (
     WebhookSet,
 )
 from app.engine.ids import StreamID
+from app.engine.record_kinds import KINDS
 from app.engine.refs import RefPolicy
 from app.engine.stream import TrimSpec, TrimStrategy
 

@@ -11,9 +11,10 @@ import pytest
 
 from app.engine.blocking import Block
 from app.engine.clock import ManualClock
-from app.engine.codec import decode_json, decode_record, encode_record
+from app.engine.codec import decode_record, encode_record
 from app.engine.effects import KeyDeleted, Record, StreamRestored
 from app.engine.errors import CommandError
+from app.engine.json_codec import decode_json
 from app.engine.limits import Limits
 from app.engine.rdb import node_listpack
 from app.engine.rdbio import BadPayload, crc64, lzf_decompress, seal

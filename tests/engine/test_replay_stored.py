@@ -17,8 +17,9 @@ import orjson
 import pytest
 
 from app.engine.clock import ManualClock
-from app.engine.codec import decode_json, encode_record
+from app.engine.codec import encode_record
 from app.engine.effects import Record, ReplayError
+from app.engine.json_codec import decode_json
 from app.engine.snapshot import encode_snapshot
 from app.engine.store import Store
 from tests.engine.helpers import T0

@@ -15,8 +15,8 @@ import pytest
 from app.api.commands.resp import Shaper
 from app.engine.blocking import Block
 from app.engine.clock import ManualClock
-from app.engine.codec import decode_json, encode_json
 from app.engine.errors import CommandError
+from app.engine.json_codec import decode_json, encode_json
 from app.engine.store import Store
 
 LLONG_MAX = 9223372036854775807
