@@ -33,7 +33,7 @@ from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.delivery import DeliveryPolicy, split_dead_letter
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
-from app.engine.node import Entry
+from app.engine.node_reads import Entry
 from app.settings import Settings
 
 CONSUMERS = 10

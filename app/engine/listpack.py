@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from itertools import chain
+from typing import Final
 
 from app.engine.ids import string2ll
 
@@ -147,3 +148,19 @@ def strs_size(strs: Sequence[str]) -> int:
     if joined.isascii() and not _may_be_int(joined) and max(map(len, strs)) < 64:
         return len(joined) + 1 + len(strs)  # the lengths, plus 2 each, less the NULs
     return sum(map(str_size, strs))
+
+
+_HALF64: Final = 1 << 63
+
+
+def run_int_size(deltas: list[int]) -> int | None:
+    """The one ``int_size`` every delta of a run takes, or None when they differ. Sizes grow
+    with the distance from zero on each side of it, so a run on one side whose ends take
+    the same size all do."""
+    lo, hi = min(deltas), max(deltas)
+    if lo >= 0 and hi <= 127:
+        return 2
+    if (lo >= 0 or hi < 0) and lo >= -_HALF64 and hi < _HALF64:
+        size = int_size(lo)
+        return size if int_size(hi) == size else None
+    return None

@@ -46,7 +46,8 @@ from app.engine import lpcodec
 from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.ids import MIN_ID, UINT64_MAX, StreamID, string2ll
 from app.engine.int64 import i64, u64
-from app.engine.node import MASK64, Node
+from app.engine.node import Node
+from app.engine.node_reads import MASK64
 from app.engine.pel import PendingEntry, key_of, sid_of
 from app.engine.rdbio import BadPayload, Reader, TooLarge, Writer, seal, unseal
 from app.engine.stream import Stream

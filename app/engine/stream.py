@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import fields_bytes
-from app.engine.node import Entry, Fields, Node
+from app.engine.node import Node
+from app.engine.node_reads import Entry, Fields
 from app.engine.refpolicy import RefPolicy
 
 if TYPE_CHECKING:
