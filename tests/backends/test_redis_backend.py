@@ -27,7 +27,8 @@ from app.engine.commands import streams as st
 from app.engine.commands.bulk import BatchItemError
 from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
+from app.engine.commands.xadd_options import DEFAULT_LIMIT
 from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.json_codec import decode_json, encode_json

@@ -26,8 +26,9 @@ from app.backends.redis.newer import older
 from app.backends.redis.parse import xadd_args
 from app.backends.redis.scripts import APPEND_IDMP
 from app.backends.redis.streams import DEADLINE_SPAN_MS, _deadline
-from app.engine.commands.streams import RangeArgs, XAddArgs, idmp_key
+from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.commands.table import lookup
+from app.engine.commands.xadd_options import idmp_key
 from app.engine.commands.xcfgset import XCfgSetArgs
 from app.engine.errors import CommandError
 from app.engine.ids import MAX_ID, MIN_ID, StreamID

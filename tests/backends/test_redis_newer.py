@@ -31,8 +31,9 @@ from app.backends.redis.newer import older
 from app.engine.commands.groups import ClaimArgs, PendingArgs
 from app.engine.commands.nack import NackArgs, NackMode
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import DEFAULT_LIMIT, RangeArgs, XAddArgs
+from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.commands.table import lookup
+from app.engine.commands.xadd_options import DEFAULT_LIMIT
 from app.engine.errors import CommandError
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.limits import Limits

@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 
-from app.engine.commands.streams import (
+from app.engine.commands.streams import parse_xsetid, xsetid_args, xtrim
+from app.engine.commands.xadd_options import (
     DEFAULT_LIMIT,
     AddTrimOptions,
     parse_trim_options,
-    parse_xsetid,
     trim_spec,
-    xsetid_args,
-    xtrim,
 )
 from app.engine.effects import Trimmed
 from app.engine.errors import CommandError

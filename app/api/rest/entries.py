@@ -38,7 +38,8 @@ from app.api.rest.schemas.writes import (
 from app.api.services import BackendDep
 from app.backends import Backend
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import IDMP_EXPLICIT_ID, RangeArgs, XAddArgs, idmp_key
+from app.engine.commands.streams import RangeArgs, XAddArgs
+from app.engine.commands.xadd_options import IDMP_EXPLICIT_ID, idmp_key
 from app.engine.errors import CommandError, Conflict, NoSuchEntry, WrongArgument
 from app.engine.ids import (
     INT64_MAX,

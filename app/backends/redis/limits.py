@@ -42,9 +42,7 @@ from app.engine.commands.groups import (
 )
 from app.engine.commands.info import full_count
 from app.engine.commands.reads import ReadRequest, parse_read_request
-from app.engine.commands.streams import (
-    parse_range,
-)
+from app.engine.commands.streams import parse_range
 from app.engine.commands.table import Command, streams_keys
 from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace

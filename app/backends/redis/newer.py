@@ -74,8 +74,9 @@ from app.engine.commands.reads import (
     parse_read_request,
     resolve_read,
 )
-from app.engine.commands.streams import XAddArgs, parse_trim_options, parse_xadd
+from app.engine.commands.streams import XAddArgs, parse_xadd
 from app.engine.commands.table import Command
+from app.engine.commands.xadd_options import parse_trim_options
 from app.engine.errors import CommandError
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MIN_ID

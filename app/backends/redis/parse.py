@@ -21,7 +21,8 @@ from redis.exceptions import (
 from app.backends.errors import (
     classify_reply,
 )
-from app.engine.commands.streams import DEFAULT_LIMIT, XAddArgs
+from app.engine.commands.streams import XAddArgs
+from app.engine.commands.xadd_options import DEFAULT_LIMIT
 from app.engine.errors import CommandError
 from app.engine.idmp import DEFAULT_DURATION_S, DEFAULT_MAXSIZE, IdmpInfo
 from app.engine.ids import StreamID

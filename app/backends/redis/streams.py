@@ -60,11 +60,7 @@ from app.engine.clock import ManualClock
 from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.reads import ReadRequest
-from app.engine.commands.streams import (
-    RangeArgs,
-    XAddArgs,
-    XSetIdArgs,
-)
+from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
 from app.engine.errors import CommandError, NoSuchKey, WrongType
 from app.engine.ids import StreamID

@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from app.api.rest.schemas.body import Body, Part
 from app.api.rest.schemas.entries import FieldsIn
-from app.engine.commands.streams import trim_spec
+from app.engine.commands.xadd_options import trim_spec
 from app.engine.ids import INT64_MAX, INT64_MIN
 from app.engine.refs import RefPolicy
 from app.engine.stream import TrimSpec
