@@ -33,7 +33,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from app.backends.idempotency import Run, Ticket
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs

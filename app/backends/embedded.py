@@ -41,8 +41,9 @@ from app.engine.commands import info
 from app.engine.commands import policy as policies
 from app.engine.commands import webhooks as hooks
 from app.engine.commands.bulk import auto_run_at, run_at, xadd_batch
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs, xautoclaim, xclaim
 from app.engine.commands.deletes import xackdel, xdelex
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs, xnack
 from app.engine.commands.reads import ReadRequest, any_may_block, may_block, resolve_read, xread
 from app.engine.commands.streams import (
@@ -506,14 +507,14 @@ class EmbeddedBackend:
     async def claim(self, args: ClaimArgs) -> list[Entry | StreamID]:
         self._writable()
         try:
-            return self.store.run(ops.xclaim, args)
+            return self.store.run(xclaim, args)
         finally:
             await self._visible((args.key,))
 
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         self._writable()
         try:
-            return self.store.run(ops.xautoclaim, args)
+            return self.store.run(xautoclaim, args)
         finally:
             await self._visible((args.key,))
 

@@ -65,7 +65,8 @@ from app.delivery.health import HealthWriter
 from app.delivery.http1 import AnswerError, Lane
 from app.delivery.outbound import Refused
 from app.delivery.signing import Delivery, Signer, body_of, webhook_id
-from app.engine.commands.groups import ClaimArgs, PendingArgs
+from app.engine.commands.claims import ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs, NackMode
 from app.engine.commands.reads import ReadRequest
 from app.engine.delivery import DeliveryPolicy, Webhook

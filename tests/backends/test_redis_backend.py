@@ -25,7 +25,8 @@ from app.backends.errors import BlockPoolExhausted, ReplicasUnavailable
 from app.backends.redis import RedisBackend
 from app.engine.commands import streams as st
 from app.engine.commands.bulk import BatchItemError
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xadd_options import DEFAULT_LIMIT

@@ -28,7 +28,8 @@ from app.backends.errors import NotAvailable
 from app.backends.redis import RedisBackend
 from app.backends.redis.features import Features, parse_version
 from app.backends.redis.newer import older
-from app.engine.commands.groups import ClaimArgs, PendingArgs
+from app.engine.commands.claims import ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs, NackMode
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs

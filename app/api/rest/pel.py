@@ -28,7 +28,8 @@ from app.api.rest.schemas.pel import (
 )
 from app.api.rest.schemas.writes import statuses
 from app.api.services import BackendDep
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.ids import (
     INT64_MAX,

@@ -53,7 +53,8 @@ from app.backends.redis.streams import Streams
 from app.backends.redis.urls import BlockPools, cluster_address, connect
 from app.backends.redis.webhooks import Webhooks
 from app.backends.shards import ShardHealth
-from app.engine.commands.groups import AutoClaimArgs, ClaimArgs, PendingArgs
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
+from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest, may_block
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs

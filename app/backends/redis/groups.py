@@ -23,12 +23,8 @@ from app.backends.redis.parse import (
     parse_opt_id,
 )
 from app.backends.redis.routing import Router
-from app.engine.commands.groups import (
-    AutoClaimArgs,
-    ClaimArgs,
-    PendingArgs,
-    no_such_group,
-)
+from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
+from app.engine.commands.groups import PendingArgs, no_such_group
 from app.engine.commands.nack import NackArgs
 from app.engine.errors import NoSuchKey
 from app.engine.ids import StreamID

@@ -36,10 +36,8 @@ from app.backends.redis.scripts import (
     eval_keys,
 )
 from app.engine.clock import ManualClock
-from app.engine.commands.groups import (
-    parse_xautoclaim,
-    parse_xpending,
-)
+from app.engine.commands.claims import parse_xautoclaim
+from app.engine.commands.groups import parse_xpending
 from app.engine.commands.info import full_count
 from app.engine.commands.reads import ReadRequest, parse_read_request
 from app.engine.commands.streams import parse_range

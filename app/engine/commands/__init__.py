@@ -4,6 +4,7 @@ Importing this package registers every command in ``COMMANDS``.
 """
 
 from app.engine.commands import (
+    claims,
     deletes,
     dump,
     groups,
@@ -22,6 +23,7 @@ __all__ = [
     "COMMANDS",
     "Command",
     "Flag",
+    "claims",
     "deletes",
     "dump",
     "groups",

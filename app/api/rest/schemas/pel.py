@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api.rest.schemas.body import Body
 from app.api.rest.schemas.entries import ENTRY_EXAMPLE, Entry
 from app.api.rest.schemas.writes import POLICY_DOC, RESULTS_EXAMPLE, IdStatus, Policy, token
-from app.engine.commands.groups import ATTEMPTS_FACTOR, LONG_MAX
+from app.engine.commands.claims import ATTEMPTS_FACTOR, LONG_MAX
 from app.engine.commands.nack import NackMode
 from app.engine.ids import INT64_MAX
 from app.engine.refs import RefPolicy
