@@ -213,7 +213,7 @@ async def test_a_write_the_journal_cannot_store_is_refused_and_never_recovered(
     claim is not acknowledged, later writes are refused and so are reads of the key it
     touched, while other streams stay readable; a restart loads the durable state, without
     the claim, and takes writes again."""
-    from app.engine.commands import groups
+    from app.engine.commands import claims
     from app.main import create_app
     from tests.storage.test_crash import _edge_payload
 
@@ -232,7 +232,7 @@ async def test_a_write_the_journal_cannot_store_is_refused_and_never_recovered(
         body = json.dumps(["RESTORE", "t", "0", _edge_payload()]).encode()
         assert (await client.post("/", content=body)).json() == {"result": "OK"}
         assert (await client.post("/", json=["XADD", "other", "1-0", "f", "v"])).status_code == 200
-        monkeypatch.setattr(groups, "u64", lambda n: n)  # no wrap: 2**64
+        monkeypatch.setattr(claims, "u64", lambda n: n)  # no wrap: 2**64
         r = await client.post("/", json=["XCLAIM", "t", "g", "c2", "0", "1-0"])
         assert r.status_code == 503, r.text
         assert "cannot store exactly" in r.json()["error"]
