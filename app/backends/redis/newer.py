@@ -68,12 +68,8 @@ from app.backends.redis.scripts import (
 from app.engine.clock import ManualClock
 from app.engine.commands.deletes import parse_ids_block
 from app.engine.commands.nack import NackArgs, parse_xnack
-from app.engine.commands.reads import (
-    ReadRequest,
-    claiming,
-    parse_read_request,
-    resolve_read,
-)
+from app.engine.commands.read_claims import claiming
+from app.engine.commands.reads import ReadRequest, parse_read_request, resolve_read
 from app.engine.commands.streams import XAddArgs, parse_xadd
 from app.engine.commands.table import Command
 from app.engine.commands.xadd_options import parse_trim_options

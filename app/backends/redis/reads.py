@@ -29,7 +29,8 @@ from app.backends.redis.newer import (
 from app.backends.redis.parse import Arg, Raw, command_argv, encode
 from app.backends.redis.routing import Router
 from app.engine.clock import ManualClock
-from app.engine.commands.reads import ReadRequest, claiming, parse_read_request
+from app.engine.commands.read_claims import claiming
+from app.engine.commands.reads import ReadRequest, parse_read_request
 from app.engine.errors import CommandError
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits

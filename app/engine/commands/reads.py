@@ -3,21 +3,28 @@ Redis's ``xreadCommand``; a read that finds nothing and may block returns a ``Bl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
 from app.engine.blocking import Block, Retry
 from app.engine.commands.args import block_ms_arg, int_arg, timeout_arg
 from app.engine.commands.policy import due_count, next_due_ms, redeliver
+from app.engine.commands.read_claims import (
+    CLAIM_INVALID,
+    as_claimed,
+    claim_arg,
+    claim_idle,
+    claiming,
+    entry_exists,
+)
 from app.engine.commands.table import Access, Flag, command, streams_keys
 from app.engine.effects import Delivered, consumer_seen, group_updated, pending_set
 from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
 from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
-from app.engine.int64 import elapsed_ms, i64, u64
 from app.engine.keyspace import Keyspace
-from app.engine.pel import key_of, sid_of
+from app.engine.pel import key_of
 from app.engine.replies import ClaimedEntry, MissingEntry, StreamRead
 from app.engine.stream import Entry, Stream
 
@@ -94,30 +101,10 @@ def may_block(argv: Sequence[str]) -> bool:
     return False
 
 
-CLAIM_INVALID = "min-idle-time is not an integer or out of range"
-
-
-def claim_arg(min_idle_ms: int) -> int:
-    """CLAIM's min-idle-time: milliseconds, 0 or more (redis-server 8.6's texts)."""
-    if min_idle_ms < 0:
-        raise WrongArgument.err("min-idle-time must be a positive integer")
-    return min_idle_ms
-
-
 def _unbalanced() -> CommandError:
     return WrongArgument.err(
         "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
     )
-
-
-def claiming(new: Iterable[bool]) -> list[bool]:
-    """Which streams of an XREADGROUP ... CLAIM claim, given which are read with ``>``: the
-    ``>`` streams before the first history read. redis-server 8.6 serves the ``>`` streams
-    after one as a read without CLAIM (2-item entries, nothing claimed)."""
-    out: list[bool] = []
-    for is_new in new:
-        out.append(is_new and all(out))
-    return out
 
 
 def parse_read(ks: Keyspace, argv: list[str]) -> ReadArgs:
@@ -313,39 +300,6 @@ def xread(ks: Keyspace, a: ReadArgs, *, may_block: bool = True) -> list[StreamRe
     return None
 
 
-def claim_idle(
-    ks: Keyspace, key: str, group: ConsumerGroup, consumer_name: str, min_idle_ms: int, count: int
-) -> list[ClaimedEntry]:
-    """CLAIM's part of a read: take the group's claimable entries (``claimable``) for the
-    consumer, each answered with its idle time and delivery count from before the claim
-    (which counts one more delivery). An entry gone from the stream is passed over and
-    stays pending, as redis-server 8.6 leaves it."""
-    stream = ks.streams[key]
-    now = ks.clock.now_ms()
-    out: list[ClaimedEntry] = []
-    consumer = None
-    for pkey in group.claimable(min_idle_ms, now, count, _exists(stream)):
-        sid = sid_of(pkey)
-        pending = group.pel.entry(pkey)
-        fields = stream.get(sid)
-        assert fields is not None
-        if consumer is None:
-            ks.limits.check_new_consumer(group.name, group.consumers, consumer_name)
-            consumer = group.consumer(consumer_name, now)
-            ks.record(consumer_seen(key, group, consumer))
-        idle = -1 if pending.consumer is None else max(elapsed_ms(now, pending.delivered_at_ms), 0)
-        before = pending.delivery_count
-        pending = group.set_pending(sid, consumer, now, u64(before + 1))
-        ks.record(pending_set(key, group, sid, pending))
-        out.append(ClaimedEntry(sid, fields, idle, i64(before)))
-    return out
-
-
-def as_claimed(entries: list[Entry]) -> list[ClaimedEntry]:
-    """New entries in a CLAIM read's form: idle 0, never delivered before."""
-    return [ClaimedEntry(e.id, e.fields, 0, 0) for e in entries]
-
-
 def _claim_wake(ks: Keyspace, a: ReadArgs) -> int | None:
     """When a blocked CLAIM read (or a read of a group with a delivery policy) should look
     again although nothing was written: the earliest time a pending entry of one of its
@@ -359,7 +313,7 @@ def _claim_wake(ks: Keyspace, a: ReadArgs) -> int | None:
         if stream is None or group is None:
             continue
         if a.claim_ms is not None:
-            at = group.next_claimable_ms(a.claim_ms, _exists(stream))
+            at = group.next_claimable_ms(a.claim_ms, entry_exists(stream))
         elif group.policy is not None:
             at = next_due_ms(ks, key, group)
         else:
@@ -407,7 +361,7 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
             claimed = 0
             if a.claim_ms is not None:
                 now = ks.clock.now_ms()
-                claimed = len(group.claimable(a.claim_ms, now, left, _exists(stream)))
+                claimed = len(group.claimable(a.claim_ms, now, left, entry_exists(stream)))
             elif group.policy is not None:
                 claimed = due_count(ks, key, group, left)
             total += claimed
@@ -419,15 +373,6 @@ def _reply_size(ks: Keyspace, a: ReadArgs, cap: int) -> int:
         if start is not None:
             total += len(stream.range(start, MAX_ID, left))
     return total
-
-
-def _exists(stream: Stream) -> Callable[[int], bool]:
-    """Whether a packed pending ID is still in ``stream`` (a claim passes over the rest)."""
-
-    def exists(pkey: int) -> bool:
-        return stream.exists(sid_of(pkey))
-
-    return exists
 
 
 def deliver_new(
