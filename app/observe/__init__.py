@@ -2,6 +2,7 @@
 
     tallies     counts and histograms kept on the request path (cheap, on the event loop)
     metrics     Metrics: what ``/metrics`` shows, tallied or read at scrape time; their names
+    delivery_families  the delivery policies' and webhooks' families, opt-in per group
     logs        text or JSON log lines, the request ID of the line's request
     middleware  Observe: each request's ID, count, latency and access line
 
