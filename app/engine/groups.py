@@ -14,15 +14,33 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import i64, u64
 from app.engine.listpack import utf8
+from app.engine.node_reads import Entry, Fields
 from app.engine.pel import Pel, PendingEntry, key_of, sid_of
-from app.engine.stream import Entry, Fields, Stream
 
-__all__ = ["Consumer", "ConsumerGroup", "PendingEntry", "by_name"]
+__all__ = ["Consumer", "ConsumerGroup", "GroupStream", "PendingEntry", "by_name"]
+
+
+class GroupStream(Protocol):
+    """What a group reads of its stream (``app.engine.stream.Stream``). The stream holds its
+    groups, so a group names the stream by what it uses, not by its class."""
+
+    entries_added: int
+
+    def get(self, sid: StreamID) -> Fields | None: ...
+
+    def range(
+        self, start: StreamID = MIN_ID, end: StreamID = MAX_ID, count: int = 0, rev: bool = False
+    ) -> list[Entry]: ...
+
+    def range_has_tombstones(self, start: StreamID | None) -> bool: ...
+
+    def estimate_entries_read(self, sid: StreamID) -> int | None: ...
 
 
 def by_name(names: Iterable[str]) -> list[str]:
@@ -68,7 +86,7 @@ class ConsumerGroup:
             c.seen_time_ms = now_ms
         return c
 
-    def lag(self, stream: Stream) -> int | None:
+    def lag(self, stream: GroupStream) -> int | None:
         """Entries not yet delivered to the group, or None when unknown (Redis 7 rules)."""
         if not stream.entries_added:
             return 0
@@ -204,7 +222,7 @@ class ConsumerGroup:
         return None
 
     def read_new(
-        self, stream: Stream, consumer: Consumer, count: int, noack: bool, now_ms: int
+        self, stream: GroupStream, consumer: Consumer, count: int, noack: bool, now_ms: int
     ) -> list[Entry]:
         """Deliver entries after ``last_id`` (XREADGROUP ``>``) and record them as pending."""
         start = self.last_id.incr()
@@ -240,7 +258,7 @@ class ConsumerGroup:
             consumer.pel.update(fresh)
 
     def read_history(
-        self, stream: Stream, consumer: Consumer, after: StreamID, count: int, now_ms: int
+        self, stream: GroupStream, consumer: Consumer, after: StreamID, count: int, now_ms: int
     ) -> list[tuple[StreamID, Fields | None]]:
         """The consumer's own pending entries after ``after``; deleted ones come back as None."""
         start = after.incr()
