@@ -201,7 +201,7 @@ def test_the_surface_check_sees_store_keyspace_and_operations(tmp_path: Path) ->
 # take IDs, errors, reply and entry types, and request types (``ReadRequest``, ``RangeArgs``).
 SSE_MAY_NOT = (
     "app.engine.store", "app.engine.keyspace", "app.engine.waiting", "app.engine.blocking",
-    "app.engine.groups", "app.engine.pel", "app.engine.node", "app.backends.embedded",
+    "app.engine.consumer_groups", "app.engine.pel", "app.engine.node", "app.backends.embedded",
     "app.api.deps", "app.api.ops", "app.storage", "app.main",
 )  # fmt: skip
 ENGINE_STATE = {"store", "keyspace"}  # what app.state and the embedded backend would lead to

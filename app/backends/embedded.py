@@ -39,7 +39,7 @@ from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
 from app.engine.commands import policy as policies
-from app.engine.commands import webhooks as hooks
+from app.engine.commands import webhook_ops as hooks
 from app.engine.commands.bulk import auto_run_at, run_at, xadd_batch
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs, xautoclaim, xclaim
 from app.engine.commands.deletes import xackdel, xdelex

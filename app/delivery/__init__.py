@@ -5,7 +5,7 @@ in front of the embedded engine and of Redis."""
 from app.delivery.hook import HookOptions, HookWorker, Outcome
 from app.delivery.outbound import OutboundRules, Refused
 from app.delivery.retention import Retainer
-from app.delivery.webhooks import WebhookRunner, store_pause
+from app.delivery.runner import WebhookRunner, store_pause
 
 __all__ = [
     "HookOptions",

@@ -64,7 +64,7 @@ from app.backends import Backend
 from app.delivery.health import HealthWriter
 from app.delivery.http1 import AnswerError, Lane
 from app.delivery.outbound import Refused
-from app.delivery.signing import Delivery, Signer, body_of, webhook_id
+from app.delivery.signing import Signer, WebhookEntry, body_of, webhook_id
 from app.engine.commands.claims import ClaimArgs
 from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs, NackMode
@@ -278,7 +278,7 @@ class HookWorker:
             ids = [e.id for e in entries]
             await self.backend.nack(NackArgs(hook.stream, hook.group, NackMode.SILENT, ids))
             return
-        deliveries = [Delivery(e.id, e.fields, counts.get(e.id, 1)) for e in entries]
+        deliveries = [WebhookEntry(e.id, e.fields, counts.get(e.id, 1)) for e in entries]
         for i in range(0, len(deliveries), batch):
             await self._wait_slot()
             chunk = deliveries[i : i + batch]
@@ -308,7 +308,7 @@ class HookWorker:
 
     # -- one request ------------------------------------------------------------------------
 
-    async def _send(self, lane: Lane, chunk: list[Delivery]) -> None:
+    async def _send(self, lane: Lane, chunk: list[WebhookEntry]) -> None:
         hook = self.hook
         ids = [d.id for d in chunk]
         try:

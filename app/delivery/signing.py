@@ -34,11 +34,11 @@ from app.engine.ids import StreamID
 from app.engine.json_codec import encode_json
 from app.engine.stream import Fields
 
-__all__ = ["Delivery", "Signer", "body_of", "webhook_id"]
+__all__ = ["Signer", "WebhookEntry", "body_of", "webhook_id"]
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
+class WebhookEntry:
     """One entry to send: its ID, fields and delivery count (1: its first delivery)."""
 
     id: StreamID
@@ -57,7 +57,7 @@ def webhook_id(stream: str, group: str, ids: Sequence[StreamID]) -> str:
     return "msg_" + base64.urlsafe_b64encode(h.digest()[:16]).decode().rstrip("=")
 
 
-def _one(stream: str, group: str, d: Delivery) -> dict[str, Any]:
+def _one(stream: str, group: str, d: WebhookEntry) -> dict[str, Any]:
     f = d.fields
     return {
         "stream": stream,
@@ -68,7 +68,7 @@ def _one(stream: str, group: str, d: Delivery) -> dict[str, Any]:
     }
 
 
-def body_of(stream: str, group: str, entries: Sequence[Delivery], batch: int) -> bytes:
+def body_of(stream: str, group: str, entries: Sequence[WebhookEntry], batch: int) -> bytes:
     """The request body: one object (``batch`` 1) or an array of them."""
     if batch == 1:
         (only,) = entries

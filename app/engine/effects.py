@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.engine.consumer_groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
-from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.stream import Fields, TrimSpec
 

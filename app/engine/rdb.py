@@ -43,7 +43,7 @@ import struct
 from itertools import pairwise
 
 from app.engine import lpcodec
-from app.engine.groups import Consumer, ConsumerGroup
+from app.engine.consumer_groups import Consumer, ConsumerGroup
 from app.engine.ids import MIN_ID, UINT64_MAX, StreamID, string2ll
 from app.engine.int64 import i64, u64
 from app.engine.node import Node

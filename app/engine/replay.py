@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Any, assert_never
 
 from app.engine.codec import record_from_wire
+from app.engine.consumer_groups import Consumer, ConsumerGroup
 from app.engine.effects import (
     Acked,
     ConfigSet,
@@ -50,7 +51,6 @@ from app.engine.effects import (
     Trimmed,
     WebhookSet,
 )
-from app.engine.groups import Consumer, ConsumerGroup
 from app.engine.ids import MIN_ID, StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.rdb import BadPayload, load_stream

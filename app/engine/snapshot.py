@@ -17,10 +17,10 @@ from itertools import pairwise
 from typing import Any
 
 from app.engine import config
+from app.engine.consumer_groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.effects import ReplayError
 from app.engine.errors import CommandError
-from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.idmp import Idmp
 from app.engine.ids import StreamID
 from app.engine.json_codec import decode_json, encode_json

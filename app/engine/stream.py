@@ -24,7 +24,7 @@ from app.engine.node_reads import Entry, Fields
 from app.engine.refpolicy import RefPolicy
 
 if TYPE_CHECKING:
-    from app.engine.groups import ConsumerGroup
+    from app.engine.consumer_groups import ConsumerGroup
     from app.engine.idmp import Idmp
 
 __all__ = [

@@ -25,8 +25,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from app.engine.ids import StreamID
 from app.pipeline.client import Client, MissingStream, ReplyError, SourceError
 from app.pipeline.options import Options
+from app.pipeline.reading import connect, matching_streams, read_slices
 from app.pipeline.slices import Slices, id_of, plan
-from app.pipeline.source import connect, matching_streams, read_slices
 
 log = logging.getLogger("xstreams.pipeline")
 ORIGIN = "0-0"  # no entry has this ID, so "after 0-0" is the whole stream

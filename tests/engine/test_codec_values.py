@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from app.engine import effects as fx
 from app.engine.codec import decode_record, encode_record
+from app.engine.consumer_groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.effects import Effect, Unstorable
-from app.engine.groups import Consumer, ConsumerGroup, PendingEntry
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of

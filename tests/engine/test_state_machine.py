@@ -48,7 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from app.engine.clock import ManualClock
 from app.engine.codec import decode_record, encode_record
 from app.engine.commands.policy import set_policy
-from app.engine.commands.webhooks import delete_webhook, set_webhook
+from app.engine.commands.webhook_ops import delete_webhook, set_webhook
 from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.effects import Record
 from app.engine.errors import CommandError, Conflict, NoGroup

@@ -7,7 +7,7 @@ import pytest
 
 from app.engine.clock import ManualClock
 from app.engine.commands.policy import set_policy
-from app.engine.commands.webhooks import delete_webhook, set_webhook, webhooks
+from app.engine.commands.webhook_ops import delete_webhook, set_webhook, webhooks
 from app.engine.delivery import DeliveryPolicy, Webhook
 from app.engine.effects import ReplayError
 from app.engine.errors import NoGroup, WrongArgument

@@ -198,7 +198,7 @@ def test_a_token_protected_service(spark: Any, tmp_path: Path) -> None:
 def test_a_key_of_another_type_is_named(spark: Any, server: Server, xs: Commands) -> None:
     from app.pipeline.client import Client
     from app.pipeline.options import parse_options
-    from app.pipeline.source import matching_streams
+    from app.pipeline.reading import matching_streams
 
     class Typed(Client):
         def __call__(self, *args: str | int) -> Any:
@@ -217,7 +217,7 @@ def test_a_real_key_of_another_type_in_front_of_redis(server: Server, xs: Comman
 
     from app.pipeline.client import Client, SourceError
     from app.pipeline.options import parse_options
-    from app.pipeline.source import matching_streams
+    from app.pipeline.reading import matching_streams
 
     xs("XADD", "orders-eu", "1-1", "a", "1")
     other = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=TARGET_REDIS_DB)  # the server's

@@ -326,7 +326,7 @@ def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: st
     release under a policy (its time): format 3 cannot express them."""
     from app.engine.codec import encode_record
     from app.engine.commands.policy import set_policy, set_retention
-    from app.engine.commands.webhooks import set_webhook
+    from app.engine.commands.webhook_ops import set_webhook
     from app.engine.delivery import DeliveryPolicy, Retention, Webhook
     from app.engine.effects import Record
 
@@ -366,7 +366,7 @@ def test_downgrade_of_0006_refused_with_format_4_records(db_url: str, change: st
 
 def test_downgrade_of_0006_refused_with_a_webhook_snapshot(db_url: str) -> None:
     """A group with webhooks and no policy is snapshotted as format 5 too."""
-    from app.engine.commands.webhooks import set_webhook
+    from app.engine.commands.webhook_ops import set_webhook
     from app.engine.delivery import Webhook
     from app.engine.snapshot import encode_snapshot
 

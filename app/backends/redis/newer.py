@@ -73,8 +73,8 @@ from app.engine.commands.reads import ReadRequest, parse_read_request, resolve_r
 from app.engine.commands.streams import XAddArgs, parse_xadd
 from app.engine.commands.table import Command
 from app.engine.commands.xadd_options import parse_trim_options
+from app.engine.consumer_groups import ConsumerGroup
 from app.engine.errors import CommandError
-from app.engine.groups import ConsumerGroup
 from app.engine.ids import MIN_ID
 from app.engine.keyspace import Keyspace
 from app.engine.limits import Limits

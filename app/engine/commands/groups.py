@@ -14,6 +14,7 @@ from app.engine.commands.table import (
     key_at,
     subcommand_syntax_error,
 )
+from app.engine.consumer_groups import ConsumerGroup, by_name
 from app.engine.effects import (
     Acked,
     ConsumerDeleted,
@@ -29,7 +30,6 @@ from app.engine.errors import (
     SyntaxError_,
     WrongArgument,
 )
-from app.engine.groups import ConsumerGroup, by_name
 from app.engine.ids import (
     MIN_ID,
     StreamID,

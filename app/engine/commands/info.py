@@ -8,8 +8,8 @@ from itertools import islice
 
 from app.engine.commands.args import int_arg
 from app.engine.commands.table import Flag, command, container, key_at, subcommand_syntax_error
+from app.engine.consumer_groups import ConsumerGroup, PendingEntry, by_name
 from app.engine.errors import NoGroup, NoSuchKey
-from app.engine.groups import ConsumerGroup, PendingEntry, by_name
 from app.engine.ids import StreamID
 from app.engine.int64 import elapsed_ms, i64
 from app.engine.keyspace import Keyspace

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from app.engine.commands.groups import find_group
 from app.engine.commands.streams import XAddArgs, xadd, xdel, xtrim
+from app.engine.consumer_groups import ConsumerGroup
 from app.engine.delivery import (
     DeadLetter,
     DeadLetterReason,
@@ -25,7 +26,6 @@ from app.engine.delivery import (
 )
 from app.engine.effects import Acked, PolicySet, RetentionSet, consumer_seen, pending_set
 from app.engine.errors import NoSuchKey
-from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.int64 import u64
 from app.engine.keyspace import Keyspace

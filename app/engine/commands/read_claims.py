@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from app.engine.consumer_groups import ConsumerGroup
 from app.engine.effects import consumer_seen, pending_set
 from app.engine.errors import WrongArgument
-from app.engine.groups import ConsumerGroup
 from app.engine.int64 import elapsed_ms, i64, u64
 from app.engine.keyspace import Keyspace
 from app.engine.pel import sid_of

@@ -19,9 +19,9 @@ from app.engine.commands.read_claims import (
     entry_exists,
 )
 from app.engine.commands.table import Access, Flag, command, streams_keys
+from app.engine.consumer_groups import ConsumerGroup
 from app.engine.effects import Delivered, consumer_seen, group_updated, pending_set
 from app.engine.errors import CommandError, NoGroup, SyntaxError_, Unblocked, WrongArgument
-from app.engine.groups import ConsumerGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID, parse_strict_id
 from app.engine.keyspace import Keyspace
 from app.engine.pel import key_of

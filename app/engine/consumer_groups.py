@@ -73,7 +73,7 @@ class ConsumerGroup:
     # the process, as Prometheus counters do).
     redelivered: int = 0
     dead_lettered: int = 0
-    # Its webhooks by name (app/engine/commands/webhooks.py): each also a consumer of the
+    # Its webhooks by name (app/engine/commands/webhook_ops.py): each also a consumer of the
     # group once it has read, run by app/delivery.
     webhooks: dict[str, Webhook] = field(default_factory=dict)
 
