@@ -164,7 +164,7 @@ class Settings(BaseSettings):
         " (it resumes with Last-Event-ID) (ms).",
     )
 
-    # Connections (``xstreams serve``; see app/cli/connections.py).
+    # Connections (``xstreams serve``; see app/server/connections.py).
     header_timeout_ms: int = Field(
         default=10_000,
         gt=0,

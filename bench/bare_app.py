@@ -1,7 +1,7 @@
 """The bare HTTP ceiling: one trivial FastAPI JSON endpoint served the way xstreams is served.
 
 Same ``Server`` subclass, the same ``uvicorn.Config`` arguments and the same HTTP protocol
-as ``xstreams serve`` (app/cli/__init__.py, app/cli/connections.py: its read deadlines and
+as ``xstreams serve`` (app/cli/__init__.py, app/server/connections.py: its read deadlines and
 its one write per response), so uvicorn picks the same loop and HTTP parser; whatever
 xstreams measures below this app's rate is the cost of xstreams itself, not of Python HTTP. The POST
 route reads the body (as the command endpoint must) and answers a fixed small reply.
@@ -17,8 +17,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from app.cli.connections import Limits, protocol_class
-from app.cli.server import Server
+from app.server.connections import Limits, protocol_class
+from app.server.server import Server
 from app.settings import Settings
 
 REPLY = b'{"result":"OK"}'

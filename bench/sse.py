@@ -244,7 +244,7 @@ def run_fanout(server: XstreamsServer, sc: Scenario, processes: int) -> FanOut:
     return FanOut(res, before, seen["open"], after, cpu_s, sc_total(sc))
 
 
-# Files the server holds beside its subscribers' sockets (app.cli.connections.RESERVED_FILES
+# Files the server holds beside its subscribers' sockets (app.server.connections.RESERVED_FILES
 # and some room for the producer's connections).
 FILES_BESIDE = 512
 

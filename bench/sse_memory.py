@@ -28,9 +28,9 @@ import uvicorn
 import uvloop
 
 from app.api.services import app_services
-from app.cli.connections import Limits, protocol_class
-from app.cli.server import Server
 from app.main import create_app
+from app.server.connections import Limits, protocol_class
+from app.server.server import Server
 from app.settings import Settings
 from bench import sse_clients as clients
 

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import uvicorn
 
-from app.cli.server import Server
+from app.server.server import Server
 
 latency_ms: list[float] = []
 seen: set[str] = set()

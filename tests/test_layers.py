@@ -62,10 +62,16 @@ def test_the_pipeline_talks_to_the_service_only_over_http() -> None:
     assert not _offenders(APP / "pipeline", PIPELINE_MAY_NOT)
 
 
+def test_the_server_knows_nothing_of_the_command_line() -> None:
+    """app/server serves settings; turning flags into settings is the command line's. A
+    server that imported app/cli could not start without it (tests, an embedding app)."""
+    assert not _offenders(APP / "server", ("app.cli", "app.client", "typer"))
+
+
 def test_nothing_outside_the_pipeline_needs_spark() -> None:
     """PySpark is an optional extra: the server and the rest of the CLI start without it."""
     offenders = []
-    for folder in ("engine", "api", "storage", "cli"):
+    for folder in ("engine", "api", "storage", "cli", "server"):
         offenders += _offenders(APP / folder, ("pyspark", "pyarrow"))
     # The CLI may import the pipeline only inside its commands, not at module level.
     for path in sorted((APP / "cli").glob("*.py")):

@@ -1,6 +1,6 @@
 """What ``xstreams serve`` does once its flags are parsed: build the settings (the flags over
-the ``XSTREAMS_*`` environment over the defaults), then serve them, in this process or, with
-``--workers``, in several (app/cli/workers.py)."""
+the ``XSTREAMS_*`` environment over the defaults), report what is wrong with them, then hand
+them to the server (app/server/run.py)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,20 @@ from typing import Any
 
 import typer
 
-from app.observe.logs import LogFormat
-
 
 def run(flags: dict[str, Any], fd: int | None = None, supervisor: int | None = None) -> None:
     """Serve with ``flags`` (by field name, ``None``: not given); ``fd`` and ``supervisor``
     are a worker's (its inherited socket, its parent)."""
-    if supervisor is not None:  # first, before anything is built (app/cli/workers.py)
-        from app.cli.workers import die_with_parent
+    if supervisor is not None:  # first, before anything is built (app/server/workers.py)
+        from app.server.workers import die_with_parent
 
         die_with_parent(supervisor)
-    import socket
-
-    import uvicorn
     from pydantic import ValidationError
-    from uvicorn.config import LOGGING_CONFIG
 
-    from app.api.services import app_services
     from app.backends import workers_refusal
-    from app.cli.addresses import announce
-    from app.cli.connections import Limits, fit_open_files, protocol_class
     from app.cli.serve_options import FlagError
     from app.cli.serve_options import overrides as flag_overrides
-    from app.cli.server import Server
-    from app.main import create_app
-    from app.observe import configure_logging
-    from app.redaction import redact_logs
+    from app.server.run import serve
     from app.settings import Settings
 
     try:
@@ -53,73 +41,6 @@ def run(flags: dict[str, Any], fd: int | None = None, supervisor: int | None = N
     if refusal is not None:
         typer.echo(f"error: {refusal}", err=True)
         raise typer.Exit(2)
-    configure_logging(settings.log_level, settings.log_format)
-    if settings.workers > 1 and fd is None:
-        from app.cli.workers import supervise
-
-        if not settings.embedded:
-            _migrate_keys(settings)
-        tls = settings.ssl_certfile is not None
-        raise typer.Exit(
-            supervise(settings.host, settings.port, settings.workers, overrides, tls=tls)
-        )
-    if settings.embedded:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    server: Server | None = None  # built below, around the app
-
-    def stop() -> None:
-        """A failed recovery stops the server instead of serving a wrong state (exit 1)."""
-        if server is not None:
-            server.should_exit = True
-
-    app = create_app(settings, on_fatal=stop)
-    services = app_services(app)
-    limits = Limits(
-        header_timeout_ms=settings.header_timeout_ms,
-        body_timeout_ms=settings.body_timeout_ms,
-        keepalive_timeout_ms=settings.keepalive_timeout_ms,
-        max_connections=fit_open_files(settings.max_connections),
-    )
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        # In JSON, uvicorn's loggers go through the root's one handler; in text, uvicorn
-        # keeps its own. Its access log is replaced by ours (app.observe.middleware).
-        log_config=None if settings.log_format is LogFormat.JSON else LOGGING_CONFIG,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-        http=protocol_class(limits),  # head and body deadlines, the connection cap
-        ssl_certfile=settings.ssl_certfile,
-        ssl_keyfile=settings.ssl_keyfile,
-    )
-    redact_logs()  # after uvicorn.Config, which installs its log handlers
-    tls = settings.ssl_certfile is not None
-    server = Server(
-        config,
-        on_shutdown=services.sse.close_all,  # end event streams first
-        # The supervisor of --workers announces the addresses, once, not each worker.
-        on_started=(lambda port: announce(settings.host, port, tls)) if fd is None else None,
-    )
-    # A worker (``--fd``) accepts from the socket its parent bound (app/cli/workers.py).
-    server.run(sockets=[socket.socket(fileno=fd)] if fd is not None else None)
-    if services.readiness.error is not None:
-        typer.echo(f"error: {services.readiness.error}", err=True)
-        raise typer.Exit(1)
-
-
-def _migrate_keys(settings: Any) -> None:
-    """Migrate the API keys' database once, before the workers start, so that they do not
-    race to create its tables. A failure is left to them: each says it (log and /readyz) and
-    keeps trying, as a single front-end does."""
-    import contextlib
-
-    from app.storage.keys import KeyStore
-
-    keys = KeyStore.at(settings.resolved_database_url())
-    try:
-        with contextlib.suppress(Exception):
-            keys.open_now()
-    finally:
-        keys.close()
+    status = serve(settings, overrides, fd)
+    if status:
+        raise typer.Exit(status)

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from app.cli.connections import RESERVED_FILES, fit_open_files
+from app.server.connections import RESERVED_FILES, fit_open_files
 from tests.api.sse.support import add, entry_ids, open_events
 from tests.conftest import Server
 

@@ -13,7 +13,7 @@ import typer
 
 from app.cli import cli
 from app.cli.serve_options import OPTIONS, PANELS, FlagError, overrides
-from app.cli.workers import settings_env
+from app.server.workers import settings_env
 from app.settings import FsyncMode, Settings
 
 
@@ -113,7 +113,7 @@ def test_every_kind_of_flag_reaches_the_workers_through_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The supervisor of --workers hands its flags down as XSTREAMS_* variables
-    (app/cli/workers.py); each worker's Settings() must read back what the flags said."""
+    (app/server/workers.py); each worker's Settings() must read back what the flags said."""
     got = _parsed(
         "--backend", "redis://h:1/0", "--workers", "3", "--data-dir", str(tmp_path),
         "--no-snapshot-on-shutdown", "--cors-origin", "https://a.example",

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli.workers import settings_env
+from app.server.workers import settings_env
 from app.settings import FsyncMode, Settings
 from tests.api.sse.support import entry_ids, open_events
 from tests.conftest import REDIS_HOST, REDIS_PORT, TARGET_REDIS_DB, Commands

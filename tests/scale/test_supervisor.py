@@ -1,4 +1,4 @@
-"""The ``--workers`` supervisor (app/cli/workers.py), with stand-in workers: each inherits the
+"""The ``--workers`` supervisor (app/server/workers.py), with stand-in workers: each inherits the
 one listening socket, a worker that dies is replaced, one that fails to start stops all. And
 the real one on redis-server: a supervisor killed outright takes its workers with it."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli.workers import Supervisor
+from app.server.workers import Supervisor
 from tests.api.sse.support import open_events
 from tests.support.targets import REDIS, Target, redis_url, require_redis
 from tests.support.waiting import until
@@ -81,7 +81,7 @@ def test_a_worker_whose_supervisor_died_before_it_asked_stops_at_once() -> None:
     """The parent-death signal only covers a parent alive when it is asked for: a worker whose
     parent is not the supervisor it was started by (it died first; the worker was adopted)
     sends itself the SIGTERM it missed."""
-    code = "import sys, time; from app.cli.workers import die_with_parent as d; "
+    code = "import sys, time; from app.server.workers import die_with_parent as d; "
     run = [sys.executable, "-c", code + "d(int(sys.argv[1])); time.sleep(30)"]
     orphan = subprocess.run([*run, "1"], timeout=20)  # its parent is this test, not pid 1
     assert orphan.returncode == -signal.SIGTERM

@@ -6,7 +6,7 @@ uvicorn's protocol, parser and request cycle, the task running them, a task list
 disconnect), for a connection that only ever receives the bytes its streams' tails hand out.
 So once the response has started (admission, access checks, CORS and the status and headers
 all went through the app as for any request), ``xstreams serve``'s HTTP protocol hands the
-connection over (``HttpProtocol._detach_response`` in app/cli/connections.py): this record
+connection over (``HttpProtocol._detach_response`` in app/server/connections.py): this record
 becomes the transport's protocol and the ASGI call returns, which releases all of that.
 
 What the record holds: the transport, the connection's ``Outbox`` (what waits to be written;

@@ -17,10 +17,10 @@ from fastapi import FastAPI
 
 from app.api.services import app_services
 from app.api.sse.hub import DetachedStream
-from app.cli.connections import Limits, protocol_class
-from app.cli.server import Server
 from app.engine.store import Store
 from app.main import create_app
+from app.server.connections import Limits, protocol_class
+from app.server.server import Server
 from app.settings import Settings
 from tests.api.sse.support import add, command, entry_ids, open_events
 from tests.conftest import free_port

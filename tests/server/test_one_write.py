@@ -1,4 +1,4 @@
-"""A response's head and body leave in one write (app/cli/connections.py ``OneWrite``), and a
+"""A response's head and body leave in one write (app/server/connections.py ``OneWrite``), and a
 head nothing follows at once (an event stream, a 204) still leaves: at the end of the loop's
 turn, or before the connection closes. Order is always the order written."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from app.cli.connections import OneWrite
+from app.server.connections import OneWrite
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
 

@@ -3,7 +3,7 @@
 The parent binds the socket (uvicorn's ``Config.bind_socket``: host names, IPv6, reuse) and
 starts N workers, each a plain ``xstreams serve --fd FD`` that inherits it and accepts from it,
 as gunicorn's and uvicorn's workers do. Each worker is the single-process server in full (the
-connection deadlines and cap of app/cli/connections.py, the shutdown that ends event streams
+connection deadlines and cap of app/server/connections.py, the shutdown that ends event streams
 first, TLS), built from the same settings: the parent hands its command-line flags down as the
 ``XSTREAMS_*`` variables every worker's ``Settings()`` reads, so all of them build the same app.
 
@@ -171,7 +171,7 @@ def supervise(
     """Bind ``host:port`` once and serve it with ``workers`` processes; the exit status."""
     import uvicorn
 
-    from app.cli.addresses import announce
+    from app.server.addresses import announce
 
     # log_config=None: logging stays as ``serve`` configured it (--log-level, --log-format).
     config = uvicorn.Config("app.main:create_app", host=host, port=port, log_config=None)

@@ -9,8 +9,8 @@ the socket is readable; this does the same on any loop: it reads the listening s
 itself (``add_reader``) and hands each connection to the loop
 (``connect_accepted_socket``), which serves it exactly as one it had accepted.
 
-The sockets are bound as the loop binds them (``create_server`` without serving: same
-addresses, same options); only the accepting changes. TLS keeps the loop's own server.
+The sockets are bound as the loop binds them (``bind``: ``create_server`` without serving,
+same addresses, same options); only the accepting changes. TLS keeps the loop's own server.
 """
 
 from __future__ import annotations
@@ -102,34 +102,15 @@ class FairServer:
         return None
 
 
-async def create_server(
-    loop: asyncio.AbstractEventLoop,
-    original: Callable[..., Any],
-    protocol_factory: Callable[[], asyncio.Protocol],
-    host: Any = None,
-    port: Any = None,
-    *,
-    sock: socket.socket | None = None,
-    ssl: Any = None,
-    backlog: int = 100,
-    **kwargs: Any,
-) -> Any:
-    """``loop.create_server`` as uvicorn calls it, serving through ``FairServer`` (TLS: the
-    loop's own server)."""
-    if ssl is not None or kwargs:
-        return await original(
-            protocol_factory, host, port, sock=sock, ssl=ssl, backlog=backlog, **kwargs
-        )
-    if sock is not None:
-        return FairServer(loop, [sock], protocol_factory, backlog)
-    # Bound by the loop, as it would bind them, then taken over: each socket is duplicated
-    # before the loop's server (which never listened) closes its own.
-    bound = await original(protocol_factory, host, port, backlog=backlog, start_serving=False)
+async def bind(loop: asyncio.AbstractEventLoop, host: Any, port: int) -> list[socket.socket]:
+    """Listening sockets for ``host``:``port``, bound as the loop binds them (every address
+    the host resolves to, the loop's socket options), not yet accepting: each is duplicated
+    before the loop's server, which never listened, closes its own."""
+    bound = await loop.create_server(asyncio.Protocol, host, port, start_serving=False)
     try:
-        sockets = [
+        return [
             socket.socket(s.family, s.type, s.proto, fileno=os.dup(s.fileno()))
             for s in bound.sockets
         ]
     finally:
         bound.close()
-    return FairServer(loop, sockets, protocol_factory, backlog)

@@ -1,4 +1,4 @@
-"""What ``HttpProtocol`` (app/cli/connections.py) takes from uvicorn is still there.
+"""What the server (app/server/connections.py, server.py) takes from uvicorn is still there.
 
 The protocol subclasses uvicorn's ``HttpToolsProtocol``, which is not a public API: it was read
 in uvicorn 0.54's source. pyproject.toml pins uvicorn to the versions it was read against. An
@@ -26,8 +26,10 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
-from app.cli import connections
-from app.cli.connections import HttpProtocol, Limits, protocol_class
+from app.server import connections
+from app.server.accept import FairServer
+from app.server.connections import HttpProtocol, Limits, protocol_class
+from app.server.server import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ast.parse(Path(connections.__file__).read_text())
@@ -164,3 +166,43 @@ def test_own_names_do_not_shadow_uvicorns() -> None:
         assert {n for n in own if hasattr(base, n)} == set()
     finally:
         base.loop.close()
+
+
+async def test_uvicorn_starts_the_lifespan_without_sockets_and_the_server_serves_its_own() -> None:
+    """``Server.startup`` hands uvicorn an empty list of sockets: uvicorn must still run the
+    app's lifespan, create no server of its own and mark itself started; the server then
+    binds port 0, serves it through ``FairServer``, logs uvicorn's line and reports the port
+    it got. A uvicorn that changed any of that fails here, not in production."""
+    started: list[int] = []
+    lifespan: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                lifespan.append(message["type"])
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    config = Config(app, host="127.0.0.1", port=0, log_config=None, lifespan="on")
+    config.load()
+    server = Server(config, on_shutdown=lambda: None, on_started=started.append)
+    assert callable(server._log_started_message)  # called for the sockets bound here
+    server.lifespan = config.lifespan_class(config)  # as uvicorn's ``_serve`` sets it
+    await server.startup()
+    try:
+        assert server.started and lifespan == ["lifespan.startup"]
+        (fair,) = server.servers
+        assert isinstance(fair, FairServer)
+        (port,) = started
+        assert port == fair.sockets[0].getsockname()[1] != 0
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await reader.readline()).startswith(b"HTTP/1.1 204")
+        writer.close()
+    finally:
+        await server.shutdown()
+    assert lifespan == ["lifespan.startup", "lifespan.shutdown"]

@@ -1,4 +1,4 @@
-"""The start-up log says where each surface answers (app/cli/addresses.py): the API, its
+"""The start-up log says where each surface answers (app/server/addresses.py): the API, its
 docs, the dashboard and the command endpoint, https under TLS, and for an every-address host
 which address to use."""
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.cli.addresses import surface_lines
+from app.server.addresses import surface_lines
 from tests.conftest import free_port, stop_process
 from tests.support.waiting import until
 

@@ -1,4 +1,4 @@
-"""app/cli/accept.py: every waiting connection is taken at once, and served as the loop's own.
+"""app/server/accept.py: every waiting connection is taken at once, and served as the loop's own.
 
 uvloop took a new connection about once per busy turn of the loop, so the first request on
 the last of 50 connections opened together waited a second (bench/profiles/batch-tails.md).
@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, cast
 
 import pytest
+import uvicorn
 import uvloop
 
-from app.cli import accept
+from app.server import accept
+from app.server.server import Server
 
 
 class Echo(asyncio.Protocol):
@@ -76,10 +79,7 @@ def test_host_and_port_are_bound_as_the_loop_binds_them_and_served(
 ) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await accept.create_server(
-            loop, loop.create_server, Echo, "127.0.0.1", 0, ssl=None, backlog=64
-        )
-        assert isinstance(server, accept.FairServer)
+        server = accept.FairServer(loop, await accept.bind(loop, "127.0.0.1", 0), Echo, 64)
         (sock,) = server.sockets
         reader, writer = await asyncio.open_connection(*sock.getsockname()[:2])
         writer.write(b"ping")
@@ -94,16 +94,24 @@ def test_host_and_port_are_bound_as_the_loop_binds_them_and_served(
 
 
 def test_tls_keeps_the_loops_own_server() -> None:
-    calls: list[dict[str, Any]] = []
-
-    async def original(*args: Any, **kwargs: Any) -> str:
-        calls.append(kwargs)
-        return "the loop's server"
+    """Under TLS the handshake is the loop's: the server serves the socket with the loop's
+    own server, not ``FairServer``."""
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        got = await accept.create_server(loop, original, Echo, "127.0.0.1", 0, ssl=object())
-        assert got == "the loop's server"
-        assert calls and "start_serving" not in calls[0]
+        config = uvicorn.Config(app=None)
+        config.ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)  # as load() sets it
+        server = Server(config, on_shutdown=lambda: None)
+        (sock,) = await accept.bind(loop, "127.0.0.1", 0)
+        plain_config = uvicorn.Config(app=None)
+        plain_config.ssl = None
+        served = await server._serve_socket(loop, sock)
+        assert isinstance(served, asyncio.base_events.Server)
+        served.close()
+        await served.wait_closed()
+        (sock,) = await accept.bind(loop, "127.0.0.1", 0)
+        fair = await Server(plain_config, on_shutdown=lambda: None)._serve_socket(loop, sock)
+        assert isinstance(fair, accept.FairServer)
+        fair.close()
 
     _run(asyncio.new_event_loop, main)
