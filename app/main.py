@@ -40,7 +40,7 @@ from app.api.rest import (
 )
 from app.api.services import Services
 from app.api.sse import routes as events
-from app.api.sse.response import SseRegistry
+from app.api.sse.registry import SseRegistry
 from app.api.sse.tail import Tails
 from app.backends import Backend, open_backend, service_limits
 from app.backends.embedded import EmbeddedBackend

@@ -322,3 +322,92 @@ def test_the_client_talks_to_the_service_only_over_http() -> None:
         and name != "app"  # from app import __version__
     ]
     assert not offenders, offenders
+
+
+def _module_imports(root: Path) -> dict[str, set[str]]:
+    """Every module of the ``app`` package under ``root``, with the modules of it that it
+    imports: anywhere in the file (under ``TYPE_CHECKING`` and inside functions too, since a
+    circle a type or a late import closes is still a circle), ``from a import b`` naming the
+    module ``a.b`` when there is one."""
+    modules: dict[str, Path] = {}
+    for path in (root / "app").rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    found.add(target)
+        graph[name] = found
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_app_has_no_import_circles() -> None:
+    """Modules that import each other can only be read, tested and moved together, and one of
+    them meets the other half-initialised at import. Shared types go to a module both sides
+    import (app/api/sse/registry.py), or a Protocol says what one side needs of the other
+    (``Dirty`` in app/api/sse/flush.py)."""
+    assert _circles(_module_imports(APP.parent)) == []
+
+
+def test_the_circle_check_sees_a_circle(tmp_path: Path) -> None:
+    (tmp_path / "app" / "api").mkdir(parents=True)
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "api" / "__init__.py").write_text("")
+    (tmp_path / "app" / "api" / "a.py").write_text("from app.api import b\n")
+    (tmp_path / "app" / "api" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import C\n"
+    )
+    (tmp_path / "app" / "api" / "c.py").write_text("def f():\n    from app.api.a import x\n")
+    (tmp_path / "app" / "api" / "d.py").write_text("import app.api.a\n")
+    assert _circles(_module_imports(tmp_path)) == [["app.api.a", "app.api.b", "app.api.c"]]

@@ -25,7 +25,7 @@ from app.observe import Metrics
 from app.settings import Settings
 
 if TYPE_CHECKING:  # the SSE modules import this one
-    from app.api.sse.response import SseRegistry
+    from app.api.sse.registry import SseRegistry
     from app.api.sse.tail import Tails
 
 

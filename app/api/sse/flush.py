@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from app.api.sse.outbox import Outbox
-
-__all__ = ["DUTY_FACTOR", "DirectWrite", "Flusher", "direct_writer"]
+__all__ = ["DUTY_FACTOR", "DirectWrite", "Dirty", "Flusher", "direct_writer"]
 
 DUTY_FACTOR = 2.0  # a round starts no sooner than twice the last round's cost after the last
 
@@ -41,9 +38,16 @@ DirectWrite = Callable[[bytes], bool]
 go through ``send``."""
 
 
+class Dirty(Protocol):
+    """What a round needs of a connection's outbox (app/api/sse/outbox.py): to write what it
+    buffered. Named here so the outbox imports the flusher and not the other way round."""
+
+    def flush(self) -> None: ...
+
+
 class Flusher:
     def __init__(self) -> None:
-        self._dirty: dict[Outbox, None] = {}
+        self._dirty: dict[Dirty, None] = {}
         self._handle: asyncio.Handle | None = None
         self._next_at = 0.0
         self.rounds = 0
@@ -58,7 +62,7 @@ class Flusher:
             self._last, self._last_chunk = data, b"%x\r\n%s\r\n" % (len(data), data)
         return self._last_chunk
 
-    def mark(self, outbox: Outbox) -> None:
+    def mark(self, outbox: Dirty) -> None:
         self._dirty[outbox] = None
         if self._handle is None:
             loop = asyncio.get_running_loop()

@@ -47,7 +47,7 @@ from app.api.sse.wire import HEARTBEAT, error_event
 from app.engine.errors import CommandError
 
 if TYPE_CHECKING:
-    from app.api.sse.response import SseRegistry
+    from app.api.sse.registry import SseRegistry
 
 __all__ = ["SEND_TIMEOUT_S", "Detach", "DetachedStream", "Source", "detacher", "frame"]
 

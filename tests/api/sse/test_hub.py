@@ -13,7 +13,7 @@ from app.access.principal import OPEN
 from app.api.holds import Holds
 from app.api.sse.hub import DetachedStream, frame
 from app.api.sse.outbox import CloseReason, Outbox
-from app.api.sse.response import SseRegistry
+from app.api.sse.registry import SseRegistry
 
 HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 
