@@ -10,10 +10,13 @@ validator call a request, not one a field), and the services it depends on. ``Fa
 first in the app's router, finds a /v1 route among the routes of the same depth, with the
 route's own pattern, and calls the endpoint.
 
-What it cannot solve as FastAPI would, an invalid value, a body that is not JSON, a route
-with a parameter kind it does not know, goes to FastAPI's routing unchanged
-(``FALLBACK``), which answers as it always did: every error a request can meet here is
-FastAPI's own. Solving runs no handler code, so handing over is always safe.
+What it cannot solve as FastAPI would, an invalid value, a body that is not JSON, goes to
+FastAPI's routing unchanged (``FALLBACK``), which answers as it always did: every error a
+request can meet here is FastAPI's own. Solving runs no handler code, so handing over is
+always safe. A route is compiled only when every feature it uses is on an allow list
+(app/api/rest/features.py); anything else, a feature a later FastAPI adds included, is left
+to FastAPI whole. FastAPI is pinned in pyproject.toml to the versions this was read
+against; tests/api/rest/test_fastapi_contract.py fails when one differs.
 ``tests/api/rest/test_compiled.py`` holds the two to the same values, route by route.
 """
 
@@ -26,17 +29,16 @@ from typing import Any, Union, get_args, get_origin
 
 from fastapi import FastAPI, Response
 from fastapi._compat import field_annotation_is_sequence
-from fastapi.dependencies.models import Dependant
 from fastapi.params import Body, Form
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Json, ValidationError, create_model
 from pydantic.fields import FieldInfo
-from starlette.convertors import StringConvertor
-from starlette.routing import BaseRoute, Match, NoMatchFound, Route
+from starlette.routing import Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from app.api.rest.common import Encoded, RestRoute, answered, sub_response
-from app.api.rest.fallback import in_order
+from app.api.rest.features import DEPENDANT, SERVICE, allowed, route_allowed
+from app.api.rest.paths import RouteTable, Shortcut
 from app.api.rest.request import RestRequest, is_json
 from app.api.services import Services, get_backend, get_services, services_of
 
@@ -69,6 +71,7 @@ class Compiled:
         "call",
         "lists",
         "model",
+        "overrides",
         "request_name",
         "response_name",
         "route",
@@ -86,6 +89,8 @@ class Compiled:
         self.services = parts.services
         self.request_name = route.dependant.request_param_name
         self.response_name = route.dependant.response_param_name
+        # The app, whose ``dependency_overrides`` (tests set them) FastAPI reads per request.
+        self.overrides = route.dependency_overrides_provider
 
     @classmethod
     def of(cls, route: APIRoute) -> Compiled | None:
@@ -99,6 +104,8 @@ class Compiled:
 
     def values(self, request: RestRequest) -> dict[str, Any] | None:
         """The endpoint's arguments for ``request``, or None if FastAPI must decide."""
+        if getattr(self.overrides, "dependency_overrides", None):
+            return None  # FastAPI's to apply, per request
         given: dict[str, Any] = dict(request.path_params)
         if self.scalars or self.lists:
             query = request.query_params
@@ -144,21 +151,13 @@ class _Parts:
 
 def _parts(route: APIRoute) -> _Parts | None:
     dep = route.dependant
-    if (
-        dep.header_params
-        or dep.cookie_params
-        or dep.background_tasks_param_name
-        or dep.websocket_param_name
-        or dep.http_connection_param_name
-        or dep.security_scopes_param_name
-        or len(dep.body_params) > 1
-    ):
+    if not allowed(dep, DEPENDANT) or not route_allowed(route):
         return None
     parts = _Parts()
     services = []
     for sub in dep.dependencies:
         give = _SERVICES.get(sub.call) if sub.call is not None else None
-        if give is None or sub.name is None or _takes_anything(sub):
+        if give is None or sub.name is None or not allowed(sub, SERVICE):
             return None
         services.append((sub.name, give))
     parts.services = tuple(services)
@@ -182,7 +181,6 @@ def _parts(route: APIRoute) -> _Parts | None:
             or not isinstance(info, Body)
             or info.embed
             or field.name in fields
-            or getattr(route, "_embed_body_fields", False)
         ):
             return None
         parts.body = field.name
@@ -214,17 +212,6 @@ def _field(info: FieldInfo) -> tuple[Any, FieldInfo]:
     return (info.annotation, copy)
 
 
-def _takes_anything(sub: Dependant) -> bool:
-    return bool(
-        sub.path_params
-        or sub.query_params
-        or sub.header_params
-        or sub.cookie_params
-        or sub.body_params
-        or sub.dependencies
-    )
-
-
 def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -237,49 +224,35 @@ def _is_sequence(annotation: Any) -> bool:
     return bool(field_annotation_is_sequence(annotation))
 
 
-class FastRoutes(BaseRoute):
+class FastRoutes(Shortcut):
     """The app's first route: a /v1 request whose route is compiled is answered here.
 
-    Which route a path reaches is decided as Starlette decides it, in the app's order, by
-    each route's own ``matches``; only routes that can match a path of that depth are asked.
-    A path whose first full match is not a compiled route, one that matches only partly (a
-    method no route of that path takes), or anything but a /v1 path, is left to the routes
-    after this one."""
+    Which route serves a path is ``RouteTable``'s to say (app/api/rest/paths.py), as
+    Starlette says it; when that route is not compiled, or none matches fully (a method no
+    route of that path takes), or the path is not under /v1, the request is left to the
+    routes after this one."""
 
-    def __init__(self, routes: Iterable[BaseRoute]) -> None:
-        self._by_depth: dict[int, list[tuple[BaseRoute, Compiled | None]]] = {}
-        anywhere: list[tuple[int, BaseRoute]] = []  # routes of no fixed depth, by position
-        fixed: list[tuple[int, int, BaseRoute, Compiled | None]] = []
-        for position, route in enumerate(routes):
-            depth = _depth(route)
-            if depth is None:
-                anywhere.append((position, route))
-            else:
-                compiled = Compiled.of(route) if isinstance(route, APIRoute) else None
-                fixed.append((position, depth, route, compiled))
-        for depth in {d for _, d, _, _ in fixed}:
-            rows = [(p, r, c) for p, d, r, c in fixed if d == depth]
-            rows += [(p, r, None) for p, r in anywhere]
-            self._by_depth[depth] = [(r, c) for _, r, c in sorted(rows, key=lambda x: x[0])]
-        self._anywhere = [(r, None) for _, r in anywhere]
+    def __init__(self, routes: Iterable[Any]) -> None:
+        self.table = RouteTable(routes)
+        # By the route's id: Starlette's routes compare by value and are not hashable.
+        self._compiled: dict[int, Compiled] = {}
+        for route in self.table.routes:
+            compiled = Compiled.of(route) if isinstance(route, APIRoute) else None
+            if compiled is not None:
+                self._compiled[id(route)] = compiled
 
     @property
     def compiled(self) -> list[Compiled]:
-        return [c for rows in self._by_depth.values() for _, c in rows if c is not None]
+        return list(self._compiled.values())
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] != "http" or FALLBACK in scope:
+        if scope["type"] != "http" or FALLBACK in scope or not scope["path"].startswith("/v1/"):
             return Match.NONE, {}
-        path: str = scope["path"]
-        if not path.startswith("/v1/"):
+        found = self.table.match(scope)
+        compiled = None if found is None else self._compiled.get(id(found[0]))
+        if found is None or compiled is None:
             return Match.NONE, {}
-        for route, compiled in self._by_depth.get(path.count("/"), self._anywhere):
-            match, child = route.matches(scope)
-            if match is Match.FULL:  # the route Starlette would take (a partial one waits)
-                if compiled is None:
-                    break
-                return Match.FULL, {**child, "xstreams.compiled": compiled}
-        return Match.NONE, {}
+        return Match.FULL, {**found[1], "xstreams.compiled": compiled}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         compiled: Compiled = scope["xstreams.compiled"]
@@ -299,18 +272,8 @@ class FastRoutes(BaseRoute):
         raise NoMatchFound(name, path_params)
 
 
-def _depth(route: BaseRoute) -> int | None:
-    """How many ``/`` a path this route matches holds, when that is fixed: every parameter
-    a plain one (one segment); None for a mount or a parameter that spans segments."""
-    if not isinstance(route, Route):
-        return None
-    if not all(isinstance(c, StringConvertor) for c in route.param_convertors.values()):
-        return None
-    return route.path.count("/")
-
-
 def install(app: FastAPI) -> FastRoutes:
     """Put ``FastRoutes`` first in ``app``'s router, built from the routes installed."""
-    fast = FastRoutes(list(in_order(app.router.routes)))
+    fast = FastRoutes(app.router.routes)
     app.router.routes.insert(0, fast)
     return fast

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 
-from app.api.rest.fallback import leaves
+from app.api.rest.paths import leaves
 from app.engine.store import Store
 from app.main import create_app
 from app.settings import Settings
