@@ -7,8 +7,8 @@ request.
 So ``Compiled`` reads a route's parameters once: the path, query and body values it takes,
 validated together by one pydantic model built from FastAPI's own field definitions (one
 validator call a request, not one a field), and the services it depends on. ``FastRoutes``,
-first in the app's router, finds a /v1 route among the routes of the same depth, with the
-route's own pattern, and calls the endpoint.
+first in the app's router, asks ``RouteTable`` (app/api/rest/paths.py) which route serves a
+/v1 request, as Starlette would pick it, and calls that route's endpoint.
 
 What it cannot solve as FastAPI would, an invalid value, a body that is not JSON, goes to
 FastAPI's routing unchanged (``FALLBACK``), which answers as it always did: every error a
