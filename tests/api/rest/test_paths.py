@@ -7,12 +7,13 @@ routes in order, on the service's app.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 import pytest
 from fastapi import APIRouter, Depends, FastAPI
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute, Match, Route
 
 from app.api.idempotency import _anchor
 from app.api.rest.compiled import FastRoutes
@@ -95,6 +96,31 @@ def test_the_table_picks_the_route_starlette_picks(method: str, path: str) -> No
         assert full is None
 
 
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def _sample(path: str) -> str:
+    """A path the template matches: each parameter filled with a plain segment."""
+    return re.sub(r"\{[^}:]+(:[^}]+)?\}", "p1", path)
+
+
+def _paths() -> list[str]:
+    found = {_sample(r.path) for r in in_order(APP.router.routes) if isinstance(r, Route)}
+    found |= {"/v1/streams/a/b/c/d/e/f", "/v1/nothing", "/v1/", "/", "/metrics", "/ui/x.js"}
+    return sorted(found)
+
+
+@pytest.mark.parametrize("path", _paths())
+def test_the_table_picks_starlettes_route_for_every_route_and_method(path: str) -> None:
+    """Every route's own path, each method: a route indexed under the wrong depth, or the
+    app's order lost, would show here."""
+    table = table_of(APP.router)
+    every = list(in_order(APP.router.routes))
+    for method in METHODS:
+        scope = _scope(method, path)
+        assert table.serving(scope) == _starlette(every, scope), (method, path)
+
+
 def test_the_fast_path_is_not_one_of_the_routes() -> None:
     """``FastRoutes`` answers for other routes: the table asks the routes behind it."""
     assert any(isinstance(r, FastRoutes) for r in APP.router.routes)
@@ -123,6 +149,7 @@ def test_allowed_names_the_methods_of_a_path_but_the_fallbacks() -> None:
     assert table.allowed("/v1/streams/s", skip=unrouted) == ["DELETE", "GET"]
     assert table.allowed("/v1/streams/s/entries", skip=unrouted) == ["DELETE", "GET", "POST"]
     assert table.allowed("/v1/nothing/here", skip=unrouted) == []
+    assert table.allowed("/v1/streams/s/groups/g/nothing", skip=unrouted) == []
     assert "PATCH" in table.allowed("/v1/streams/s")  # the fallback's own methods
 
 
