@@ -36,12 +36,14 @@ import struct
 from urllib.parse import unquote_to_bytes
 
 import orjson
+from starlette.routing import Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.access_gate import principal_of
 from app.api.errors import error_body
 from app.api.replay import REPLAYED, SCOPE_KEY, KeyAnswer
 from app.api.rest.fallback import unrouted
+from app.api.rest.paths import table_of
 from app.api.services import Services
 from app.backends.errors import BackendUnavailable, StorageUnavailable
 from app.backends.idempotency import KeyReused, StillRunning, Ticket
@@ -191,14 +193,20 @@ _LENGTHS = struct.Struct(">4Q")
 
 def _anchor(scope: Scope, body: bytes) -> str | None:
     """A key the request names, for Redis Cluster to keep its response in that key's slot
-    (so one script writes both): a /v1 path's stream, or the command endpoint's first key."""
+    (so one script writes both): the stream of the /v1 route that serves it, or the command
+    endpoint's first key. Which route serves it is the app's routing's to say (``table_of``),
+    not this layer's: it runs before the routing."""
+    router = getattr(scope.get("app"), "router", None)
+    served = table_of(router).serving(scope) if isinstance(router, Router) else None
+    route = getattr(served[0], "path", None) if served is not None else None
+    if served is not None and isinstance(route, str) and route.startswith("/v1"):
+        stream = served[1].get("path_params", {}).get("stream")
+        return stream or None
     path: str = scope["path"]
-    if path.startswith("/v1/streams/"):
-        return path.split("/")[3] or None
     try:
-        if path in ("/pipeline", "/multi-exec"):
+        if route in ("/pipeline", "/multi-exec"):
             commands = [[str(a) for a in c] for c in orjson.loads(body) if isinstance(c, list)]
-        elif path == "/":
+        elif route == "/":
             commands = [[str(a) for a in orjson.loads(body)]]
         else:
             raw = scope.get("raw_path") or path.encode()

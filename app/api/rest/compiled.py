@@ -7,22 +7,21 @@ request.
 So ``Compiled`` reads a route's parameters once: the path, query and body values it takes,
 validated together by one pydantic model built from FastAPI's own field definitions (one
 validator call a request, not one a field), and the services it depends on. ``FastRoutes``,
-first in the app's router, finds a /v1 route among the routes of the same depth, with the
-route's own pattern, and calls the endpoint.
+first in the app's router, asks ``RouteTable`` (app/api/rest/paths.py) which route serves a
+/v1 request, as Starlette would pick it, and calls that route's endpoint.
 
 What it cannot solve as FastAPI would, an invalid value, a body that is not JSON, goes to
 FastAPI's routing unchanged (``FALLBACK``), which answers as it always did: every error a
 request can meet here is FastAPI's own. Solving runs no handler code, so handing over is
 always safe. A route is compiled only when every feature it uses is on an allow list
-(``DEPENDANT``, ``SERVICE``, ``ROUTE``); anything else, a feature a later FastAPI adds
-included, is left to FastAPI whole. FastAPI is pinned in pyproject.toml to the versions
-this was read against; tests/api/rest/test_fastapi_contract.py fails when one differs.
+(app/api/rest/features.py); anything else, a feature a later FastAPI adds included, is left
+to FastAPI whole. FastAPI is pinned in pyproject.toml to the versions this was read
+against; tests/api/rest/test_fastapi_contract.py fails when one differs.
 ``tests/api/rest/test_compiled.py`` holds the two to the same values, route by route.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable, Iterable
 from types import UnionType
@@ -30,17 +29,16 @@ from typing import Any, Union, get_args, get_origin
 
 from fastapi import FastAPI, Response
 from fastapi._compat import field_annotation_is_sequence
-from fastapi.datastructures import DefaultPlaceholder
-from fastapi.dependencies.models import Dependant
 from fastapi.params import Body, Form
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Json, ValidationError, create_model
 from pydantic.fields import FieldInfo
-from starlette.routing import BaseRoute, Match, NoMatchFound
+from starlette.routing import Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from app.api.rest.common import Encoded, RestRoute, answered, sub_response
-from app.api.rest.paths import RouteTable
+from app.api.rest.features import DEPENDANT, SERVICE, allowed, route_allowed
+from app.api.rest.paths import RouteTable, Shortcut
 from app.api.rest.request import RestRequest, is_json
 from app.api.services import Services, get_backend, get_services, services_of
 
@@ -55,79 +53,6 @@ _SERVICES: dict[Callable[..., Any], Callable[[Services], Any]] = {
     get_backend: lambda services: services.backend,
 }
 _ANSWERS = (BaseModel, Response, Encoded)
-
-
-def _any(value: Any) -> bool:
-    return True
-
-
-def _empty(value: Any) -> bool:
-    return not value
-
-
-def _unset(value: Any) -> bool:
-    return value is None or isinstance(value, DefaultPlaceholder)
-
-
-# Every field of FastAPI's ``Dependant`` (the solved parameters of a route), each with the
-# values a compiled route may hold. A route is compiled only when every field is named here
-# and its value passes: a field a later FastAPI adds is not named, so every route falls back
-# to FastAPI's own solving instead of having a new feature silently dropped.
-# tests/api/rest/test_fastapi_contract.py holds this list to the FastAPI installed.
-DEPENDANT: dict[str, Callable[[Any], bool]] = {
-    "path_params": _any,  # each checked by the route's model
-    "query_params": _any,  # each checked in ``_parts``
-    "header_params": _empty,
-    "cookie_params": _empty,
-    "body_params": lambda params: len(params) <= 1,  # and that one checked in ``_parts``
-    "dependencies": _any,  # each checked against ``SERVICE``
-    "name": _any,
-    "call": lambda call: call is not None,
-    "request_param_name": _any,  # given the request
-    "websocket_param_name": _unset,
-    "http_connection_param_name": _unset,
-    "response_param_name": _any,  # given a sub-response, merged as FastAPI merges it
-    "background_tasks_param_name": _unset,
-    "security_scopes_param_name": _unset,
-    "own_oauth_scopes": _empty,
-    "parent_oauth_scopes": _empty,
-    "use_cache": _any,
-    "path": _any,
-    "scope": _any,  # a dependency's lifetime: only services are taken, which have none
-    "concurrency": _any,
-}
-
-# A dependency a compiled route takes: one of ``_SERVICES``, which takes nothing itself.
-SERVICE: dict[str, Callable[[Any], bool]] = {
-    **DEPENDANT,
-    "path_params": _empty,
-    "query_params": _empty,
-    "body_params": _empty,
-    "dependencies": _empty,
-    "request_param_name": _any,
-    "response_param_name": _unset,
-}
-
-# The route's own settings that change how FastAPI answers a request (not the OpenAPI
-# document alone): a compiled route must leave them as they are by default.
-ROUTE: dict[str, Callable[[Any], bool]] = {
-    "max_body_size": _unset,
-    "form_limits": _any,  # limits of a form body, which a compiled route never reads
-    "dependency_overrides_provider": _any,  # overrides are looked for per request (``values``)
-    "_embed_body_fields": _empty,
-}
-
-
-def _allowed(thing: Any, allow: dict[str, Callable[[Any], bool]]) -> bool:
-    """Whether every feature of ``thing`` (a ``Dependant``: all its fields; a route: the
-    settings named) is on the allow list with a value it allows."""
-    if isinstance(thing, Dependant):
-        names = [f.name for f in dataclasses.fields(thing)]
-        if any(name not in allow for name in names):
-            return False
-    else:
-        names = list(allow)
-    return all(allow[name](getattr(thing, name, None)) for name in names)
 
 
 class _Values(BaseModel):
@@ -180,7 +105,7 @@ class Compiled:
     def values(self, request: RestRequest) -> dict[str, Any] | None:
         """The endpoint's arguments for ``request``, or None if FastAPI must decide."""
         if getattr(self.overrides, "dependency_overrides", None):
-            return None
+            return None  # FastAPI's to apply, per request
         given: dict[str, Any] = dict(request.path_params)
         if self.scalars or self.lists:
             query = request.query_params
@@ -226,13 +151,13 @@ class _Parts:
 
 def _parts(route: APIRoute) -> _Parts | None:
     dep = route.dependant
-    if not _allowed(dep, DEPENDANT) or not _allowed(route, ROUTE):
+    if not allowed(dep, DEPENDANT) or not route_allowed(route):
         return None
     parts = _Parts()
     services = []
     for sub in dep.dependencies:
         give = _SERVICES.get(sub.call) if sub.call is not None else None
-        if give is None or sub.name is None or not _allowed(sub, SERVICE):
+        if give is None or sub.name is None or not allowed(sub, SERVICE):
             return None
         services.append((sub.name, give))
     parts.services = tuple(services)
@@ -299,14 +224,15 @@ def _is_sequence(annotation: Any) -> bool:
     return bool(field_annotation_is_sequence(annotation))
 
 
-class FastRoutes(BaseRoute):
+class FastRoutes(Shortcut):
     """The app's first route: a /v1 request whose route is compiled is answered here.
 
     Which route serves a path is ``RouteTable``'s to say (app/api/rest/paths.py), as
-    Starlette would say it; when that route is not compiled, or none matches fully, or the
-    path is not under /v1, the request is left to the routes after this one."""
+    Starlette says it; when that route is not compiled, or none matches fully (a method no
+    route of that path takes), or the path is not under /v1, the request is left to the
+    routes after this one."""
 
-    def __init__(self, routes: Iterable[BaseRoute]) -> None:
+    def __init__(self, routes: Iterable[Any]) -> None:
         self.table = RouteTable(routes)
         # By the route's id: Starlette's routes compare by value and are not hashable.
         self._compiled: dict[int, Compiled] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.exceptions import HTTPException
 
-from app.api.rest.paths import RouteTable
+from app.api.rest.paths import table_of
 
 router = APIRouter(include_in_schema=False)
 
@@ -21,7 +21,7 @@ _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 @router.api_route("/v1/{rest:path}", methods=_METHODS)
 async def unrouted(request: Request) -> None:
     """405 with ``Allow`` when the path exists with other methods, else 404."""
-    allowed = RouteTable(request.app.router.routes).allowed(request.url.path, skip=unrouted)
+    allowed = table_of(request.app.router).allowed(request.url.path, skip=unrouted)
     if allowed:
         raise HTTPException(405, headers={"Allow": ", ".join(allowed)})
     raise HTTPException(404)
