@@ -51,6 +51,7 @@ lint: setup-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/python -m tests.support.lua_lint
 
 # The README's screenshots of the dashboard (docs/screenshots/*.png), taken with Debian's
 # Chromium (apt-get install -y chromium) against a service of their own.

@@ -27,7 +27,7 @@ docstring says the choices a caller may rely on:
 - features.py: the server's version, learnt at start, and which of the stream commands Redis
   added after 7.0 it has; newer.py: those commands on a server that lacks them (a script
   where 7.0's commands do the same exactly, else ``NotAvailable``).
-- delivery.py: ``Delivery`` over the router: groups' delivery policies (applied by every
+- delivery.py: ``RedisDelivery`` over the router: groups' delivery policies (applied by every
   group read, reads.py and passthrough.py), redrive, retention; policy_scripts.py: their
   scripts; webhooks.py: ``Webhooks``, groups' webhooks kept beside their policies.
 """
@@ -43,7 +43,7 @@ from redis.asyncio.cluster import RedisCluster
 from app.backends.base import Gone
 from app.backends.idempotency import Run, Ticket, blocking_refused
 from app.backends.redis.blocking import BlockingReads
-from app.backends.redis.delivery import Delivery
+from app.backends.redis.delivery import RedisDelivery
 from app.backends.redis.groups import Groups
 from app.backends.redis.idempotent import attempt, idempotent
 from app.backends.redis.passthrough import Passthrough
@@ -113,7 +113,7 @@ class RedisBackend:
         blocking = BlockingReads(router, block_pools, block_connections)
         reads = Reads(router, blocking, limits)
         self.router, self.blocking_reads = router, blocking
-        self._delivery = delivery = Delivery(router)
+        self._delivery = delivery = RedisDelivery(router)
         self._webhooks = Webhooks(router, delivery)
         self._passthrough = Passthrough(router, reads, limits, delivery)
         self._streams = Streams(router, reads, limits)
@@ -281,7 +281,7 @@ class RedisBackend:
     async def autoclaim(self, args: AutoClaimArgs) -> AutoClaim:
         return await self._groups.autoclaim(args)
 
-    # --- delivery policies and retention: Delivery ------------------------------------
+    # --- delivery policies and retention: RedisDelivery ------------------------------
     async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
         return await self._delivery.delivery_policy(key, group)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from app.backends.redis.lua import Reply
 from app.backends.redis.parse import Arg, Raw
 from app.backends.redis.scripts import (
     FULL_INFO,
@@ -47,7 +48,7 @@ def ran(refusal: Callable[[Raw], CommandError]) -> Finish:
     error ``refusal`` makes of it."""
 
     def finish(raw: Raw) -> Raw:
-        if raw[0] != 1:
+        if raw[0] != Reply.RAN:
             raise refusal(raw)
         return raw[1] if len(raw) > 1 else None
 
@@ -73,7 +74,7 @@ def full_info(limits: Limits, key: bytes, count: int) -> tuple[list[Arg], Finish
     deep = 1 if limits.past(count) else 0
 
     def refusal(raw: Raw) -> CommandError:
-        if raw[0] == 2:
+        if raw[0] == Reply.TOO_MANY:
             return limits.listing_too_large("xinfo stream full")
         return limits.too_large("xinfo stream full")
 

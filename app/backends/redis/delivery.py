@@ -42,6 +42,7 @@ from redis.exceptions import ResponseError
 from app.backends.redis.features import REF_POLICIES
 from app.backends.redis.idempotent import attempt, slot_tag
 from app.backends.redis.limits import Bounded
+from app.backends.redis.lua import Reply
 from app.backends.redis.parse import Arg, Raw, decode, encode, id_arg, parse_id, redis_error
 from app.backends.redis.policy_scripts import (
     FORGET_GROUP,
@@ -244,7 +245,7 @@ def forget_lines(name: str, args: Sequence[str]) -> list[tuple[str, list[Arg]]]:
     return []
 
 
-class Delivery:
+class RedisDelivery:
     """Policies, redrive, retention and their counters, on ``router``."""
 
     def __init__(self, router: Router) -> None:
@@ -268,7 +269,7 @@ class Delivery:
 
     async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
         raw = await self._policy(key, group, "get")
-        if raw[0] == 0:
+        if raw[0] == Reply.NO_GROUP:
             raise no_such_group(key, group)
         return None if raw[1] is None else DeliveryPolicy.from_json(json.loads(raw[1]))
 
@@ -296,14 +297,14 @@ class Delivery:
         chain: list[str] = []
         while True:
             raw = await self._policy(key, group, "set", value, chain)
-            if raw[0] != 2:
+            if raw[0] != Reply.ASK_AGAIN:
                 break
             more = [name for name in map(decode, raw[1:]) if name not in chain]
             assert more, "the policy script asked again for the streams it was given"
             chain += more
-        if raw[0] == 0:
+        if raw[0] == Reply.NO_GROUP:
             raise no_such_group(key, group)
-        if raw[0] == 3:
+        if raw[0] == Reply.CYCLE:
             assert policy is not None and policy.dead_letter_stream is not None
             raise dead_letter_cycle(key, policy.dead_letter_stream)
         return bool(raw[1])

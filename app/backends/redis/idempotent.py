@@ -36,6 +36,7 @@ from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket
+from app.backends.redis import lua
 from app.backends.redis.parse import Arg, Raw, encode
 from app.engine.commands.table import COMMANDS
 from app.engine.errors import WrongArgument
@@ -47,100 +48,13 @@ LEASE_MS = 10_000
 # Lua 5.1 passes at most about 8,000 values to a call (``unpack``: LUAI_MAXCSTACK).
 MAX_LINE_ARGS = 7_900  # an attempt that holds the record this long without a word is dead
 
-_SERIALIZE = """
-local function enc(v, out)
-  local t = type(v)
-  if t == 'string' then out[#out + 1] = '$' .. #v .. ':' .. v
-  elseif t == 'number' then out[#out + 1] = ':' .. string.format('%d', v) .. ';'
-  elseif t == 'boolean' then out[#out + 1] = v and ':1;' or '_'
-  elseif t == 'table' then
-    if v.err then out[#out + 1] = '-' .. #v.err .. ':' .. v.err
-    elseif v.ok then out[#out + 1] = '+' .. #v.ok .. ':' .. v.ok
-    else
-      out[#out + 1] = '*' .. #v .. ':'
-      for i = 1, #v do enc(v[i], out) end
-    end
-  else out[#out + 1] = '_' end
-end
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-"""
+_SERIALIZE = lua.include("serialize")  # lua/includes/serialize.lua
 
-# KEYS[1] record; ARGV fingerprint, token, lease ms, window ms.
-BEGIN = (
-    _SERIALIZE
-    + """
-local rec = KEYS[1]
-local fp = redis.call('HGET', rec, 'fp')
-if not fp then
-  redis.call('HSET', rec, 'fp', ARGV[1], 'run', ARGV[2], 'lease', now_ms() + tonumber(ARGV[3]))
-  redis.call('PEXPIRE', rec, ARGV[4])
-  return {0}
-end
-if fp ~= ARGV[1] then return {2} end
-local resp = redis.call('HGET', rec, 'resp')
-if resp then return {1, resp} end
-local run = redis.call('HGET', rec, 'run')
-local lease = tonumber(redis.call('HGET', rec, 'lease') or '0')
-if run and run ~= ARGV[2] and lease > now_ms() then return {3} end
-redis.call('HSET', rec, 'run', ARGV[2], 'lease', now_ms() + tonumber(ARGV[3]))
-local out = {4}
-local all = redis.call('HGETALL', rec)
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 'w:' then
-    out[#out + 1] = string.sub(all[i], 3)
-    out[#out + 1] = all[i + 1]
-  end
-end
-return out
-"""
-)
+BEGIN = lua.script("begin")  # lua/begin.lua
 
-# KEYS[1] record; ARGV token, response ('' for none).
-FINISH = """
-local rec = KEYS[1]
-if redis.call('HGET', rec, 'run') ~= ARGV[1] then return 0 end
-if ARGV[2] ~= '' then redis.call('HSET', rec, 'resp', ARGV[2]) end
-redis.call('HDEL', rec, 'run', 'lease')
-return 1
-"""
+FINISH = lua.script("finish")  # lua/finish.lua
 
-# The driver of a composed script: KEYS[1] record, then the lines' keys; ARGV token, index,
-# lease ms, then per line: 'c', n, argv... (a command) or 's', fn, nkeys, nargs, keys...,
-# args... (one of the inlined scripts, ``F[fn]``).
-_DRIVER = """
-local rec = KEYS[1]
-if redis.call('HGET', rec, 'run') ~= ARGV[1] then
-  return redis.error_reply('ERR the lease of this Idempotency-Key passed to another attempt')
-end
-local replies = {}
-local i = 4
-while i <= #ARGV do
-  local r
-  if ARGV[i] == 'c' then
-    local n = tonumber(ARGV[i + 1])
-    r = redis.pcall(unpack(ARGV, i + 2, i + 1 + n))
-    i = i + 2 + n
-  else
-    local fn, nk, na = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
-    local keys = {unpack(ARGV, i + 4, i + 3 + nk)}
-    local args = {unpack(ARGV, i + 4 + nk, i + 3 + nk + na)}
-    local ok, v = pcall(F[fn], keys, args)
-    if ok then r = v
-    elseif type(v) == 'table' and v.err then r = v
-    else r = {err = tostring(v)} end
-    i = i + 4 + nk + na
-  end
-  if r == nil then r = false end
-  replies[#replies + 1] = r
-end
-local out = {}
-enc(replies, out)
-redis.call('HSET', rec, 'w:' .. ARGV[2], table.concat(out), 'lease', now_ms() + tonumber(ARGV[3]))
-return replies
-"""
+_DRIVER = lua.include("driver")  # lua/includes/driver.lua
 
 
 def record_key(ticket: Ticket, cluster: bool) -> str:

@@ -24,6 +24,7 @@ from app.backends.redis import caps
 from app.backends.redis.blocking import (
     without_block,
 )
+from app.backends.redis.lua import Reply
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -215,7 +216,7 @@ def _script_reply(limits: Limits, command: str, group: str | None = None) -> Cal
     the reply limit, ``{2}`` a consumer too many in ``group``."""
 
     def refusal(raw: Raw) -> CommandError:
-        if raw[0] == 2 and group is not None:
+        if raw[0] == Reply.TOO_MANY and group is not None:
             return limits.too_many_consumers(group)
         return limits.too_large(command)
 

@@ -28,7 +28,7 @@ from app.backends.errors import (
     RedisUnavailable,
 )
 from app.backends.redis.blocking import without_block
-from app.backends.redis.delivery import Delivery, applies, gated_read
+from app.backends.redis.delivery import RedisDelivery, applies, gated_read
 from app.backends.redis.features import Features
 from app.backends.redis.limits import Bounded, read_head, read_request, within_limits
 from app.backends.redis.newer import older
@@ -55,7 +55,9 @@ class Passthrough:
     """Raw commands, routed by their keys on ``router``, within the limits (limits.py);
     XREAD / XREADGROUP through ``reads``."""
 
-    def __init__(self, router: Router, reads: Reads, limits: Limits, delivery: Delivery) -> None:
+    def __init__(
+        self, router: Router, reads: Reads, limits: Limits, delivery: RedisDelivery
+    ) -> None:
         self._router = router
         self._reads = reads
         self._limits = limits

@@ -24,11 +24,13 @@ from collections.abc import Sequence
 
 from redis.crc import key_slot
 
-from app.backends.redis.delivery import Delivery, policy_key
+from app.backends.redis import lua
+from app.backends.redis.delivery import RedisDelivery, policy_key
 from app.backends.redis.idempotent import slot_tag
+from app.backends.redis.lua import Reply
 from app.backends.redis.parse import Arg, Raw, decode, encode
 from app.backends.redis.routing import Router
-from app.backends.redis.scripts import NEWER_HELPERS, eval_line
+from app.backends.redis.scripts import eval_line
 from app.engine.commands.groups import no_such_group
 from app.engine.delivery import Webhook
 from app.engine.listpack import utf8
@@ -36,73 +38,13 @@ from app.engine.webhook_health import HealthUpdate, WebhookHealth, health_from_t
 
 __all__ = ["HEALTH", "WEBHOOK", "Webhooks", "health_field", "health_key", "webhook_field"]
 
-# KEYS: the stream, its policy hash. ARGV: what ('list', 'set', 'del'), the group, then for
-# 'list' whether to list one group ('1') or all, for 'set' / 'del' the name (and the value).
-# 'list' answers [group, name, value, ...]; 'set' / 'del' {1, new / removed} or {0}: no group.
-WEBHOOK = (
-    NEWER_HELPERS
-    + """
-local key, pkey, what, group = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
-local is_stream = redis.call('TYPE', key)['ok'] == 'stream'
-if what == 'list' then
-  if not is_stream then return {} end
-  local live = {}
-  for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do live[field(g, 'name')] = true end
-  local out = {}
-  local cursor = '0'
-  repeat
-    local page = redis.call('HSCAN', pkey, cursor, 'MATCH', 'w:*', 'COUNT', 1000)
-    cursor = page[1]
-    local kv = page[2]
-    for i = 1, #kv, 2 do
-      local f = kv[i]
-      local colon = string.find(f, ':', 3, true)
-      local n = colon and tonumber(string.sub(f, 3, colon - 1))
-      if n then
-        local g = string.sub(f, colon + 1, colon + n)
-        if live[g] and (ARGV[3] ~= '1' or g == group) then
-          out[#out + 1] = g
-          out[#out + 1] = string.sub(f, colon + n + 1)
-          out[#out + 1] = kv[i + 1]
-        end
-      end
-    end
-  until cursor == '0'
-  return out
-end
-if not is_stream or not find_group(redis.call('XINFO', 'GROUPS', key), group) then
-  return {0}
-end
-local f = 'w:' .. #group .. ':' .. group .. ARGV[3]
-if what == 'set' then return {1, redis.call('HSET', pkey, f, ARGV[4])} end
-return {1, redis.call('HDEL', pkey, f)}
-"""
-)
+WEBHOOK = lua.script("webhook")  # lua/webhook.lua
 
 
 HEALTH_PREFIX = "xs:wh:"
 HEALTH_TTL_MS = 7 * 24 * 3600 * 1000
 
-# KEYS: the health hash. ARGV: the field, reset ('1' / '0'), failures, the last status ('' for
-# none), the last error ('!' and its text, '' for none), the attempt's and the success's
-# times ('' for none), the hash's time to live. The rule is ``webhook_health.merged``; the
-# layout ``health_text``'s.
-HEALTH = """
-local h, f = KEYS[1], ARGV[1]
-local failures, attempt, success = 0, '', ''
-local old = redis.call('HGET', h, f)
-if old then
-  local c, a, s = string.match(old, '^(%d*)|(%d*)|(%d*)|')
-  if c then failures, attempt, success = tonumber(c) or 0, a, s end
-end
-if ARGV[2] == '1' then failures = tonumber(ARGV[3]) else failures = failures + tonumber(ARGV[3]) end
-if ARGV[6] ~= '' then attempt = ARGV[6] end
-if ARGV[7] ~= '' then success = ARGV[7] end
-local text = failures .. '|' .. attempt .. '|' .. success .. '|' .. ARGV[4] .. '|' .. ARGV[5]
-redis.call('HSET', h, f, text)
-redis.call('PEXPIRE', h, ARGV[8])
-return 1
-"""
+HEALTH = lua.script("health")  # lua/health.lua
 
 
 def health_key(stream: str) -> str:
@@ -126,7 +68,7 @@ def webhook_field(group: str, name: str) -> bytes:
 class Webhooks:
     """The Backend's webhook methods, on ``router`` (``delivery`` finds the policy hashes)."""
 
-    def __init__(self, router: Router, delivery: Delivery) -> None:
+    def __init__(self, router: Router, delivery: RedisDelivery) -> None:
         self._router = router
         self._delivery = delivery
 
@@ -158,13 +100,13 @@ class Webhooks:
         value = json.dumps(hook.as_json(), separators=(",", ":"))
         words: list[Arg] = ["set", encode(hook.group), encode(hook.name), value]
         raw = await self._script(hook.stream, words, write=True)
-        if raw[0] == 0:
+        if raw[0] == Reply.NO_GROUP:
             raise no_such_group(hook.stream, hook.group)
         return bool(raw[1])
 
     async def delete_webhook(self, key: str, group: str, name: str) -> bool:
         raw = await self._script(key, ["del", encode(group), encode(name)], write=True)
-        if raw[0] == 0:
+        if raw[0] == Reply.NO_GROUP:
             raise no_such_group(key, group)
         return bool(raw[1])
 
