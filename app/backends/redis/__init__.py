@@ -13,11 +13,13 @@ docstring says the choices a caller may rely on:
 - urls.py: which client a ``--backend`` URL names, and its blocking-read pools;
 - parse.py: bytes, IDs, errors and replies, to and from the engine's types (functions);
 - routing.py: ``Router``, the client: routing by key, a sequence on one connection, WAIT
-  after a write, SCAN across masters, Redis's faults, the shards' health;
+  after a write, SCAN across masters, Redis's faults, the shards' health; cancel.py: a
+  cancellation redis-py may drop, raised anyway;
 - blocking.py: ``BlockingReads`` over the router: its own bounded connections, XREAD split
   by slot, a client that leaves;
-- scripts.py: every Lua script; limits.py and caps.py (functions): the engine's limits in
-  front of Redis, as the command line to send and how to read its reply;
+- lua/: every Lua script, a file each, and their loader; scripts.py names them;
+  limits.py and caps.py (functions): the engine's limits in front of Redis, as the command
+  line to send and how to read its reply;
 - reads.py: ``Reads`` over the router and the blocking reads: XREAD / XREADGROUP within
   the limits, typed or raw;
 - passthrough.py: ``Passthrough`` over the router and the reads: the command endpoint

@@ -31,6 +31,7 @@ from app.backends.errors import (
     BlockPoolExhausted,
     RedisUnavailable,
 )
+from app.backends.redis.cancel import cancel_count, cancellable
 from app.backends.redis.parse import (
     Arg,
     Raw,
@@ -38,12 +39,7 @@ from app.backends.redis.parse import (
     encode,
     redis_error,
 )
-from app.backends.redis.routing import (
-    UNREACHABLE,
-    Router,
-    cancel_count,
-    cancellable,
-)
+from app.backends.redis.routing import UNREACHABLE, Router
 from app.backends.redis.urls import BlockPools
 from app.engine.waiting import ClientGone
 

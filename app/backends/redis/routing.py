@@ -5,9 +5,7 @@
   (sorted by address); the cursor carries the master's index in its low 10 bits and that
   master's own cursor above them, so a cursor is valid while the set of masters stays the same.
 - A caller cancelled while a command is on its way sees ``CancelledError``, even if the reply
-  came back meanwhile: on Python 3.11 redis-py's send (``asyncio.wait_for``) may drop a
-  cancellation that lands as the send completes (CPython gh-86296), and a task that ignores
-  being cancelled (an event stream whose client left) would run on (``cancellable``).
+  came back meanwhile (cancel.py: redis-py on Python 3.11 may drop it).
 - A single command that answers at once goes through ``Mux`` (mux.py): the commands of
   concurrent requests share one connection per node, written together once per loop turn.
   In a cluster, a MOVED / ASK / TRYAGAIN / CLUSTERDOWN reply to it (nothing ran) hands it to
@@ -27,9 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
@@ -51,6 +47,7 @@ from app.backends.errors import (
     ReplicasUnavailable,
 )
 from app.backends.idempotency import StillRunning
+from app.backends.redis.cancel import cancellable
 from app.backends.redis.features import Features, Version, info_field, parse_version
 from app.backends.redis.idempotent import LEASE_LOST, attempt, next_write, writes
 from app.backends.redis.mux import Mux
@@ -69,7 +66,6 @@ from app.engine.commands.keys import SCAN_COUNT, invalid_cursor
 from app.engine.commands.table import COMMANDS
 from app.engine.errors import CommandError
 
-T = TypeVar("T")
 SCAN_NODE_BITS = 10  # a cluster SCAN cursor: master index in the low bits (up to 1024)
 # Redis out of reach for a command: no connection, no answer in time, or (a cluster) no
 # master known for the slot and the slot map could not be learnt again.
@@ -474,31 +470,6 @@ def _raw_replies(client: Redis | RedisCluster) -> None:
         for name in list(table):
             if name.upper() in names or name.upper().split(" ")[0] in names:
                 del table[name]
-
-
-async def cancellable(aw: Awaitable[T], since: int | None = None) -> T:
-    """``aw``, except that a cancellation requested meanwhile is raised even when ``aw``
-    returned: redis-py sends through ``asyncio.wait_for``, which on Python 3.11 returns the
-    send's result and drops a cancellation that arrives as the send completes (CPython
-    gh-86296, fixed in 3.12). The reply was read in full, so the connection stays usable.
-    ``since``: the task's ``cancelling()`` count from an earlier step, whose own dropped
-    cancellation (in a connect, say) is raised here too."""
-    task = asyncio.current_task()
-    before = since if since is not None else cancel_count()
-    if task is not None and task.cancelling() > before:
-        if inspect.iscoroutine(aw):
-            aw.close()  # never started: nothing sent
-        raise asyncio.CancelledError
-    result = await aw
-    if task is not None and task.cancelling() > before:
-        raise asyncio.CancelledError
-    return result
-
-
-def cancel_count() -> int:
-    """The current task's count of cancellations requested (for ``cancellable``'s ``since``)."""
-    task = asyncio.current_task()
-    return task.cancelling() if task is not None else 0
 
 
 async def _exchange(
