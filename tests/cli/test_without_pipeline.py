@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from app.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
