@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 
-from app.backends import Backend
+from app.backends.roles import WebhooksRole
 from app.engine.delivery import Webhook
 from app.engine.webhook_health import HealthUpdate
 
@@ -25,7 +25,7 @@ log = logging.getLogger("xstreams")
 class HealthWriter:
     """Folds one webhook's attempts into updates and writes them to the backend."""
 
-    def __init__(self, backend: Backend, hook: Webhook) -> None:
+    def __init__(self, backend: WebhooksRole, hook: Webhook) -> None:
         self.backend, self.hook = backend, hook
         self._pending: HealthUpdate | None = None
         self._task: asyncio.Task[None] | None = None

@@ -60,7 +60,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from app import __version__
-from app.backends import Backend
+from app.backends.roles import HookRoles
 from app.delivery.health import HealthWriter
 from app.delivery.http1 import AnswerError, Lane
 from app.delivery.outbound import Refused
@@ -123,7 +123,7 @@ class HookWorker:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: HookRoles,
         hook: Webhook,
         lanes: Sequence[Lane],
         pause: Pause | None = None,

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from app.backends import Backend
+from app.backends.roles import RetentionRoles
 from app.engine.delivery import Retention
 from app.engine.errors import WrongType
 from app.engine.glob import glob_match
@@ -38,7 +38,7 @@ class Retainer:
     (recovered, connected); a sweep waits for it. ``trimmed`` and ``failed`` are where the
     figures go (``Metrics``)."""
 
-    backend: Backend
+    backend: RetentionRoles
     defaults: Sequence[tuple[str, Retention]] = ()
     interval_s: float = 1.0
     step: int = 1_000

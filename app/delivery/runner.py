@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from app.backends import Backend
+from app.backends.roles import WebhookRunnerRoles, WebhooksRole
 from app.delivery.hook import HookOptions, HookWorker, Pause, Tally
 from app.delivery.http1 import lanes_for
 from app.delivery.outbound import (
@@ -66,7 +66,7 @@ def options_from(settings: Settings) -> HookOptions:
     )
 
 
-def store_pause(backend: Backend) -> Pause:
+def store_pause(backend: WebhooksRole) -> Pause:
     """The ``pause`` callback that stores the pause: the webhook, paused, with the reason."""
 
     async def pause(hook: Webhook, reason: str) -> None:
@@ -88,7 +88,7 @@ class WebhookRunner:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: WebhookRunnerRoles,
         settings: Settings,
         source: Source,
         pause: Pause | None = None,

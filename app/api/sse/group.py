@@ -33,8 +33,8 @@ from app.api.rest.schemas.entries import FieldsForm
 from app.api.sse.outbox import Outbox
 from app.api.sse.settled import RETRY_S, settled
 from app.api.sse.wire import EncodedEntry, claimed_event, deleted_event
-from app.backends import Backend
 from app.backends.errors import StorageUnavailable
+from app.backends.roles import GroupReadRoles
 from app.engine.commands.reads import ReadRequest
 from app.engine.ids import StreamID, format_id
 from app.engine.replies import ClaimedEntry, StreamRead
@@ -61,7 +61,7 @@ class GroupDelivery:
     claim_ms: int | None = None  # CLAIM min-idle-time on reads of new entries; None: no claim
 
 
-async def held(backend: Backend, d: GroupDelivery) -> int:
+async def held(backend: GroupReadRoles, d: GroupDelivery) -> int:
     """How many entries the consumer holds unacknowledged (NOGROUP if the group is gone)."""
     summary = await backend.pending_summary(d.key, d.group)
     return next((n for name, n in summary.consumers if name == d.consumer), 0)
@@ -82,7 +82,7 @@ def _push(outbox: Outbox, d: GroupDelivery, reads: list[StreamRead]) -> StreamID
     return last
 
 
-async def deliver(backend: Backend, d: GroupDelivery, outbox: Outbox) -> None:
+async def deliver(backend: GroupReadRoles, d: GroupDelivery, outbox: Outbox) -> None:
     """History first, then new entries, until the connection closes.
 
     While the database is away (``StorageUnavailable``) the loop waits. A history read is

@@ -43,7 +43,7 @@ from app.api.sse.outbox import PARKED, CloseReason, Parked
 from app.api.sse.settled import settled
 from app.api.sse.subscriber import Subscriber
 from app.api.sse.wire import EncodedEntry, error_event
-from app.backends import Backend
+from app.backends.roles import TailRoles
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs
 from app.engine.errors import CommandError, NoSuchKey
@@ -80,7 +80,7 @@ TAIL_RETRIES = 5
 RECENT_ENTRIES = READ_BATCH
 
 
-async def stream_info(backend: Backend, key: str) -> StreamInfo | None:
+async def stream_info(backend: TailRoles, key: str) -> StreamInfo | None:
     """XINFO STREAM, or None when there is no such stream."""
     try:
         return await settled(partial(backend.stream_info, key))
@@ -111,13 +111,15 @@ def _entries(reads: list[StreamRead]) -> list[Entry]:
     return [e for r in reads for e in r.entries if isinstance(e, Entry)]
 
 
-async def read_after(backend: Backend, key: str, after: StreamID, count: int) -> list[Entry]:
+async def read_after(backend: TailRoles, key: str, after: StreamID, count: int) -> list[Entry]:
     """XREAD without BLOCK: up to ``count`` entries after ``after``."""
     request = ReadRequest([key], [format_id(after)], count)
     return _entries(await settled(partial(backend.read, request)))
 
 
-async def range_between(backend: Backend, key: str, after: StreamID, upto: StreamID) -> list[Entry]:
+async def range_between(
+    backend: TailRoles, key: str, after: StreamID, upto: StreamID
+) -> list[Entry]:
     """Every entry after ``after`` up to ``upto`` (XRANGE ``(after upto``, page by page)."""
     out: list[Entry] = []
     while (start := after.incr()) is not None and start <= upto:
@@ -151,7 +153,7 @@ class StreamTail:
     """The one reader of a stream's new entries for all its live subscribers."""
 
     def __init__(
-        self, backend: Backend, key: str, on_failure: Callable[[StreamTail], None]
+        self, backend: TailRoles, key: str, on_failure: Callable[[StreamTail], None]
     ) -> None:
         self.backend = backend
         self.key = key
@@ -280,7 +282,7 @@ class StreamTail:
 class Tails:
     """The running ``StreamTail`` of each followed stream."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: TailRoles) -> None:
         self.backend = backend
         self.by_key: dict[str, StreamTail] = {}
         self.fell_behind = 0  # times a live subscriber's outbox was full (for /metrics)
