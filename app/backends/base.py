@@ -3,7 +3,7 @@
 REST, SSE and the command endpoint hand requests to a ``Backend`` and never touch a keyspace,
 a store or a Redis connection themselves. Two implementations stand behind it:
 
-- ``EmbeddedBackend`` (app/backends/embedded.py): the in-process engine, journaled to SQL.
+- ``EmbeddedBackend`` (app/backends/embedded/): the in-process engine, journaled to SQL.
   It keeps the request protocol's durability itself: a write is refused before it runs while
   storage cannot take it (``StorageUnavailable``), and no answer, errors included, leaves
   before the journal records behind its keys are as durable as the fsync mode promises.

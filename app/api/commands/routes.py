@@ -8,8 +8,8 @@ Unlike Upstash, XREAD / XREADGROUP BLOCK wait on the server.
 A request is parsed, checked (the command table's key positions decide access, its flags and
 keys what the answer waits for), handed to the backend (``Services.backend``: its ``command``,
 ``pipeline`` or ``multi_exec``) and shaped; nothing here knows which backend answers. The
-embedded engine keeps its fast paths behind those calls (app/backends/embedded.py) and times
-each command for ``/metrics`` (the engine's time, not a blocked read's wait, as Redis's
+embedded engine keeps its fast paths behind those calls (app/backends/embedded/commands.py)
+and times each command for ``/metrics`` (the engine's time, not a blocked read's wait, as Redis's
 commandstats); each error answered is counted by its code here.
 
 These are plain Starlette routes, not FastAPI ones: ``POST /``, ``/pipeline`` and

@@ -14,38 +14,32 @@ command table's key positions, so a reply about one stream never waits on anothe
 A pipeline waits once for all its keys (one group commit). A read whose client left answers
 nobody, so it waits for nothing.
 
-The command endpoint's three calls keep the engine's fast paths here, behind the protocol:
-consecutive plain XADDs to one key in a pipeline or a transaction run as one engine call and
-one journal record (``commands.bulk``), a long pipeline lets other requests run between its
-commands, and each command is timed for ``/metrics`` (``CommandTimer``) as the engine ran it.
-The surface has checked access before; this backend runs the command table itself
+The class is put together from halves of one concern each: ``durable.DurableAnswers``
+(refusing writes, waiting for durability once per request, Idempotency-Key blocks) and
+``commands.CommandEndpoint`` (one command, a pipeline, a transaction, with the engine's fast
+paths). The surface has checked access before; this backend runs the command table itself
 (``checks_commands``), so a line the table refuses is refused here and counted in INFO's
 stats, as redis-server counts a rejected call.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
-from contextvars import ContextVar, Token
-from operator import itemgetter
+from collections.abc import Sequence
 
-from app.backends.base import CommandTimer, Gone, JsonReply
-from app.backends.idempotency import KeyReused, Run, StillRunning, Ticket, blocking_refused
+from app.backends.base import CommandTimer, Gone
+from app.backends.embedded.commands import CommandEndpoint
 from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
 from app.engine.commands import info
 from app.engine.commands import policy as policies
 from app.engine.commands import webhook_ops as hooks
-from app.engine.commands.bulk import auto_run_at, run_at, xadd_batch
+from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs, xautoclaim, xclaim
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import PendingArgs
 from app.engine.commands.nack import NackArgs, xnack
-from app.engine.commands.reads import ReadRequest, any_may_block, may_block, resolve_read, xread
+from app.engine.commands.reads import ReadRequest, resolve_read, xread
 from app.engine.commands.streams import (
     RangeArgs,
     XAddArgs,
@@ -56,7 +50,6 @@ from app.engine.commands.streams import (
     xsetid,
     xtrim,
 )
-from app.engine.commands.table import Command, KeyAt, lookup
 from app.engine.commands.xcfgset import XCfgSetArgs, xcfgset
 from app.engine.delivery import (
     DeliveryPolicy,
@@ -66,7 +59,7 @@ from app.engine.delivery import (
     Retention,
     Webhook,
 )
-from app.engine.errors import CommandError, NotFound, WrongType
+from app.engine.errors import NotFound, WrongType
 from app.engine.ids import StreamID
 from app.engine.keyspace import Keyspace
 from app.engine.refs import RefPolicy
@@ -81,7 +74,6 @@ from app.engine.replies import (
     StreamInfo,
     StreamRead,
 )
-from app.engine.responses import RESPONSES_KEY
 from app.engine.store import Store
 from app.engine.stream import Entry, TrimSpec
 from app.engine.waiting import ClientGone, wait
@@ -92,7 +84,7 @@ def _read(ks: Keyspace, request: ReadRequest) -> list[StreamRead] | Block | None
     return xread(ks, resolve_read(ks, request))
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(CommandEndpoint):
     """The engine in this process: one keyspace, one event loop (Redis's single writer)."""
 
     name = "embedded"
@@ -123,179 +115,6 @@ class EmbeddedBackend:
 
     async def close(self) -> None:
         return None
-
-    # --- durability -------------------------------------------------------------------
-    def _writable(self) -> None:
-        """Refuse a write before it runs (``StorageUnavailable``): nothing is applied."""
-        if self.durability is not None:
-            self.durability.check_writable()
-
-    async def _visible(self, keys: Iterable[str] | None) -> None:
-        """Return once what an answer about ``keys`` (None: any key) shows is durable; inside
-        ``answering``, note the keys for its end instead."""
-        if self.durability is None:
-            return
-        deferred = _DEFERRED.get()
-        if deferred is not None and deferred.task is asyncio.current_task():
-            deferred.add(keys)
-            return
-        await self.durability.wait_visible(keys)
-
-    @asynccontextmanager
-    async def answering(self) -> AsyncIterator[None]:
-        """See ``Backend.answering``: the calls made inside, by this task, wait for nothing;
-        leaving waits once for every key they answered about (errors included), so the
-        caller builds its response while the journal commits. Inside ``idempotent`` it is
-        that block's: its end waits."""
-        outer = _DEFERRED.get()
-        if self.durability is None or (outer is not None and outer.task is asyncio.current_task()):
-            yield
-            return
-        deferred = _Deferred(asyncio.current_task())
-        token = _DEFERRED.set(deferred)
-        try:
-            yield
-        except ClientGone:
-            raise  # nobody reads the answer: nothing to wait for
-        except Exception:
-            await deferred.wait(self.durability)  # a 404 or a 409 shows state too
-            raise
-        finally:
-            _DEFERRED.reset(token)
-        await deferred.wait(self.durability)
-
-    def idempotent(self, ticket: Ticket) -> AbstractAsyncContextManager[Run]:
-        """See ``Backend.idempotent``. The kept response is an engine step
-        (``responses.remember``) of its own, appended while the journal is held from the
-        request's start (``Durability.holding``), so it commits with what the request wrote
-        or neither commits: after a crash a retry replays the response or runs for the first
-        time, never both. Like ``answering``, the calls inside wait for nothing; leaving
-        waits once for every key they answered about and for the kept response."""
-        return _Idempotent(self, ticket)
-
-    def _refuse_blocking(self, blocks: bool) -> None:
-        """Inside ``idempotent`` a read that may block is refused (``BLOCKING_REFUSED``)."""
-        if blocks:
-            deferred = _DEFERRED.get()
-            if deferred is not None and deferred.idempotent:
-                raise blocking_refused()
-
-    # --- command endpoint -------------------------------------------------------------
-    async def command(self, argv: Sequence[str], gone: Gone | None = None) -> JsonReply:
-        """Run one command; a read that must wait parks until served, timed out, cancelled
-        or its client gone (``gone``). Its answer waits for the keys the table says it names
-        (a refused line names none: it shows no state)."""
-        cmd = self.store.command(argv)  # a refusal is counted in INFO's stats, as Redis counts it
-        self._refuse_blocking(may_block(argv))
-        if self.durability is None:
-            return await self._command(argv, cmd, gone)
-        keys = cmd.keys(list(argv))
-        if cmd.writes:
-            self.durability.check_writable()
-        try:
-            reply = await self._command(argv, cmd, gone)
-        except ClientGone:
-            raise
-        except Exception:
-            await self._visible(keys)  # an error shows state too (NOGROUP)
-            raise
-        await self._visible(keys)
-        return reply
-
-    async def _command(self, argv: Sequence[str], cmd: Command, gone: Gone | None) -> JsonReply:
-        store = self.store
-        timer = self.timer
-        started = time.perf_counter()
-        try:
-            reply = store.execute(argv, cmd=cmd)
-        finally:
-            if timer is not None:  # the engine's time: a blocked read's wait is not in it
-                timer.command(cmd.name, time.perf_counter() - started)
-        if isinstance(reply, Block):  # counted in INFO's stats when it ends, as Redis counts it
-            try:
-                reply = await wait(store, reply, gone)
-            except CommandError as e:
-                store.finished(cmd, e)
-                raise
-            store.finished(cmd)
-        return reply
-
-    async def pipeline(
-        self, commands: Sequence[Sequence[str]], gone: Gone | None = None
-    ) -> list[JsonReply | CommandError]:
-        """Each command in order, not atomic: other requests may run between them once the
-        pipeline has held the loop ``pipeline_slice_ms`` (by time, not by count: a short
-        pipeline runs whole, so its records share one group commit). Consecutive plain XADDs
-        to one key run as one engine call, each still answered (and counted) as its own.
-        Refused before any runs if one of them writes and storage cannot take it; answered
-        once every key any of them names is durable."""
-        self._refuse_blocking(any_may_block(commands))
-        if self.durability is None:
-            return await self._pipeline(commands, gone)
-        writes, keys = _scope(commands)
-        if writes:
-            self.durability.check_writable()
-        try:
-            out = await self._pipeline(commands, gone)
-        except ClientGone:
-            raise
-        except Exception:
-            await self._visible(keys)
-            raise
-        await self._visible(keys)  # once: one group commit
-        return out
-
-    async def _pipeline(
-        self, commands: Sequence[Sequence[str]], gone: Gone | None
-    ) -> list[JsonReply | CommandError]:
-        store = self.store
-        timer = self.timer
-        out: list[JsonReply | CommandError] = []
-        loop = asyncio.get_running_loop()
-        slice_s = self.pipeline_slice_s
-        started = loop.time()
-        i, n = 0, len(commands)
-        while i < n:
-            if loop.time() - started >= slice_s:
-                await asyncio.sleep(0)
-                started = loop.time()
-            ks = store.keyspace
-            auto = auto_run_at(ks, commands, i, serve_between=True)
-            run = [] if auto is not None else run_at(ks, commands, i, serve_between=True)
-            if auto is not None or run:
-                t0 = time.perf_counter()
-                outcomes = store.append_auto(*auto) if auto is not None else store.append_run(run)
-                if timer is not None:  # counted as the XADDs they are
-                    each = (time.perf_counter() - t0) / len(outcomes)
-                    timer.command_run("xadd", len(outcomes), each)
-                out.extend(outcomes)
-                i += len(outcomes)
-                continue
-            try:
-                args = commands[i]
-                out.append(await self._command(args, store.command(args), gone))
-            except CommandError as e:
-                out.append(e)
-            i += 1
-        return out
-
-    async def multi_exec(self, commands: Sequence[Sequence[str]]) -> list[JsonReply | CommandError]:
-        """MULTI/EXEC as one engine step (``Store.execute_atomic``), timed whole as ``exec``
-        with each of its commands counted, as Redis's commandstats count them. A transaction
-        refused whole (EXECABORT) shows no state and waits for nothing."""
-        writes, keys = _scope(commands) if self.durability is not None else (False, [])
-        if writes:
-            self._writable()
-        store = self.store
-        started = time.perf_counter()
-        results = store.execute_atomic(commands)  # EXECABORT: raised, nothing ran
-        timer = self.timer
-        if timer is not None:
-            timer.command("exec", time.perf_counter() - started)
-            for args in commands:
-                timer.counted(store.command(args, counted=False).name)
-        await self._visible(keys)
-        return results
 
     # --- streams ----------------------------------------------------------------------
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
@@ -603,136 +422,3 @@ class EmbeddedBackend:
     async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
         key = (hook.stream, hook.group, hook.name, hook.url)
         self._health[key] = merged(self._health.get(key), update)
-
-
-class _Idempotent:
-    """``EmbeddedBackend.idempotent``: a class, not a generator, on the path of every keyed
-    request."""
-
-    __slots__ = ("backend", "deferred", "hold", "run", "ticket", "token")
-
-    def __init__(self, backend: EmbeddedBackend, ticket: Ticket) -> None:
-        self.backend = backend
-        self.ticket = ticket
-        self.run = Run()
-        self.deferred: _Deferred | None = None
-        self.hold: AbstractContextManager[None] | None = None
-        self.token: Token[_Deferred | None] | None = None
-
-    async def __aenter__(self) -> Run:
-        backend, ticket = self.backend, self.ticket
-        store = backend.store
-        found = store.keyspace.responses.get(ticket.name, store.clock.now_ms())
-        if found is not None:
-            if found.fingerprint != ticket.fingerprint:
-                raise KeyReused
-            if backend.durability is not None:  # kept a moment ago: replay it once durable
-                await backend.durability.wait_visible((RESPONSES_KEY,))
-            self.run.stored = found.response
-            return self.run
-        if ticket.name in backend._running:
-            raise StillRunning
-        backend._running.add(ticket.name)
-        self.deferred = _Deferred(asyncio.current_task(), idempotent=True)
-        self.token = _DEFERRED.set(self.deferred)
-        if backend.durability is not None:
-            self.hold = backend.durability.holding()
-            self.hold.__enter__()
-        return self.run
-
-    async def __aexit__(self, *exc: object) -> None:
-        deferred, token = self.deferred, self.token
-        if deferred is None or token is None:
-            return  # a replay: nothing ran
-        backend, run = self.backend, self.run
-        try:
-            _DEFERRED.reset(token)
-            if run.kept is not None:
-                ticket = self.ticket
-                backend.store.remember(ticket.name, ticket.fingerprint, run.kept)
-                deferred.add((RESPONSES_KEY,))
-        finally:
-            if self.hold is not None:
-                self.hold.__exit__(None, None, None)
-            backend._running.discard(self.ticket.name)
-        if backend.durability is not None and exc[0] is None:
-            await deferred.wait(backend.durability)
-
-
-def _scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str] | None]:
-    """Whether any of ``commands`` writes, and every key they name (None: a command over
-    the whole keyspace). A line the table refuses names nothing. A run of lines of one
-    command and length (a pipeline of XADDs) is looked up once, and a run on one key names
-    it once."""
-    uniform = _uniform_scope(commands)
-    if uniform is not None:
-        return uniform
-    writes = False
-    keys: list[str] | None = []
-    cmd: Command | None = None
-    name, size = "", -1
-    for args in commands:
-        if not args:
-            continue
-        if cmd is None or len(args) != size or args[0] != name or "|" in cmd.name:
-            try:
-                cmd = lookup(list(args))
-            except CommandError:
-                cmd = None
-                continue
-            name, size = args[0], len(args)
-        writes = writes or cmd.writes
-        if keys is not None:
-            named = cmd.keys(list(args))
-            if named is None:
-                keys = None
-            elif len(named) != 1 or not keys or keys[-1] != named[0]:
-                keys.extend(named)
-    return writes, keys
-
-
-def _uniform_scope(commands: Sequence[Sequence[str]]) -> tuple[bool, list[str]] | None:
-    """``_scope`` of the common pipeline, in C passes: every line the same command on the
-    same key at index 1 (a run of XADDs), looked up once. None: not that shape."""
-    if len(commands) < 2 or len(set(map(len, commands))) != 1 or len(commands[0]) < 2:
-        return None
-    if len(set(map(_NAME_KEY, commands))) != 1:
-        return None
-    try:
-        cmd = lookup(list(commands[0]))
-    except CommandError:
-        return None
-    if not isinstance(cmd.keys, KeyAt) or cmd.keys.index != 1 or "|" in cmd.name:
-        return None
-    return cmd.writes, [commands[0][1]]
-
-
-_NAME_KEY = itemgetter(0, 1)
-
-
-class _Deferred:
-    """The keys answered about inside one ``answering`` block, by the task that opened it
-    (a task it starts, which outlives it, waits for itself)."""
-
-    __slots__ = ("every", "idempotent", "keys", "task")
-
-    def __init__(self, task: asyncio.Task[object] | None, *, idempotent: bool = False) -> None:
-        self.task = task
-        self.keys: set[str] = set()
-        self.every = False
-        self.idempotent = idempotent  # a block of ``EmbeddedBackend.idempotent``
-
-    def add(self, keys: Iterable[str] | None) -> None:
-        if keys is None:
-            self.every = True
-        else:
-            self.keys.update(keys)
-
-    async def wait(self, durability: Durability) -> None:
-        if self.every:
-            await durability.wait_visible(None)
-        elif self.keys:
-            await durability.wait_visible(self.keys)
-
-
-_DEFERRED: ContextVar[_Deferred | None] = ContextVar("xstreams_deferred_wait", default=None)
