@@ -246,10 +246,10 @@ def forget_lines(name: str, args: Sequence[str]) -> list[tuple[str, list[Arg]]]:
 
 
 class RedisDelivery:
-    """Policies, redrive, retention and their counters, on ``router``."""
+    """Policies, redrive, retention and their counters, on ``_router``. A part of
+    ``RedisBackend``, which sets it; the webhooks and the command endpoint build on it."""
 
-    def __init__(self, router: Router) -> None:
-        self._router = router
+    _router: Router
 
     # --- policies -------------------------------------------------------------------
     async def _policy(

@@ -41,11 +41,11 @@ from app.engine.stream import Entry
 
 
 class Groups:
-    """XGROUP, XINFO GROUPS / CONSUMERS, XPENDING, XACK, XCLAIM and XAUTOCLAIM, on ``router``."""
+    """XGROUP, XINFO GROUPS / CONSUMERS, XPENDING, XACK, XCLAIM and XAUTOCLAIM, on
+    ``_router``. A part of ``RedisBackend``, which sets it."""
 
-    def __init__(self, router: Router, limits: Limits) -> None:
-        self._router = router
-        self._limits = limits
+    _router: Router
+    _limits: Limits
 
     async def groups(self, key: str, start: str = "", count: int = 0) -> list[GroupInfo]:
         rows = await self._listing(key, None, start, count)

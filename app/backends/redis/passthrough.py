@@ -41,7 +41,6 @@ from app.backends.redis.parse import (
     redis_error,
 )
 from app.backends.redis.reads import Reads, id_errors
-from app.backends.redis.routing import Router
 from app.engine.commands.reads import may_block
 from app.engine.commands.table import Command, lookup
 from app.engine.errors import EXECABORT, CommandError
@@ -51,23 +50,20 @@ from app.engine.replies import CommandReply
 CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
 
 
-class Passthrough:
-    """Raw commands, routed by their keys on ``router``, within the limits (limits.py);
-    XREAD / XREADGROUP through ``reads``."""
+class Passthrough(RedisDelivery):
+    """Raw commands, routed by their keys on ``_router``, within the limits (limits.py);
+    XREAD / XREADGROUP through ``_reads``. A part of ``RedisBackend``, which sets them; the
+    groups' delivery policies (``RedisDelivery``) apply to every group read, and a DEL,
+    UNLINK or XGROUP DESTROY forgets the policies of what it removed."""
 
-    def __init__(
-        self, router: Router, reads: Reads, limits: Limits, delivery: RedisDelivery
-    ) -> None:
-        self._router = router
-        self._reads = reads
-        self._limits = limits
-        self._delivery = delivery
+    _reads: Reads
+    _limits: Limits
 
     async def command(self, argv: Sequence[str], gone: Gone | None = None) -> CommandReply:
         args = list(argv)
         cmd = _known(args)
         raw = await self._run(cmd, args, gone)
-        await self._delivery.forget(cmd.name, args)
+        await self.forget(cmd.name, args)
         return command_reply(cmd.name, args, raw)
 
     async def _forget(
@@ -83,7 +79,7 @@ class Passthrough:
                     name = _known(args).name
                 except CommandError:
                     continue
-                await self._delivery.forget(name, args)
+                await self.forget(name, args)
 
     async def _run(self, cmd: Command, args: list[str], gone: Gone | None) -> Raw:
         name = cmd.name

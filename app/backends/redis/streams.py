@@ -84,12 +84,11 @@ DEADLINE_SPAN_MS = 60_000  # an IDMP batch's plan is checked this far ahead at m
 
 class Streams:
     """SCAN, XINFO STREAM, XTRIM, XSETID, XADD, XRANGE, XDEL and XREAD as typed calls, on
-    ``router``; XREAD through ``reads``."""
+    ``_router``; XREAD through ``_reads``. A part of ``RedisBackend``, which sets them."""
 
-    def __init__(self, router: Router, reads: Reads, limits: Limits) -> None:
-        self._router = router
-        self._reads = reads
-        self._limits = limits
+    _router: Router
+    _reads: Reads
+    _limits: Limits
 
     async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
         options: list[Arg] = []

@@ -29,7 +29,6 @@ from app.backends.redis.delivery import RedisDelivery, policy_key
 from app.backends.redis.idempotent import slot_tag
 from app.backends.redis.lua import Reply
 from app.backends.redis.parse import Arg, Raw, decode, encode
-from app.backends.redis.routing import Router
 from app.backends.redis.scripts import eval_line
 from app.engine.commands.groups import no_such_group
 from app.engine.delivery import Webhook
@@ -65,12 +64,9 @@ def webhook_field(group: str, name: str) -> bytes:
     return b"w:%d:" % len(g) + g + encode(name)
 
 
-class Webhooks:
-    """The Backend's webhook methods, on ``router`` (``delivery`` finds the policy hashes)."""
-
-    def __init__(self, router: Router, delivery: RedisDelivery) -> None:
-        self._router = router
-        self._delivery = delivery
+class Webhooks(RedisDelivery):
+    """The Backend's webhook methods: kept in the policy hashes, beside the groups' policies
+    (``RedisDelivery`` finds those hashes)."""
 
     async def _script(self, key: str, words: list[Arg], write: bool) -> Raw:
         line = eval_line(WEBHOOK, [encode(key), encode(policy_key(key))], words)
@@ -91,7 +87,7 @@ class Webhooks:
             out = await self._of_stream(key, group)
         else:
             out = []
-            for stream in await self._delivery.policy_streams():
+            for stream in await self.policy_streams():
                 out += await self._of_stream(stream, None)
         out.sort(key=lambda h: (utf8(h.stream), utf8(h.group), utf8(h.name)))
         return out
