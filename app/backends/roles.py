@@ -46,8 +46,10 @@ from app.engine.stream import Entry, TrimSpec
 from app.engine.webhook_health import HealthUpdate, WebhookHealth
 
 __all__ = [
+    "CommandEndpointRoles",
     "CommandsRole",
     "DeliveryRole",
+    "ExplainRoles",
     "Gone",
     "GroupReadRoles",
     "GroupsRole",
@@ -305,6 +307,20 @@ class WebhooksRole(Protocol):
 
 
 # --- what each consumer takes -------------------------------------------------------------
+class CommandEndpointRoles(CommandsRole, Protocol):
+    """The command endpoint (app/api/commands/routes.py): raw commands, and what it must know
+    of the backend that runs them."""
+
+    name: str  # "embedded" | "redis" | "redis-cluster": named in the refusals it words
+    # Whether the backend runs the command table itself (``Backend.checks_commands``).
+    checks_commands: bool
+
+
+class ExplainRoles(KeyspaceRole, GroupsRole, Protocol):
+    """REST's wording of a group's errors (app/api/rest/explain.py): a missing stream or a
+    missing group, told apart."""
+
+
 class TailRoles(KeyspaceRole, StreamsRole, Protocol):
     """An SSE tail (app/api/sse/tail.py): a stream's info, its ranges and blocking reads."""
 

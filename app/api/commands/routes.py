@@ -37,7 +37,8 @@ from app.api.errors import command_status, json_response, retry_headers
 from app.api.holds import TooManyHeld
 from app.api.replay import has_key_answer, items_answer, key_answer
 from app.api.services import services_of
-from app.backends import Backend, ClientGone
+from app.backends import ClientGone
+from app.backends.roles import CommandEndpointRoles
 from app.engine.commands import Command, lookup
 from app.engine.commands.table import Access, Flag
 from app.engine.errors import EXECABORT, CommandError
@@ -55,7 +56,7 @@ def _shaper(request: Request) -> Shaper:
 NOT_PASSED_ON = frozenset({"config|set"})
 
 
-def _lookup(args: list[str], backend: Backend) -> Command:
+def _lookup(args: list[str], backend: CommandEndpointRoles) -> Command:
     """The table's entry for ``args`` (arity checked), whichever backend runs it: access is
     decided from its key positions, durability from its flags and keys."""
     if not args:
@@ -69,7 +70,9 @@ def _lookup(args: list[str], backend: Backend) -> Command:
     return cmd
 
 
-async def _refused(backend: Backend, args: list[str], error: CommandError) -> CommandError:
+async def _refused(
+    backend: CommandEndpointRoles, args: list[str], error: CommandError
+) -> CommandError:
     """A line the table refuses: a backend that runs the table itself refuses it again, and
     counts it (INFO's rejected calls); no other backend ever sees it."""
     if backend.checks_commands:
@@ -101,7 +104,7 @@ async def _listings_again(
     index; the rest of its answer is the kept one (app/api/replay). SCAN writes nothing."""
     if grant.admin:
         return {}
-    backend = services_of(request).backend
+    backend: CommandEndpointRoles = services_of(request).backend
     shaper = _shaper(request)
     items: dict[int, dict[str, Any]] = {}
     for i, args in enumerate(commands):
@@ -119,7 +122,7 @@ async def _listings_again(
     return items
 
 
-def _one_command(commands: list[list[str]], backend: Backend) -> Command | None:
+def _one_command(commands: list[list[str]], backend: CommandEndpointRoles) -> Command | None:
     """The command every line is, when all are the same command with the same number of
     arguments (a pipeline of XADDs), found in C passes and looked up once; else None."""
     if len(set(map(len, commands))) != 1 or len(set(map(_FIRST, commands))) != 1:
@@ -173,7 +176,7 @@ async def _run_one(request: Request, args: list[str]) -> Response:
     """Parse was done; here: access check (the table's key positions), the backend's answer
     (durable before it returns: docs/architecture.md, "The request protocol"), its shape."""
     services = services_of(request)
-    backend = services.backend
+    backend: CommandEndpointRoles = services.backend
     try:
         try:
             cmd = _lookup(args, backend)
@@ -218,7 +221,7 @@ async def run_pipeline(request: Request) -> Response:
     """Every command is checked first (a refused one becomes its own error item and does not
     run); the rest go to the backend as one pipeline, whose replies are merged back in order."""
     services = services_of(request)
-    backend = services.backend
+    backend: CommandEndpointRoles = services.backend
     try:
         commands = _commands(request, await read_body(request))
     except CommandError as e:
@@ -346,7 +349,7 @@ def _items(
 
 async def run_transaction(request: Request) -> Response:
     services = services_of(request)
-    backend = services.backend
+    backend: CommandEndpointRoles = services.backend
     try:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).

@@ -33,7 +33,8 @@ from app.api.rest.request import RestRequest
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
 from app.api.services import services_of
-from app.backends import Backend, ClientGone
+from app.backends import ClientGone
+from app.backends.roles import StreamsRole
 from app.engine.commands.reads import ReadRequest
 from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX
@@ -152,7 +153,9 @@ def sub_response() -> Response:
     return response
 
 
-async def read_or_wait(request: Request, backend: Backend, read: ReadRequest) -> list[StreamRead]:
+async def read_or_wait(
+    request: Request, backend: StreamsRole, read: ReadRequest
+) -> list[StreamRead]:
     """XREAD / XREADGROUP for a REST route. A long poll (``block_ms``) counts against the
     caller's cap on held requests while it runs, as an event stream does (app/api/holds:
     past it, 429), and stops waiting as soon as its client leaves."""

@@ -27,7 +27,7 @@ from app.api.rest.schemas import groups as schema
 from app.api.rest.schemas.entries import FieldsForm, MaybeEntryList
 from app.api.rest.schemas.groups import Consumer, ConsumerDeleted, ConsumerList, Read
 from app.api.services import BackendDep
-from app.backends import Backend
+from app.backends.roles import ExplainRoles
 from app.engine.commands.reads import ReadRequest
 from app.engine.errors import NoSuchConsumer
 from app.engine.replies import ConsumerInfo
@@ -36,14 +36,14 @@ api = router("/v1/streams/{stream}/groups/{group}/consumers", "consumers")
 
 
 async def _consumers(
-    backend: Backend, stream: str, group: str, start: str, count: int
+    backend: ExplainRoles, stream: str, group: str, start: str, count: int
 ) -> list[ConsumerInfo]:
     """A page of the group's consumers (XINFO CONSUMERS), in one call: its "no such key" or
     NOGROUP becomes NOGROUP naming both key and group, as every path under a group answers."""
     return await on_group(backend, stream, group, backend.consumers(stream, group, start, count))
 
 
-async def _named(backend: Backend, stream: str, group: str, name: str) -> ConsumerInfo:
+async def _named(backend: ExplainRoles, stream: str, group: str, name: str) -> ConsumerInfo:
     """The consumer's row: a page of one from its name, not the whole listing."""
     rows = await _consumers(backend, stream, group, name, 1)
     if not rows or rows[0].name != name:

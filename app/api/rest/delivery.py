@@ -32,7 +32,7 @@ from app.api.rest.schemas.delivery import (
     retention_json,
 )
 from app.api.services import BackendDep
-from app.backends import Backend
+from app.backends.roles import KeyspaceRole, StreamsRole
 from app.engine.commands.streams import RangeArgs
 from app.engine.delivery import RedriveArgs, split_dead_letter
 from app.engine.errors import CommandError, NotFound
@@ -145,7 +145,7 @@ async def set_retention(stream: StreamName, body: Retention, backend: BackendDep
     return retention_json(retention, stream, await _exists(backend, stream))
 
 
-async def _exists(backend: Backend, stream: str) -> bool:
+async def _exists(backend: KeyspaceRole, stream: str) -> bool:
     """Whether the stream is there for its retention to trim (``state``)."""
     return (await backend.stream_infos([stream]))[0] is not None
 
@@ -197,7 +197,7 @@ async def redrive_entries(
 
 
 async def _targets(
-    backend: Backend, stream: str, ids: tuple[StreamID, ...] | None, count: int, to: str | None
+    backend: StreamsRole, stream: str, ids: tuple[StreamID, ...] | None, count: int, to: str | None
 ) -> tuple[tuple[StreamID, ...] | None, list[str]]:
     """The streams a redrive would append to, and the entries it is then to move: with `to`,
     that stream and the request's entries; else the origins of the entries read now, which

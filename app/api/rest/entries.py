@@ -37,6 +37,7 @@ from app.api.rest.schemas.writes import (
 )
 from app.api.services import BackendDep
 from app.backends import Backend
+from app.backends.roles import KeyspaceRole
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.commands.xadd_options import IDMP_EXPLICIT_ID, idmp_key
@@ -96,14 +97,14 @@ _PLAIN = attrgetter("id", "producer", "idempotent_id")
 _FIELDS = attrgetter("fields")
 
 
-async def _exists(backend: Backend, stream: str) -> None:
+async def _exists(backend: KeyspaceRole, stream: str) -> None:
     """404 unless the stream exists: asked only once a range came back empty or XDEL deleted
     nothing, since an entry found shows that it does (the hot path makes one call). Act
     first, explain after: app/api/rest/explain says why the reply is still one point's."""
     await backend.stream_info(stream)
 
 
-async def _parsed(backend: Backend, stream: str, parse: Callable[[], T]) -> T:
+async def _parsed(backend: KeyspaceRole, stream: str, parse: Callable[[], T]) -> T:
     """``parse()``; when it refuses, a missing stream's 404 comes first: the path is looked
     at before the query, and it costs a call only on the error path."""
     try:

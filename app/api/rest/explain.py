@@ -47,8 +47,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from app.backends import Backend
 from app.backends.errors import BackendUnavailable
+from app.backends.roles import ExplainRoles
 from app.engine.commands.groups import no_such_group
 from app.engine.errors import CommandError, Conflict, NotFound, WrongType
 
@@ -57,7 +57,7 @@ __all__ = ["explained", "on_group", "parsed_on_group"]
 T = TypeVar("T")
 
 
-async def on_group(backend: Backend, stream: str, group: str, act: Awaitable[T]) -> T:
+async def on_group(backend: ExplainRoles, stream: str, group: str, act: Awaitable[T]) -> T:
     """``act``, an operation on the group a path names, answered as every path under a group
     answers.
 
@@ -75,7 +75,9 @@ async def on_group(backend: Backend, stream: str, group: str, act: Awaitable[T])
         raise
 
 
-async def explained(backend: Backend, stream: str, group: str | None, exc: CommandError) -> None:
+async def explained(
+    backend: ExplainRoles, stream: str, group: str | None, exc: CommandError
+) -> None:
     """Return when ``exc``, the error of a request that changed nothing, is the answer; raise
     the path's 404 instead when the stream (``group`` None) or the group is missing now.
 
@@ -90,7 +92,9 @@ async def explained(backend: Backend, stream: str, group: str | None, exc: Comma
         await backend.group(stream, group)
 
 
-async def parsed_on_group(backend: Backend, stream: str, group: str, parse: Callable[[], T]) -> T:
+async def parsed_on_group(
+    backend: ExplainRoles, stream: str, group: str, parse: Callable[[], T]
+) -> T:
     """``parse()``; when it refuses, a missing group's 404 comes first, as the path is looked
     at before the body: it costs a call only on the error path."""
     try:
