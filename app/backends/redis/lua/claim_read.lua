@@ -13,19 +13,10 @@ local mode, group, consumer = ARGV[1], ARGV[2], ARGV[3]
 local min_idle, count, noack = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local ccap, rcap = tonumber(ARGV[7]), tonumber(ARGV[8])
 local nkeys = #KEYS
-local infos = {}
-for i = 1, nkeys do
-  local key = KEYS[i]
-  local t = stream_type(key)
-  if not t then return redis.error_reply(WRONGTYPE) end
-  local g = nil
-  if t == 'stream' then g = find_group(redis.call('XINFO', 'GROUPS', key), group) end
-  if not g then
-    return redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
-      group .. "' in XREADGROUP with GROUP option")
-  end
-  if ARGV[8 + nkeys + i] == '1' then return {3, i} end
-  infos[i] = g
+local infos, refused = read_groups(nkeys, group, 8 + nkeys)
+if not infos then
+  if type(refused) == 'table' then return refused end
+  return {3, refused}
 end
 if mode == 'check' then return {1} end
 if rcap > 0 then

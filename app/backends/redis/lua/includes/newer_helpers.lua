@@ -27,6 +27,27 @@ local function find_group(groups, name)
   end
   return nil
 end
+-- The group ``group`` of each of KEYS[1..n], as XREADGROUP checks them, key by key: another
+-- type is WRONGTYPE, a missing key or group NOGROUP, and ARGV[flags + i] = '1' (the engine
+-- found key i's ID invalid) is that ID's error. Returns the groups' XINFO rows; else nil and
+-- the error reply, or nil and i.
+local function read_groups(n, group, flags)
+  local infos = {}
+  for i = 1, n do
+    local key = KEYS[i]
+    local t = stream_type(key)
+    if not t then return nil, redis.error_reply(WRONGTYPE) end
+    local g = nil
+    if t == 'stream' then g = find_group(redis.call('XINFO', 'GROUPS', key), group) end
+    if not g then
+      return nil, redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
+        group .. "' in XREADGROUP with GROUP option")
+    end
+    if ARGV[flags + i] == '1' then return nil, i end
+    infos[i] = g
+  end
+  return infos
+end
 local function exists(key, id)
   return #redis.call('XRANGE', key, id, id) > 0
 end

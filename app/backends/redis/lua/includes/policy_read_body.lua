@@ -45,19 +45,10 @@ if not any and mode == 'read' then
   if type(r) == 'table' and r.err then return r end
   return {10, r}
 end
-local infos = {}
-for i = 1, n do
-  local key = KEYS[i]
-  local t = stream_type(key)
-  if not t then return redis.error_reply(WRONGTYPE) end
-  local g = nil
-  if t == 'stream' then g = find_group(redis.call('XINFO', 'GROUPS', key), group) end
-  if not g then
-    return redis.error_reply("NOGROUP No such key '" .. key .. "' or consumer group '" ..
-      group .. "' in XREADGROUP with GROUP option")
-  end
-  if ARGV[base + n + i] == '1' then return {12, 3, i} end
-  infos[i] = g
+local infos, refused = read_groups(n, group, base + n)
+if not infos then
+  if type(refused) == 'table' then return refused end
+  return {12, 3, refused}
 end
 local cands = {}
 for i = 1, n do
