@@ -16,6 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__, info, probes
 from app.access import Authenticator, JwtVerifier, KeyRing
+from app.access.rates import Rate
 from app.api import dashboard, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
@@ -24,6 +25,7 @@ from app.api.holds import Holds
 from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
+from app.api.rates import RateGate
 from app.api.rest import (
     compiled,
     consumers,
@@ -268,9 +270,17 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
     """From the innermost out: each layer added wraps the ones before it."""
     # Inside the gate: a kept response is the credential's (app/api/idempotency.py).
     app.add_middleware(Idempotency, services=services)
+    open_paths = PROBES | dashboard.served_paths()
+    # Inside the gate, outside all else: a request past its credential's rate runs nothing.
+    settings = services.settings
     app.add_middleware(
-        AccessGate, authenticator=services.access, open_paths=PROBES | dashboard.served_paths()
+        RateGate,
+        backend=lambda: services.backend,
+        scoped_default=_rate(settings.rate_requests),
+        admin_default=_rate(settings.rate_requests_admin),
+        open_paths=open_paths,
     )
+    app.add_middleware(AccessGate, authenticator=services.access, open_paths=open_paths)
     app.add_middleware(LoadingGate, readiness=services.readiness)
     app.add_middleware(BrowserHome)  # a browser's GET / to /ui/, before any gate (app/api/home)
     app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
@@ -278,6 +288,10 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         _install_cors(app, services.settings.cors_origins)
     # Outermost: each request's ID, count, latency and log line, whoever answers it.
     app.add_middleware(Observe, metrics=services.metrics)
+
+
+def _rate(text: str | None) -> Rate | None:
+    return None if text is None else Rate.parse(text)
 
 
 def _install_cors(app: FastAPI, origins: list[str]) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, PositiveInt, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.access.rates import Rate, RateError
 from app.engine.delivery import Retention
 from app.engine.errors import CommandError
 from app.observe.logs import LogFormat
@@ -293,6 +294,19 @@ class Settings(BaseSettings):
         " may hold open together; past it 429.",
     )
 
+    # app/api/rates.py: requests per credential (app/access/rates.py writes how).
+    rate_requests: str | None = Field(
+        default=None,
+        description="Requests an API key or JWT may make, where it sets no rate of its own"
+        " (`xstreams keys create --rate`, the JWT's `xstreams_limits` claim): 100/s,"
+        " 6000/min, 100/s:300 (300 at once). Past it 429 with Retry-After. Default: none.",
+    )
+    rate_requests_admin: str | None = Field(
+        default=None,
+        description="The same for the admin token and an open service (no credentials"
+        " configured), which are not limited by default.",
+    )
+
     # Metrics (GET /metrics). A label per group could be unbounded: none by default.
     metrics_group_streams: Annotated[list[str], NoDecode] = Field(
         default=[],
@@ -381,6 +395,16 @@ class Settings(BaseSettings):
                 "'*' allows every origin, without credentials: give it alone, or name the"
                 " origins that may call with credentials"
             )
+        return value
+
+    @field_validator("rate_requests", "rate_requests_admin")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                Rate.parse(value)
+            except RateError as e:
+                raise ValueError(str(e)) from None
         return value
 
     @field_validator("retention")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from app.access.grants import Grant
+from app.access.rates import UNLIMITED, CredentialLimits
 
 __all__ = ["KeyRecord", "KeyRing", "hash_secret", "new_key", "split_key"]
 
@@ -39,6 +40,7 @@ class KeyRecord:
     created_at_ms: int
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
+    limits: CredentialLimits = UNLIMITED  # its own; else the settings' defaults
 
     def live(self, now_ms: int) -> bool:
         return self.revoked_at_ms is None and (

@@ -30,6 +30,7 @@ from urllib.parse import unquote_to_bytes
 
 from app.access.grants import ADMIN, Grant
 from app.access.keys import KeyRing
+from app.access.rates import UNLIMITED, CredentialLimits
 from app.access.tokens import JwtVerifier
 
 __all__ = ["Authenticator", "Kind", "Principal"]
@@ -55,6 +56,9 @@ class Principal:
     # not shown to come from a trusted page: it may only read (module docstring).
     writes: bool = True
     jwt_identity: str | None = None  # JWTs: ``VerifiedToken.identity``
+    # The credential's own limits (an API key's, a JWT's claim); the settings' defaults apply
+    # where it sets none (app/api/rates.py).
+    limits: CredentialLimits = UNLIMITED
 
     @property
     def unrestricted(self) -> bool:
@@ -179,7 +183,12 @@ class Authenticator:
         record = self.keys.find(text, now_ms)
         if record is not None:
             return Principal(
-                record.name, record.grant, Kind.KEY, record.key_id, record.expires_at_ms
+                record.name,
+                record.grant,
+                Kind.KEY,
+                record.key_id,
+                record.expires_at_ms,
+                limits=record.limits,
             )
         if self._jwt is not None and JwtVerifier.looks_like(text):
             verified = self._jwt.verify(text, now_ms)
@@ -191,5 +200,6 @@ class Authenticator:
                     None,
                     verified.expires_at_ms,
                     jwt_identity=verified.identity,
+                    limits=verified.limits,
                 )
         return None

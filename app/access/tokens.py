@@ -6,6 +6,10 @@ verifies the signature (HS256 with a shared secret, or RS256 / ES256 with the ap
 public key), ``exp`` (required: a token that never expires is refused), ``nbf`` and, when
 configured, ``aud``. The token is never stored; its ``sub`` names the caller in logs.
 
+An optional ``xstreams_limits`` claim sets the token's own limits (``{"requests":
+"100/s"}``, app/access/rates.py); a malformed one refuses the token, as a malformed grant
+does.
+
 A token's identity (``VerifiedToken.identity``: whose Idempotency-Keys it uses) is its
 issuer and ``sub``; a token without ``sub`` names nobody, so it is its own identity (a
 digest of the token): two such tokens never share what one of them kept.
@@ -26,10 +30,12 @@ import jwt
 import orjson
 
 from app.access.grants import Grant, GrantError
+from app.access.rates import UNLIMITED, CredentialLimits
 
 __all__ = ["CLAIM", "JwtVerifier", "VerifiedToken"]
 
 CLAIM = "xstreams"
+LIMITS_CLAIM = "xstreams_limits"  # optional: {"requests": "100/s:300"} (app/access/rates.py)
 LEEWAY_S = 5  # clock skew between the application and xstreams
 MAX_LIFETIME_MS = 24 * 60 * 60 * 1000  # the default of XSTREAMS_JWT_MAX_LIFETIME_MS
 
@@ -40,6 +46,7 @@ class VerifiedToken:
     grant: Grant
     expires_at_ms: int
     identity: str  # issuer and ``sub``, or the token's digest when it has no ``sub``
+    limits: CredentialLimits = UNLIMITED  # the ``xstreams_limits`` claim
 
 
 class JwtVerifier:
@@ -78,6 +85,11 @@ class JwtVerifier:
                 options={"require": ["exp"], "verify_aud": self._audience is not None},
             )
             grant = Grant.from_json(claims.get(CLAIM))
+            limits = (
+                CredentialLimits.from_json(claims[LIMITS_CLAIM])
+                if LIMITS_CLAIM in claims
+                else CredentialLimits()
+            )
         except (jwt.PyJWTError, GrantError, ValueError):
             return None
         exp = claims["exp"]
@@ -89,7 +101,7 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str):
             digest = hashlib.sha256(token.encode()).hexdigest()
-            return VerifiedToken("jwt", grant, expires_at_ms, f"jwt-token:{digest}")
+            return VerifiedToken("jwt", grant, expires_at_ms, f"jwt-token:{digest}", limits)
         issuer = claims.get("iss")
         named = orjson.dumps([issuer if isinstance(issuer, str) else None, subject])
-        return VerifiedToken(subject, grant, expires_at_ms, f"jwt:{named.decode()}")
+        return VerifiedToken(subject, grant, expires_at_ms, f"jwt:{named.decode()}", limits)

@@ -38,6 +38,7 @@ from app.backends.roles import (
     JsonReply,
     KeyspaceRole,
     LifecycleRole,
+    RatesRole,
     RetentionRole,
     StreamsRole,
     WebhooksRole,
@@ -74,6 +75,7 @@ class Backend(
     DeliveryRole,
     RetentionRole,
     WebhooksRole,
+    RatesRole,
     Protocol,
 ):
     """Stream operations with Redis 7.0 semantics, every role of app/backends/roles.py in one.

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from app.access.rates import Decision, Rate
 from app.backends.idempotency import Run, Ticket
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
 from app.engine.commands.groups import PendingArgs
@@ -57,6 +58,7 @@ __all__ = [
     "JsonReply",
     "KeyspaceRole",
     "LifecycleRole",
+    "RatesRole",
     "RetentionRole",
     "RetentionRoles",
     "StreamsRole",
@@ -303,6 +305,19 @@ class WebhooksRole(Protocol):
     async def record_webhook_health(self, hook: Webhook, update: HealthUpdate) -> None:
         """Fold ``update`` into the health of ``hook`` (of its URL), shared by every process
         in front of the same Redis."""
+        ...
+
+
+class RatesRole(Protocol):
+    """Credentials' request budgets (app/access/rates.py), kept where every front-end of the
+    backend shares them: in process for the engine, in Redis in front of it."""
+
+    async def spend_rate(
+        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+    ) -> Decision:
+        """Spend ``cost`` requests of ``rate`` for the credential ``key`` (its limit key):
+        whether they pass, and when the next would. ``now_us`` stands in for the backend's
+        clock in tests only."""
         ...
 
 

@@ -45,11 +45,19 @@ def create(
     expires: Annotated[
         str | None, typer.Option(help="Lifetime: 45s, 30m, 12h, 30d, 2w (default: none).")
     ] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            help="Requests this key may make: 100/s, 6000/min, 100/s:300 (300 at once);"
+            " default: the service's --rate-requests."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create a key and print its secret, once: only a hash of it is stored."""
     from app.access import Grant, KeyRecord, hash_secret, new_key
+    from app.access.rates import CredentialLimits, Rate, RateError
     from app.durations import parse_duration_ms
     from app.storage.keys import DuplicateKeyName, insert_key
     from app.storage.offline import open_database
@@ -71,6 +79,13 @@ def create(
             typer.echo(f"error: --expires takes 45s, 30m, 12h, 30d, 2w; got {expires!r}", err=True)
             raise typer.Exit(2)
         expires_at = now + lifetime
+    limits = CredentialLimits()
+    if rate is not None:
+        try:
+            limits = CredentialLimits(requests=Rate.parse(rate))
+        except RateError as e:
+            typer.echo(f"error: --rate: {e}", err=True)
+            raise typer.Exit(2) from None
     key_id, secret, text = new_key()
     record = KeyRecord(
         key_id=key_id,
@@ -79,6 +94,7 @@ def create(
         grant=grant,
         created_at_ms=now,
         expires_at_ms=expires_at,
+        limits=limits,
     )
     db = open_database(_settings(data_dir, database_url))
     try:
@@ -136,6 +152,8 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
                 + (["metrics"] if g.metrics else [])
             )
         )
+        if r.limits.requests is not None:
+            scope += f" rate={r.limits.requests}"
         typer.echo(
             f"{r.name}\t{state}\t{scope}\tcreated {_when(r.created_at_ms)}"
             f"\texpires {_when(r.expires_at_ms)}"

@@ -61,6 +61,8 @@ PANELS: dict[str, tuple[str, ...]] = {
         "keys_refresh_ms",
         "cors_origins",
         "insecure_no_auth",
+        "rate_requests",
+        "rate_requests_admin",
     ),
     "Connections": (
         "max_connections",

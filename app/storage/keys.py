@@ -22,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.access.grants import Grant
 from app.access.keys import KeyRecord
+from app.access.rates import CredentialLimits
 from app.storage import migrate
 from app.storage.database import Database, create_db_engine
 from app.storage.tables import api_keys
@@ -110,6 +111,11 @@ def insert_key(engine: Engine, record: KeyRecord) -> None:
                     created_at_ms=record.created_at_ms,
                     expires_at_ms=record.expires_at_ms,
                     revoked_at_ms=record.revoked_at_ms,
+                    limits_json=(
+                        orjson.dumps(record.limits.as_json()).decode()
+                        if record.limits.limited
+                        else None
+                    ),
                 )
             )
     except IntegrityError as e:
@@ -128,6 +134,11 @@ def load_keys(engine: Engine) -> list[KeyRecord]:
             created_at_ms=int(r.created_at_ms),
             expires_at_ms=None if r.expires_at_ms is None else int(r.expires_at_ms),
             revoked_at_ms=None if r.revoked_at_ms is None else int(r.revoked_at_ms),
+            limits=(
+                CredentialLimits()
+                if r.limits_json is None
+                else CredentialLimits.from_json(orjson.loads(r.limits_json))
+            ),
         )
         for r in rows
     ]

@@ -60,6 +60,8 @@ api_keys = Table(
     Column("created_at_ms", BigInteger, nullable=False),
     Column("expires_at_ms", BigInteger, nullable=True),
     Column("revoked_at_ms", BigInteger, nullable=True),
+    # The key's own limits as JSON (app/access/rates.py), or NULL: the settings' defaults.
+    Column("limits_json", Text, nullable=True),
 )
 
 meta = Table(

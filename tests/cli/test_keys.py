@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
-from app.access import Grant, KeyRing, Verb, split_key
+from app.access import Grant, KeyRecord, KeyRing, Verb, split_key
 from app.cli import cli
 from app.storage.keys import load_keys
 from app.storage.tables import api_keys
@@ -70,3 +70,24 @@ def test_refusals(tmp_path: Path) -> None:
     assert run("create", "--name", "n", "--read", "*", *db)[0] == 0
     code, _, err = run("create", "--name", "n", "--read", "*", *db)
     assert code == 1 and "exists already" in err
+
+
+def test_a_key_created_with_a_rate_keeps_it(tmp_path: Path) -> None:
+    db = ["--data-dir", str(tmp_path)]
+    code, _, err = run("create", "--name", "app", "--write", "x", "--rate", "100/s:300", *db)
+    assert code == 0, err
+    (record,) = _records(tmp_path)
+    assert str(record.limits.requests) == "100/s:300"
+    listed = run("list", *db)[1].strip().split("\t")
+    assert listed[:3] == ["app", "active", "write=x rate=100/s:300"]
+    code, _, err = run("create", "--name", "other", "--write", "x", "--rate", "fast", *db)
+    assert code == 2 and "--rate: not a rate: 'fast'" in err
+    assert [r.name for r in _records(tmp_path)] == ["app"]  # nothing half-written
+
+
+def _records(tmp_path: Path) -> list[KeyRecord]:
+    engine = create_engine(f"sqlite:///{tmp_path / 'xstreams.db'}")
+    try:
+        return list(load_keys(engine))
+    finally:
+        engine.dispose()

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.access.rates import Decision, Rate
 from app.backends.base import CommandTimer, Gone
 from app.backends.embedded.commands import CommandEndpoint
+from app.backends.embedded.rates import RateBook
 from app.durability import Durability
 from app.engine.blocking import Block
 from app.engine.commands import groups as ops
@@ -109,9 +111,15 @@ class EmbeddedBackend(CommandEndpoint):
         # Webhooks' health by (stream, group, name, URL): kept in memory, not journaled
         # (app/engine/webhook_health.py says why).
         self._health: dict[tuple[str, str, str, str], WebhookHealth] = {}
+        self.rates = RateBook()
 
     async def start(self) -> None:
         return None
+
+    async def spend_rate(
+        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+    ) -> Decision:
+        return self.rates.spend(key, rate, cost, now_us)
 
     async def close(self) -> None:
         return None

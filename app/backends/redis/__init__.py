@@ -27,7 +27,7 @@ docstring says the choices a caller may rely on:
 - passthrough.py: ``Passthrough`` over the router and the reads: the command endpoint
   (one command, pipeline, multi-exec);
 - streams.py: ``Streams`` over the router and the reads; groups.py: ``Groups`` over the
-  router: the typed operations;
+  router: the typed operations; rates.py: ``Rates``, credentials' request budgets;
 - features.py: the server's version, learnt at start, and which of the stream commands Redis
   added after 7.0 it has; newer.py: those commands on a server that lacks them (a script
   where 7.0's commands do the same exactly, else ``NotAvailable``).
@@ -50,6 +50,7 @@ from app.backends.redis.blocking import BlockingReads
 from app.backends.redis.groups import Groups
 from app.backends.redis.idempotent import attempt, idempotent
 from app.backends.redis.passthrough import Passthrough
+from app.backends.redis.rates import Rates
 from app.backends.redis.reads import Reads
 from app.backends.redis.routing import Router
 from app.backends.redis.streams import Streams
@@ -64,7 +65,7 @@ from app.engine.replies import CommandReply, StreamRead
 __all__ = ["RedisBackend", "cluster_address"]
 
 
-class RedisBackend(Passthrough, Streams, Groups, Webhooks):
+class RedisBackend(Passthrough, Streams, Groups, Webhooks, Rates):
     """The Backend protocol over redis-py's asyncio clients (standalone or cluster).
 
     Its methods are its parts' (this package's docstring), as redis-py's client is put
