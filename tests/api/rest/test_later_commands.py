@@ -20,6 +20,7 @@ import pytest
 from tests.api.rest.conftest import add, problem
 from tests.conftest import Server
 from tests.support.targets import Target
+from tests.support.waiting import until
 
 E = "/v1/streams/s/entries"
 G = "/v1/streams/s/groups/g"
@@ -196,7 +197,7 @@ def test_nack_force_releases_entries_not_pending(api: httpx.Client) -> None:
 def test_a_claiming_read_takes_idle_entries_then_new_ones(api: httpx.Client) -> None:
     stream(api, 3)
     read(api, "a", count=1)
-    time.sleep(0.05)
+    until(lambda: pending(api)["1-0"]["idle_ms"] > 20, what="1-0 idle past the claim's 20 ms")
     got = read(api, "b", claim_idle_ms=20, count=2)
     assert [(e["id"], e["delivery_count"]) for e in got] == [("1-0", 1), ("2-0", 0)]
     assert got[0]["idle_ms"] >= 20 and got[1]["idle_ms"] == 0

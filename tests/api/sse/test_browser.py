@@ -96,10 +96,14 @@ def test_eventsource_survives_server_disconnects(browser_server: Server, tmp_pat
             while time.monotonic() < deadline:
                 append(f"item-{i}")
                 i += 1
-                time.sleep(0.1)
-            seen = _wait(page, f"window.seen.entries.length >= {len(appended)}")
-            time.sleep(0.5)  # a duplicate would show up by now
-            seen = page.evaluate("window.seen")
+                time.sleep(0.1)  # time is the subject: appends spread over several lifetimes
+            # A sentinel appended last: entries arrive in order, so a duplicate of any earlier
+            # one shows before it; a second one after one more reconnect covers that resume too.
+            append("sentinel-1")
+            opens = _wait(page, "window.seen.entries.at(-1)?.item === 'sentinel-1'")["opens"]
+            _wait(page, f"window.seen.opens > {opens}")
+            append("sentinel-2")
+            seen = _wait(page, "window.seen.entries.at(-1)?.item === 'sentinel-2'")
         finally:
             browser.close()
     assert [e["id"] for e in seen["entries"]] == appended

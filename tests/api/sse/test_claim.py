@@ -7,13 +7,13 @@ CLAIM and XNACK (``pending_on_redis``)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import httpx
 import pytest
 
 from tests.api.sse.support import add, command, entry_ids, open_events
+from tests.support.waiting import until_async
 
 
 def path(consumer: str) -> str:
@@ -33,11 +33,21 @@ async def owners(client: httpx.AsyncClient) -> dict[str, str]:
     return {row[0]: row[1] for row in rows}
 
 
+async def idle_past(client: httpx.AsyncClient, ms: int) -> None:
+    """Wait until every pending entry of `g` has been idle more than `ms` (XPENDING's clock)."""
+
+    async def idle() -> bool:
+        rows = await command(client, "XPENDING", "s", "g", "-", "+", "100")
+        return bool(rows) and all(row[2] > ms for row in rows)
+
+    await until_async(idle, what=f"pending entries idle past {ms} ms")
+
+
 async def test_idle_pending_entries_come_first_with_their_counts(
     client: httpx.AsyncClient,
 ) -> None:
     old = await given_to_a(client, 2)
-    await asyncio.sleep(0.15)
+    await idle_past(client, 100)
     async with open_events(client, path("b"), claim_idle_ms=100) as events:
         got = await events.take(2)
         assert [e.id for e in got] == old
@@ -89,7 +99,7 @@ async def test_entries_released_by_xnack_come_first(client: httpx.AsyncClient) -
 
 async def test_without_claim_events_are_as_before(client: httpx.AsyncClient) -> None:
     old = await given_to_a(client, 1)
-    await asyncio.sleep(0.05)
+    await idle_past(client, 50)
     async with open_events(client, path("b")) as events:
         new = await add(client, "s", "n", "new")
         (e,) = await events.take(1)

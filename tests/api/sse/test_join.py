@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -52,7 +53,7 @@ class Racing(EmbeddedBackend):
     async def read(self, request: ReadRequest, gone: Any = None) -> list[StreamRead]:
         if request.block_ms is not None and self.failing:
             self.failing -= 1
-            await asyncio.sleep(0.01)  # a refused connection takes a moment
+            await asyncio.sleep(0)  # a refused connection is still a round trip: yield once
             raise CommandError("ERR the Redis backend is unavailable: connection refused")
         reads = await super().read(request, gone)
         plain = request.block_ms is None and request.group is None
@@ -128,6 +129,15 @@ async def delivered(tails: Tails, seq: int) -> None:
     await until_async(lambda: tail_of(tails).seq >= seq)
 
 
+async def sentinel(backend: EmbeddedBackend, *all_events: Events) -> str:
+    """Append one more entry and wait until every subscriber got it. Entries arrive in
+    order, so a repeat of anything before it would have arrived before it: the barrier for
+    "nothing arrives twice"."""
+    [last] = await add(backend, 1, first=-1)
+    await until_async(lambda: all(e.ids()[-1:] == [last] for e in all_events), what="sentinel")
+    return last
+
+
 async def test_entries_handed_out_while_the_last_read_returned_arrive_once(
     backend: Racing, tails: Tails
 ) -> None:
@@ -146,9 +156,9 @@ async def test_entries_handed_out_while_the_last_read_returned_arrive_once(
         assert len(meanwhile) == 3 and tail_of(tails).seq == 2  # handed out before it joined
         later = await add(backend, 2)
         await until_async(lambda: len(events.ids()) >= 8)
-        await asyncio.sleep(0.01)  # room for a repeat to show
-        assert events.ids() == history + meanwhile + later
-        assert [kind for kind, _ in events.parsed()] == ["entry"] * 8
+        end = await sentinel(backend, events)  # a repeat would come before it
+        assert events.ids() == history + meanwhile + later + [end]
+        assert [kind for kind, _ in events.parsed()] == ["entry"] * 9
 
 
 async def test_a_subscriber_ahead_of_the_tail_gets_nothing_twice(
@@ -163,8 +173,8 @@ async def test_a_subscriber_ahead_of_the_tail_gets_nothing_twice(
             await until_async(lambda: second.live and len(second_events.ids()) >= 4)
             more = await add(backend, 1)
             await until_async(lambda: len(first_events.ids()) == len(second_events.ids()) == 5)
-            await asyncio.sleep(0.01)  # room for a repeat to show
-            assert first_events.ids() == second_events.ids() == ids + more
+            end = await sentinel(backend, first_events, second_events)  # repeats come before it
+            assert first_events.ids() == second_events.ids() == ids + more + [end]
 
 
 async def test_more_handed_out_than_the_tail_keeps_makes_the_subscriber_read_on(
@@ -185,8 +195,8 @@ async def test_more_handed_out_than_the_tail_keeps_makes_the_subscriber_read_on(
         await until_async(lambda: sub.live)
         later = await add(backend, 1)
         await until_async(lambda: len(events.ids()) >= 8)
-        await asyncio.sleep(0.01)  # room for a repeat to show
-        assert events.ids() == history + meanwhile + later
+        end = await sentinel(backend, events)  # a repeat would come before it
+        assert events.ids() == history + meanwhile + later + [end]
 
 
 async def test_gap_when_trimming_outran_the_joining_subscriber(
@@ -209,8 +219,8 @@ async def test_gap_when_trimming_outran_the_joining_subscriber(
         await until_async(lambda: sub.live)
         later = await add(backend, 1)
         await until_async(lambda: len(events.ids()) >= 6)
-        await asyncio.sleep(0.01)  # room for a repeat to show
-        assert events.parsed() == [
+        await sentinel(backend, events)  # a repeat would come before it
+        assert events.parsed()[:-1] == [
             *(("entry", {"id": i, "fields": {"n": str(n)}}) for n, i in enumerate(history)),
             ("gap", {"after": history[-1], "first_id": burst[3]}),
             ("entry", {"id": burst[3], "fields": {"n": "3"}}),
@@ -252,8 +262,8 @@ async def test_joining_with_a_small_outbox_loses_and_repeats_nothing(
         await until_async(lambda: sub.live)
         later = [i for _ in range(10) for i in await add(backend, 5)]
         await until_async(lambda: len(events.ids()) >= 73)
-        await asyncio.sleep(0.01)  # room for a repeat to show
-        assert events.ids() == history + meanwhile + later
+        end = await sentinel(backend, events)  # a repeat would come before it
+        assert events.ids() == history + meanwhile + later + [end]
 
 
 async def test_a_tail_rides_out_failing_reads_and_gives_up_with_an_error(
@@ -287,12 +297,13 @@ async def test_gaps_are_counted_again_after_the_stream_is_created_anew(
         old = await add(backend, 3)
         await until_async(lambda: len(events.ids()) == 3)
         await backend.delete_stream("s")
-        await asyncio.sleep(0.002)  # IDs past the old ones (a tail's cursor only goes up)
+        # IDs past the old ones (a tail's cursor only goes up): the clock past their millisecond
+        await until_async(lambda: time.time() * 1000 > int(old[-1].split("-")[0]), what="clock")
         anew = await add(backend, 1)
         await until_async(lambda: len(events.ids()) == 4)
         burst = [i for n in range(5) for i in await add(backend, 1, first=n)]
         await backend.trim("s", TrimSpec(TrimStrategy.MAXLEN, maxlen=2))
         await until_async(lambda: len(events.ids()) == 6)
-        await asyncio.sleep(0.01)  # room for a repeat to show
-        assert events.ids() == old + anew + burst[3:]
+        end = await sentinel(backend, events)  # a repeat would come before it
+        assert events.ids() == old + anew + burst[3:] + [end]
         assert events.parsed()[4] == ("gap", {"after": anew[0], "first_id": burst[3]})

@@ -162,7 +162,7 @@ async def test_stalled_subscriber_is_cut_off_and_resumes(
     for _ in range(12):  # ~10 MB: past the 64 KiB bound and every socket buffer
         r = await client.post("/pipeline", json=batch)
         ids += [x["result"] for x in r.json()]
-    await asyncio.sleep(SEND_TIMEOUT_MS / 1000 * 1.5)
+    await asyncio.sleep(SEND_TIMEOUT_MS / 1000 * 1.5)  # time is the subject: past the send timeout
     data = await asyncio.to_thread(_drain, sock)
     got = [line[4:].decode() for line in data.split(b"\n") if line.startswith(b"id: ")]
     assert 0 < len(got) < len(ids), "the stalled subscriber was cut off"

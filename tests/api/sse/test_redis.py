@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -95,22 +96,30 @@ async def test_replay_and_join_under_writes_lose_and_repeat_nothing(
     somewhere in the middle, and gets every entry once, in order."""
     history = add(real_redis, 50)
     written: list[str] = []
+    opened = 0
+
+    async def at_least(count: Callable[[], int], n: int, what: str) -> None:
+        await until_async(lambda: count() >= n, what=what)
 
     async def writer() -> None:
         for i in range(200):
+            if i % 25 == 0:  # reader k opens after 25 k writes; the writes go on as it replays
+                await at_least(lambda: opened, i // 25 + 1, f"reader {i // 25} open")
             written.append(real_redis.xadd("s", {"w": str(i)}))
-            await asyncio.sleep(0.002)  # paced: the readers open while it writes
+            await asyncio.sleep(0)  # the readers' requests run between the writes
 
     async def reader() -> list[str]:
+        nonlocal opened
         async with open_events(client, "/v1/streams/s/events", last_id="0") as events:
+            opened += 1
             return entry_ids(await events.take(250, timeout=20))
 
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(writer())
         readers = []
-        for _ in range(8):
+        for k in range(8):  # staggered: each joins at another point of the writes
+            await at_least(lambda: len(written), 25 * k, f"{25 * k} writes")
             readers.append(tg.create_task(reader()))
-            await asyncio.sleep(0.05)  # staggered: each joins at another point of the writes
     assert task.done()
     for r in readers:
         assert r.result() == history + written
@@ -178,12 +187,12 @@ class HeldReplayRead:
         self.taken = True
         reads: list[StreamRead] = await self.inner.read(args, gone)
         self.held.set()  # the reply is in: from here on, a cancellation is dropped
-        while not self.release.is_set():
+        while True:
             try:
-                await asyncio.sleep(0.01)
+                await until_async(self.release.is_set, math.inf, "release")
+                return reads
             except asyncio.CancelledError:
                 self.cancelled.set()  # dropped, as asyncio.wait_for did
-        return reads
 
 
 @pytest.fixture

@@ -61,7 +61,7 @@ async def _append_until(client: httpx.AsyncClient, stop: asyncio.Event) -> list[
     while not stop.is_set():
         r = await client.post("/", json=["XADD", "s", "*", "v", VALUE])
         ids.append(r.json()["result"])
-        await asyncio.sleep(APPEND_EVERY_S)
+        await asyncio.sleep(APPEND_EVERY_S)  # time is the subject: a steady write rate
     return ids
 
 
