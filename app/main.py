@@ -276,6 +276,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
     app.add_middleware(
         RateGate,
         backend=lambda: services.backend,
+        metrics=services.metrics,
         scoped_default=_rate(settings.rate_requests),
         admin_default=_rate(settings.rate_requests_admin),
         open_paths=open_paths,

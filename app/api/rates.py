@@ -32,6 +32,7 @@ from app.access import Principal
 from app.access.rates import Decision, Rate
 from app.api.errors import error_body
 from app.backends.roles import RatesRole
+from app.observe.metrics import Metrics
 
 __all__ = ["RateGate", "rate_of"]
 
@@ -61,12 +62,14 @@ class RateGate:
         self,
         app: ASGIApp,
         backend: Callable[[], RatesRole],
+        metrics: Metrics,
         scoped_default: Rate | None,
         admin_default: Rate | None,
         open_paths: frozenset[str],
     ) -> None:
         self.app = app
         self.backend = backend  # asked per request: tests swap the backend after start
+        self.metrics = metrics
         self.scoped_default = scoped_default
         self.admin_default = admin_default
         self.open_paths = open_paths
@@ -92,6 +95,7 @@ class RateGate:
             return
         headers = _headers(rate, decision)
         if not decision.allowed:
+            self.metrics.throttle(f"{principal.kind.value}:{principal.name}")
             await _too_many(scope, send, rate, decision, headers)
             return
 

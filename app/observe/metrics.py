@@ -87,6 +87,9 @@ class Metrics:
     journal_commit: Timings = field(default_factory=Timings)  # ()
     journal_group: Timings = field(default_factory=lambda: Timings(GROUP_BUCKETS))  # ()
     idempotency: Counts = field(default_factory=Counts)  # (outcome,)
+    # Requests refused past their credential's rate (app/api/rates.py), by credential: at
+    # most ``max_groups`` credentials get a series, the rest count as "other".
+    throttled: Counts = field(default_factory=Counts)  # (credential,)
     # Retention (app/delivery): entries the background sweeps trimmed, and steps that failed.
     retention_trimmed_entries: int = 0
     retention_failures: int = 0
@@ -128,6 +131,14 @@ class Metrics:
         """A request with an Idempotency-Key: ``kept``, ``replayed``, ``reused`` (another
         request's key: 422) or ``running`` (409)."""
         self.idempotency.add((outcome,))
+
+    def throttle(self, credential: str) -> None:
+        """A request refused past ``credential``'s rate (``kind:name``: ``key:app``,
+        ``jwt:alice``, ``token:admin``, ``open:open``)."""
+        known = (credential,) in self.throttled.by_labels
+        if not known and len(self.throttled.by_labels) >= self.max_groups:
+            credential = "other"
+        self.throttled.add((credential,))
 
     def retention_trimmed(self, entries: int) -> None:
         self.retention_trimmed_entries += entries
@@ -271,6 +282,13 @@ class ServiceCollector(Collector):
             "xstreams_retention_trimmed",
             "Entries the background retention removed (XTRIM steps, app/delivery).",
             value=m.retention_trimmed_entries,
+        )
+        yield _counter(
+            "xstreams_throttled_requests",
+            "Requests refused with 429 past their credential's rate, by credential (kind:name;"
+            " past metrics_max_groups credentials, 'other').",
+            ["credential"],
+            m.throttled,
         )
         yield CounterMetricFamily(
             "xstreams_retention_failures",

@@ -127,3 +127,21 @@ def test_a_rate_setting_written_wrong_is_refused() -> None:
 
     with pytest.raises(ValidationError, match="not a rate"):
         Settings(rate_requests="lots")
+
+
+async def test_metrics_count_each_credentials_refusals(served: Served) -> None:
+    alice = bearer("alice", {"requests": "1/min"})
+    async with served(token="admin", jwt_secret=SECRET) as c:
+        codes = [(await c.post("/", json=["PING"], headers=alice)).status_code for _ in range(3)]
+        assert codes == [200, 429, 429]
+        text = (await c.get("/metrics", headers=ADMIN)).text
+        assert 'xstreams_throttled_requests_total{credential="jwt:alice"} 2.0' in text
+
+
+def test_past_the_series_cap_credentials_count_as_other() -> None:
+    from app.observe.metrics import Metrics
+
+    m = Metrics(max_groups=2)
+    for name in ("key:a", "key:b", "key:c", "key:a", "jwt:d"):
+        m.throttle(name)
+    assert dict(m.throttled) == {("key:a",): 2, ("key:b",): 1, ("other",): 2}
