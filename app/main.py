@@ -16,7 +16,6 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__, info, probes
 from app.access import Authenticator, JwtVerifier, KeyRing
-from app.access.rates import Rate
 from app.api import dashboard, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
@@ -25,7 +24,7 @@ from app.api.holds import Holds
 from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
-from app.api.rates import RateGate
+from app.api.rates import RateGate, parsed
 from app.api.rest import (
     compiled,
     consumers,
@@ -277,8 +276,8 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         RateGate,
         backend=lambda: services.backend,
         metrics=services.metrics,
-        scoped_default=_rate(settings.rate_requests),
-        admin_default=_rate(settings.rate_requests_admin),
+        scoped_default=parsed(settings.rate_requests),
+        admin_default=parsed(settings.rate_requests_admin),
         open_paths=open_paths,
     )
     app.add_middleware(AccessGate, authenticator=services.access, open_paths=open_paths)
@@ -289,10 +288,6 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         _install_cors(app, services.settings.cors_origins)
     # Outermost: each request's ID, count, latency and log line, whoever answers it.
     app.add_middleware(Observe, metrics=services.metrics)
-
-
-def _rate(text: str | None) -> Rate | None:
-    return None if text is None else Rate.parse(text)
 
 
 def _install_cors(app: FastAPI, origins: list[str]) -> None:

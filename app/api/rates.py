@@ -34,7 +34,7 @@ from app.api.errors import error_body
 from app.backends.roles import RatesRole
 from app.observe.metrics import Metrics
 
-__all__ = ["RateGate", "rate_of"]
+__all__ = ["RateGate", "parsed", "rate_of"]
 
 log = logging.getLogger("xstreams.rates")
 POLICY = "requests"
@@ -47,6 +47,11 @@ def rate_of(
     if principal.limits.requests is not None:
         return principal.limits.requests
     return scoped_default if principal.scoped else admin_default
+
+
+def parsed(text: str | None) -> Rate | None:
+    """A rate setting (checked when the settings were read), or None."""
+    return None if text is None else Rate.parse(text)
 
 
 def _headers(rate: Rate, decision: Decision) -> list[tuple[bytes, bytes]]:

@@ -73,6 +73,12 @@ async def test_settings_set_the_defaults_a_credential_may_override(served: Serve
         assert bobs == [200, 200, 429] and carols == [200, 200, 200, 200, 429]
         admins = [(await c.post("/", json=["PING"], headers=ADMIN)).status_code for _ in range(5)]
         assert admins == [200] * 5  # the admin is not limited unless rate_requests_admin says
+        erin = bearer("erin", {"requests": "4/min"})
+        told = [
+            (await c.get("/v1/whoami", headers=who)).json()["rate"]
+            for who in (erin, bearer("dave"), ADMIN)
+        ]
+        assert told == ["4/min", "2/min", None]  # her own, the default, not limited
 
 
 async def test_an_open_service_may_limit_everyone_but_not_its_probes(served: Served) -> None:

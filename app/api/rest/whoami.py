@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Query, Request
 
 from app.api.access_gate import principal_of
+from app.api.rates import parsed, rate_of
 from app.api.rest.common import errors, router
 from app.api.rest.schemas.access import Whoami, whoami
 from app.api.services import ServicesDep
@@ -38,4 +39,7 @@ async def get_whoami(
     names = list(dict.fromkeys(stream))
     # As many as one XREAD may name (max_read_keys), refused with the engine's words.
     Limits(read_keys=services.settings.max_read_keys).check_read_keys("whoami", len(names))
-    return whoami(principal_of(request.scope), names)
+    principal = principal_of(request.scope)
+    settings = services.settings
+    rate = rate_of(principal, parsed(settings.rate_requests), parsed(settings.rate_requests_admin))
+    return whoami(principal, names, None if rate is None else str(rate))

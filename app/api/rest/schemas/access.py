@@ -45,6 +45,7 @@ class Whoami(BaseModel):
                         "metrics": False,
                     },
                     "expires_at_ms": 1767225600000,
+                    "rate": "100/s:300",
                     "streams": [
                         {"name": "orders-eu", "read": True, "consume": True, "write": False}
                     ],
@@ -60,6 +61,12 @@ class Whoami(BaseModel):
     )
     grant: GrantDoc
     expires_at_ms: int | None = Field(description="When the credential stops working.")
+    rate: str | None = Field(
+        default=None,
+        description="The requests it may make (`100/s`, `100/s:300`: 300 at once), its own or"
+        " the service's default; null: not limited. Each response to a limited credential"
+        " says what is left (`RateLimit`).",
+    )
     streams: list[StreamAccess] = Field(description="One row per `stream` asked about.")
 
 
@@ -73,7 +80,7 @@ def _grant(g: Grant) -> GrantDoc:
     )
 
 
-def whoami(principal: Principal, streams: list[str]) -> Whoami:
+def whoami(principal: Principal, streams: list[str], rate: str | None = None) -> Whoami:
     rows = []
     for name in streams:
         verbs = verbs_on(principal.grant, name)
@@ -90,5 +97,6 @@ def whoami(principal: Principal, streams: list[str]) -> Whoami:
         kind=principal.kind.value,
         grant=_grant(principal.grant),
         expires_at_ms=principal.expires_at_ms,
+        rate=rate,
         streams=rows,
     )
