@@ -8,12 +8,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.engine.commands.streams import RangeArgs
-from app.engine.delivery import Webhook
+from app.engine.delivery import Retention, Webhook
 from app.engine.ids import StreamID
 from app.engine.node_reads import Entry
+from app.engine.replies import PendingSummary, ScanPage
 from app.engine.webhook_health import HealthUpdate, WebhookHealth
 
-__all__ = ["RangeOnlyStreams", "RecordingWebhooks"]
+__all__ = [
+    "PendingOnlyGroups",
+    "RangeOnlyStreams",
+    "RecordingRetention",
+    "RecordingWebhooks",
+]
 
 
 @dataclass
@@ -47,6 +53,48 @@ class RecordingWebhooks:
         return [None for _ in hooks]
 
 
+@dataclass
+class RecordingRetention:
+    """Keyspace and retention roles for the retention worker: ``own`` retentions by name,
+    ``keys`` the SCAN listing (one page of ``page`` keys a call), ``backlog`` how many
+    entries each stream is over its retention (a step removes up to ``limit``), ``fail``
+    keys whose steps raise. ``steps`` records every ``enforce_retention`` call."""
+
+    own: dict[str, Retention] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    backlog: dict[str, int] = field(default_factory=dict)
+    fail: dict[str, Exception] = field(default_factory=dict)
+    page: int = 2
+    steps: list[tuple[str, Retention, int]] = field(default_factory=list)
+
+    async def retentions(self) -> dict[str, Retention]:
+        return dict(self.own)
+
+    async def scan(self, cursor: int, match: str | None, count: int | None) -> ScanPage:
+        keys = self.keys[cursor : cursor + self.page]
+        nxt = cursor + self.page
+        return ScanPage(nxt if nxt < len(self.keys) else 0, keys)
+
+    async def enforce_retention(self, key: str, retention: Retention, limit: int) -> int:
+        self.steps.append((key, retention, limit))
+        if key in self.fail:
+            raise self.fail[key]
+        n = min(limit, self.backlog.get(key, 0))
+        self.backlog[key] = self.backlog.get(key, 0) - n
+        return n
+
+
+@dataclass
+class PendingOnlyGroups:
+    """XPENDING's summary per (key, group): what an SSE group delivery asks to know how many
+    entries its consumer holds."""
+
+    summaries: dict[tuple[str, str], PendingSummary] = field(default_factory=dict)
+
+    async def pending_summary(self, key: str, group: str) -> PendingSummary:
+        return self.summaries.get((key, group), PendingSummary(0, None, None, []))
+
+
 def entries(n: int) -> list[Entry]:
     """``n`` entries with IDs 1-0 ... n-0."""
-    return [Entry(StreamID(i, 0), ["n", str(i)]) for i in range(1, n + 1)]
+    return [Entry(StreamID(i, 0), ("n", str(i))) for i in range(1, n + 1)]
