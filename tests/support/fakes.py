@@ -4,7 +4,8 @@ stands in for a network. Each implements just what its consumers call; the rest 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from app.engine.commands.streams import RangeArgs
@@ -15,7 +16,9 @@ from app.engine.replies import PendingSummary, ScanPage
 from app.engine.webhook_health import HealthUpdate, WebhookHealth
 
 __all__ = [
+    "FailingCommands",
     "PendingOnlyGroups",
+    "PlainLifecycle",
     "RangeOnlyStreams",
     "RecordingRetention",
     "RecordingWebhooks",
@@ -93,6 +96,48 @@ class PendingOnlyGroups:
 
     async def pending_summary(self, key: str, group: str) -> PendingSummary:
         return self.summaries.get((key, group), PendingSummary(0, None, None, []))
+
+
+@dataclass
+class PlainLifecycle:
+    """Lifecycle with nothing to wait for: ``answering`` yields at once; counts its blocks."""
+
+    started: bool = False
+    closed: bool = False
+    blocks: int = 0
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    @asynccontextmanager
+    async def answering(self) -> AsyncIterator[None]:
+        self.blocks += 1
+        yield
+
+
+@dataclass
+class FailingCommands(PlainLifecycle):
+    """The command endpoint's roles for a backend that cannot answer: every command and
+    pipeline raises ``error`` (a ``BackendUnavailable``, say); ``argv`` records what ran."""
+
+    error: Exception = field(default_factory=lambda: ConnectionError("down"))
+    argv: list[Sequence[str]] = field(default_factory=list)
+    name: str = "fake"
+    checks_commands: bool = False
+
+    async def command(self, argv: Sequence[str], gone: object = None) -> object:
+        self.argv.append(argv)
+        raise self.error
+
+    async def pipeline(self, commands: Sequence[Sequence[str]], gone: object = None) -> object:
+        self.argv.extend(commands)
+        raise self.error
+
+    async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Webhook]:
+        return []  # create_app hands it to the webhook runner, which is not started here
 
 
 def entries(n: int) -> list[Entry]:
