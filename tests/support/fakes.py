@@ -100,11 +100,15 @@ class PendingOnlyGroups:
 
 @dataclass
 class PlainLifecycle:
-    """Lifecycle with nothing to wait for: ``answering`` yields at once; counts its blocks."""
+    """Lifecycle with nothing to wait for: ``answering`` yields at once; counts its blocks,
+    says whether one is open (``inside``); ``fail_on_exit`` is raised leaving a block (the
+    durable wait's outcome: ``ClientGone``, ``StorageUnavailable``)."""
 
     started: bool = False
     closed: bool = False
     blocks: int = 0
+    inside: bool = False
+    fail_on_exit: Exception | None = None
 
     async def start(self) -> None:
         self.started = True
@@ -115,7 +119,13 @@ class PlainLifecycle:
     @asynccontextmanager
     async def answering(self) -> AsyncIterator[None]:
         self.blocks += 1
-        yield
+        self.inside = True
+        try:
+            yield
+        finally:
+            self.inside = False
+        if self.fail_on_exit is not None:
+            raise self.fail_on_exit
 
 
 @dataclass
