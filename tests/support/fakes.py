@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from app.engine.commands.streams import RangeArgs
-from app.engine.delivery import Retention, Webhook
+from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.ids import StreamID
 from app.engine.node_reads import Entry
 from app.engine.replies import PendingSummary, ScanPage
@@ -19,6 +19,7 @@ __all__ = [
     "FailingCommands",
     "PendingOnlyGroups",
     "PlainLifecycle",
+    "PolicyOnlyDelivery",
     "RangeOnlyStreams",
     "RecordingRetention",
     "RecordingWebhooks",
@@ -148,6 +149,19 @@ class FailingCommands(PlainLifecycle):
 
     async def webhooks(self, key: str | None = None, group: str | None = None) -> list[Webhook]:
         return []  # create_app hands it to the webhook runner, which is not started here
+
+
+@dataclass
+class PolicyOnlyDelivery:
+    """Delivery policies by (key, group), as a webhook's loop looks them up; ``asked``
+    records the lookups."""
+
+    policies: dict[tuple[str, str], DeliveryPolicy] = field(default_factory=dict)
+    asked: list[tuple[str, str]] = field(default_factory=list)
+
+    async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
+        self.asked.append((key, group))
+        return self.policies.get((key, group))
 
 
 def entries(n: int) -> list[Entry]:
