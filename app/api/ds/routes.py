@@ -1,0 +1,130 @@
+"""The /ds routes: one Starlette route for every method on ``/ds/{path}``."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.access import NoPerm
+from app.access.check import check_keys
+from app.api.access_gate import principal_of
+from app.api.services import services_of
+from app.engine.commands.table import named
+from app.engine.waiting import ClientGone
+
+from . import headers as h
+from . import meta as records
+from . import offsets
+from .offsets import OffsetError
+from .reads import read_get
+from .responses import error, reply
+from .sse import read_sse
+from .state import DsState
+from .writes import append, create
+
+__all__ = ["Surface"]
+
+_MODELS = {
+    "PUT": named("xadd"),
+    "POST": named("xadd"),
+    "GET": named("xrange"),
+    "HEAD": named("xrange"),
+    "DELETE": named("del"),
+}
+_LIVE = {None, "long-poll", "sse"}
+
+
+class Surface:
+    """The endpoint, with this process's per-stream state (locks, last touch)."""
+
+    def __init__(self) -> None:
+        self.state = DsState()
+
+    async def endpoint(self, request: Request) -> Response:
+        key = request.path_params["path"]
+        if not key:
+            return error(404, "no stream")
+        principal = principal_of(request.scope)
+        try:
+            if not principal.unrestricted:
+                check_keys(principal, _MODELS[request.method], [key])
+            return await self._serve(request, key)
+        except (h.BadRequest, OffsetError) as exc:
+            return error(400, str(exc))
+        except NoPerm as exc:
+            return error(403, str(exc))
+        except ClientGone:
+            return reply(499)
+
+    async def _current(self, request: Request, key: str) -> records.Meta | None:
+        """The stream's record; an expired stream is deleted here (lazily) and is None."""
+        backend = services_of(request).backend
+        meta = await records.load(backend, key)
+        if meta is not None and meta.expired(self.state.touched.get(key, 0)):
+            await records.delete(backend, key)
+            self.state.forget(key)
+            return None
+        return meta
+
+    async def _serve(self, request: Request, key: str) -> Response:
+        backend = services_of(request).backend
+        method = request.method
+        if method == "PUT":
+            body = await request.body()
+            async with self.state.serialized(key):
+                response = await create(
+                    request, backend, key, await self._current(request, key), body
+                )
+            self.state.touch(key)
+            return response
+        if method == "POST":
+            body = await request.body()
+            async with self.state.serialized(key):
+                meta = await self._current(request, key)
+                if meta is None:
+                    return error(404, "no such stream")
+                response = await append(request, backend, key, meta, body)
+            self.state.touch(key)
+            return response
+        meta = await self._current(request, key)
+        if meta is None:
+            return error(404, "no such stream")
+        if method == "HEAD":
+            return await self._head(request, key, meta)
+        if method == "DELETE":
+            async with self.state.serialized(key):
+                await records.delete(backend, key)
+            self.state.forget(key)
+            return reply(204)
+        params = request.query_params
+        if len(params.getlist("offset")) > 1 or len(params.getlist("live")) > 1:
+            raise h.BadRequest("offset and live may each be given once")
+        live = params.get("live")
+        if live not in _LIVE:
+            raise h.BadRequest("live is long-poll or sse")
+        offset = params.get("offset")
+        if offset is None:
+            if live is not None:
+                raise h.BadRequest("a live read needs an offset")
+            offset = "-1"
+        if offset == "":
+            raise h.BadRequest("an empty offset")
+        self.state.touch(key)
+        if live == "sse":
+            return await read_sse(request, backend, key, meta, offset)
+        return await read_get(request, backend, key, meta, offset, live == "long-poll")
+
+    async def _head(self, request: Request, key: str, meta: records.Meta) -> Response:
+        last = await records.tail(services_of(request).backend, key)
+        out = {
+            "content-type": meta.content_type,
+            h.NEXT_OFFSET: offsets.token(last),
+            "cache-control": "no-store",
+        }
+        if meta.ttl is not None:
+            out[h.TTL] = str(meta.ttl)
+        if meta.expires_at is not None:
+            out[h.EXPIRES_AT] = meta.expires_at
+        if meta.closed:
+            out[h.CLOSED] = "true"
+        return reply(200, out)
