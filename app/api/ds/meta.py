@@ -40,6 +40,11 @@ class Meta:
     # Producer-Id -> [epoch, last seq]
     producers: dict[str, list[int]] = field(default_factory=dict)
     closer: list[object] | None = None  # [id, epoch, seq] of the producer that closed it
+    forked_from: str | None = None  # the source's key, for a fork
+    fork_offset: str | None = None  # where it diverged (an offset token)
+    fork_sub: int = 0  # Stream-Fork-Sub-Offset past fork_offset
+    refs: int = 0  # forks that name this stream as their source
+    deleted: bool = False  # soft-deleted: gone for clients, kept while forks name it
     written: StreamID = MIN_ID  # the record's entry ID: when it last changed
 
     def fields(self) -> tuple[str, ...]:
@@ -51,6 +56,11 @@ class Meta:
             "seq", "" if self.seq is None else self.seq,
             "producers", orjson.dumps(self.producers).decode(),
             "closer", "" if self.closer is None else orjson.dumps(self.closer).decode(),
+            "forked-from", self.forked_from or "",
+            "fork-offset", self.fork_offset or "",
+            "fork-sub", str(self.fork_sub),
+            "refs", str(self.refs),
+            "deleted", "1" if self.deleted else "0",
         )  # fmt: skip
 
     def expired(self, touched_ms: int, now_ms: int | None = None) -> bool:
@@ -71,6 +81,11 @@ def _from(entry_id: StreamID, flat: tuple[str, ...]) -> Meta:
         seq=got.get("seq") or None,
         producers=orjson.loads(got.get("producers") or "{}"),
         closer=orjson.loads(got["closer"]) if got.get("closer") else None,
+        forked_from=got.get("forked-from") or None,
+        fork_offset=got.get("fork-offset") or None,
+        fork_sub=int(got.get("fork-sub") or 0),
+        refs=int(got.get("refs") or 0),
+        deleted=got.get("deleted") == "1",
         written=entry_id,
     )
 

@@ -18,7 +18,8 @@ __all__ = ["NOW", "START", "ZERO", "OffsetError", "parse", "token"]
 START = "-1"
 NOW = "now"
 _WIDTH = 20
-_SHAPE = re.compile(r"\A([0-9]{20})_([0-9]{20})\Z")
+# Minted 20 digits wide; read with any width up to 20 (a client may write 0_0 for the start).
+_SHAPE = re.compile(r"\A([0-9]{1,20})_([0-9]{1,20})\Z")
 
 
 class OffsetError(ValueError):

@@ -15,6 +15,7 @@ from app.engine.waiting import ClientGone
 from . import headers as h
 from . import meta as records
 from . import offsets
+from .forks import FORKED_FROM, SUB_OFFSET, create_fork, remove
 from .offsets import OffsetError
 from .reads import read_get
 from .responses import error, reply
@@ -60,9 +61,8 @@ class Surface:
         """The stream's record; an expired stream is deleted here (lazily) and is None."""
         backend = services_of(request).backend
         meta = await records.load(backend, key)
-        if meta is not None and meta.expired(self.state.touched.get(key, 0)):
-            await records.delete(backend, key)
-            self.state.forget(key)
+        if meta is not None and not meta.deleted and meta.expired(self.state.touched.get(key, 0)):
+            await remove(backend, self.state, key, meta)
             return None
         return meta
 
@@ -71,10 +71,17 @@ class Surface:
         method = request.method
         if method == "PUT":
             body = await request.body()
+            forked = request.headers.get(FORKED_FROM) is not None
+            if not forked and request.headers.get(SUB_OFFSET) is not None:
+                raise h.BadRequest("Stream-Fork-Sub-Offset needs Stream-Forked-From")
             async with self.state.serialized(key):
-                response = await create(
-                    request, backend, key, await self._current(request, key), body
-                )
+                meta = await self._current(request, key)
+                if meta is not None and meta.deleted:
+                    return error(409, "a deleted stream still has forks at this path")
+                if forked:
+                    response = await create_fork(request, backend, self.state, key, meta, body)
+                else:
+                    response = await create(request, backend, key, meta, body)
             self.state.touch(key)
             return response
         if method == "POST":
@@ -83,18 +90,26 @@ class Surface:
                 meta = await self._current(request, key)
                 if meta is None:
                     return error(404, "no such stream")
+                if meta.deleted:
+                    return error(410, "the stream is deleted")
                 response = await append(request, backend, key, meta, body)
             self.state.touch(key)
             return response
         meta = await self._current(request, key)
         if meta is None:
             return error(404, "no such stream")
+        if meta.deleted:
+            return error(410, "the stream is deleted")
         if method == "HEAD":
             return await self._head(request, key, meta)
         if method == "DELETE":
             async with self.state.serialized(key):
-                await records.delete(backend, key)
-            self.state.forget(key)
+                meta = await self._current(request, key)
+                if meta is None:
+                    return error(404, "no such stream")
+                if meta.deleted:
+                    return error(410, "the stream is deleted")
+                await remove(backend, self.state, key, meta)
             return reply(204)
         params = request.query_params
         if len(params.getlist("offset")) > 1 or len(params.getlist("live")) > 1:

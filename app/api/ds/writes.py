@@ -28,8 +28,6 @@ def _stream_headers(meta: Meta, next_offset: str) -> dict[str, str]:
 async def create(
     request: Request, backend: Backend, key: str, meta: Meta | None, body: bytes
 ) -> Response:
-    if request.headers.get("stream-forked-from") is not None:
-        return error(501, "forks are not served yet")
     ttl, expires = h.ttl(request.headers), h.expires_at(request.headers)
     if ttl is not None and expires is not None:
         raise h.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")

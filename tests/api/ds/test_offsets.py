@@ -25,6 +25,11 @@ def test_redis_ids_do_not_sort_as_text_but_offsets_do() -> None:
     assert offsets.token(StreamID(1732841234567, 3)) == "00000001732841234567_00000000000000000003"
 
 
+def test_offsets_are_read_at_any_width_up_to_twenty_digits() -> None:
+    assert offsets.parse("0_0") == MIN_ID  # a client may spell the start so (forks)
+    assert offsets.parse("0000000000000012_0000000000000003") == StreamID(12, 3)
+
+
 def test_the_sentinels() -> None:
     assert offsets.parse("-1") == MIN_ID
     assert offsets.token(MIN_ID) == offsets.ZERO
@@ -38,7 +43,8 @@ def test_the_sentinels() -> None:
         "0",
         "1-0",
         "abc",
-        "0_0",
+        "_0",
+        "0" * 21 + "_0",
         "00000000000000000000_0000000000000000000x",
         "99999999999999999999_0",
     ],
