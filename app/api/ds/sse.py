@@ -81,10 +81,10 @@ async def read_sse(
         with holds.holding(principal):
             while True:
                 chunk = await read_chunk(backend, key, position)
-                if chunk.entries:
-                    yield _data_event(chunk, meta.content_type)
+                data = _data_event(chunk, meta.content_type) if chunk.entries else b""
                 position = chunk.next
-                yield _control(request, meta, position, chunk.up_to_date)
+                # One write: a data event and its control event reach the client together.
+                yield data + _control(request, meta, position, chunk.up_to_date)
                 if meta.closed and chunk.up_to_date:
                     return
                 if not chunk.up_to_date:
