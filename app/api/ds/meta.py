@@ -1,9 +1,9 @@
 """A Durable Stream's metadata record, kept with the stream on either backend.
 
-The record (content type, TTL or expiry, closed, last ``Stream-Seq``, producer state) is the
-one entry of a companion stream, ``{path}:ds-meta``, rewritten with ``MAXLEN 1`` on each
-change through the Backend's typed operations. Its existence is the Durable Stream's: a
-stream created empty has a record and no entries yet.
+The record (content type, TTL or expiry, closed, last ``Stream-Seq``, producer state, fork
+links) is the one entry of a companion stream, ``{path}:ds-meta`` (``meta_key``), rewritten
+with ``MAXLEN 1`` on each change through the Backend's typed operations. Its existence is the
+Durable Stream's: a stream created empty has a record and no entries yet.
 """
 
 from __future__ import annotations
@@ -26,8 +26,20 @@ SUFFIX = ":ds-meta"
 _KEEP_ONE = TrimSpec(TrimStrategy.MAXLEN, maxlen=1)
 
 
+def _has_tag(key: str) -> bool:
+    """Whether Redis Cluster hashes ``key`` by a hash tag (its first non-empty ``{...}``)."""
+    start = key.find("{")
+    return start != -1 and key.find("}", start + 1) > start + 1
+
+
 def meta_key(key: str) -> str:
-    return key + SUFFIX
+    """The record's stream, in the data stream's cluster slot so that one XREAD can wait on
+    both (a long poll wakes on an append or a close): ``{key}:ds-meta``, or ``key:ds-meta``
+    when the key has a hash tag of its own (then the tag is kept). A key with a ``}`` and no
+    tag gets ``key:ds-meta``, in another slot: its live reads fail on Redis Cluster."""
+    if _has_tag(key) or "}" in key:
+        return key + SUFFIX
+    return "{" + key + "}" + SUFFIX
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,9 @@ position XRANGE and consumer groups agree on (docs/durable-streams.md)."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 
 from app.api.ds import offsets
@@ -32,3 +35,15 @@ def test_messages_are_entries_and_offsets_are_their_ids(api: httpx.Client, xs: C
     xs("XGROUP", "CREATE", S, "g", entries[0][0])
     delivered = xs("XREADGROUP", "GROUP", "g", "c", "STREAMS", S, ">")
     assert [e[1][3] for e in delivered[0][1]] == ['{"n":2}', '{"n":3}']
+
+
+def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands) -> None:
+    """The wait names the stream and its record together: one slot on Redis Cluster."""
+    created = api.put(f"/ds/{S}", headers={"Content-Type": "text/plain"})
+    params = {"offset": created.headers["stream-next-offset"], "live": "long-poll"}
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(api.get, f"/ds/{S}", params=params)
+        time.sleep(0.3)
+        xs("XADD", S, "*", "body", "from XADD")
+        got = waiting.result(timeout=10)
+    assert (got.status_code, got.content) == (200, b"from XADD")

@@ -148,3 +148,20 @@ async def test_sse_sends_data_then_control_and_ends_on_close(ds: httpx.AsyncClie
     assert got.headers["content-type"] == "text/event-stream"
     assert got.text.startswith("event: data\ndata:one\ndata:two\n\nevent: control\n")
     assert '"streamClosed":true' in got.text
+
+
+async def test_a_fork_shares_the_source_offsets_and_outlives_it(ds: httpx.AsyncClient) -> None:
+    src, fork = "/ds/src", "/ds/fork"
+    first = await ds.put(src, headers=TEXT, content=b"a")
+    await ds.post(src, headers=TEXT, content=b"b")
+    at = first.headers["stream-next-offset"]
+    made = await ds.put(fork, headers={"Stream-Forked-From": "/src", "Stream-Fork-Offset": at})
+    assert (made.status_code, made.headers["stream-next-offset"]) == (201, at)
+    await ds.post(fork, headers=TEXT, content=b"c")
+    assert (await ds.get(fork)).content == b"ac"
+    assert (await ds.get(src)).content == b"ab"
+    assert (await ds.delete(src)).status_code == 204  # soft: the fork names it
+    assert (await ds.get(src)).status_code == 410
+    assert (await ds.put(src, headers=TEXT)).status_code == 409
+    assert (await ds.delete(fork)).status_code == 204  # the last fork: the source goes too
+    assert (await ds.get(src)).status_code == 404
