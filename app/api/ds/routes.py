@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from app.access import NoPerm
 from app.access.check import check_keys
 from app.api.access_gate import principal_of
+from app.api.deps import BodyTooLarge, read_body
 from app.api.services import services_of
 from app.engine.commands.table import named
 from app.engine.waiting import ClientGone
@@ -54,7 +55,9 @@ class Surface:
             return error(400, str(exc))
         except NoPerm as exc:
             return error(403, str(exc))
-        except ClientGone:
+        except BodyTooLarge:
+            return error(413, "the body is larger than max_body_bytes")
+        except (ClientGone, ClientDisconnect):
             return reply(499)
 
     async def _current(self, request: Request, key: str) -> records.Meta | None:
@@ -70,7 +73,7 @@ class Surface:
         backend = services_of(request).backend
         method = request.method
         if method == "PUT":
-            body = await request.body()
+            body = await read_body(request)  # 413 past max_body_bytes
             forked = request.headers.get(FORKED_FROM) is not None
             if not forked and request.headers.get(SUB_OFFSET) is not None:
                 raise h.BadRequest("Stream-Fork-Sub-Offset needs Stream-Forked-From")
@@ -85,7 +88,7 @@ class Surface:
             self.state.touch(key)
             return response
         if method == "POST":
-            body = await request.body()
+            body = await read_body(request)  # 413 past max_body_bytes
             async with self.state.serialized(key):
                 meta = await self._current(request, key)
                 if meta is None:

@@ -165,3 +165,11 @@ async def test_a_fork_shares_the_source_offsets_and_outlives_it(ds: httpx.AsyncC
     assert (await ds.put(src, headers=TEXT)).status_code == 409
     assert (await ds.delete(fork)).status_code == 204  # the last fork: the source goes too
     assert (await ds.get(src)).status_code == 404
+
+
+async def test_a_body_past_the_limit_is_413() -> None:
+    async with serve(Store(), max_body_bytes=10) as ds:
+        assert (await ds.put(S, headers=TEXT, content=b"x" * 11)).status_code == 413
+        await ds.put(S, headers=TEXT)
+        assert (await ds.post(S, headers=TEXT, content=b"x" * 11)).status_code == 413
+        assert (await ds.post(S, headers=TEXT, content=b"x" * 10)).status_code == 204
