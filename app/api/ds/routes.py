@@ -9,6 +9,7 @@ from app.access import NoPerm
 from app.access.check import check_keys
 from app.api.access_gate import principal_of
 from app.api.deps import BodyTooLarge, read_body
+from app.api.holds import TooManyHeld
 from app.api.services import services_of
 from app.engine.commands.table import named
 from app.engine.waiting import ClientGone
@@ -55,6 +56,8 @@ class Surface:
             return error(400, str(exc))
         except NoPerm as exc:
             return error(403, str(exc))
+        except TooManyHeld as exc:
+            return error(429, exc.text, {"retry-after": "1"})
         except BodyTooLarge:
             return error(413, "the body is larger than max_body_bytes")
         except (ClientGone, ClientDisconnect):

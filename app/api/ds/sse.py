@@ -75,10 +75,14 @@ async def read_sse(
     if not h.is_text(meta.content_type):
         out["stream-sse-data-encoding"] = "base64"
 
+    refusal = holds.take(principal)  # before the response starts: a refusal is a 429
+    if refusal is not None:
+        raise refusal
+
     async def events() -> AsyncIterator[bytes]:
         nonlocal meta, position
         deadline = time.monotonic() + CONNECTION_S
-        with holds.holding(principal):
+        try:
             while True:
                 chunk = await read_chunk(backend, key, position)
                 data = _data_event(chunk, meta.content_type) if chunk.entries else b""
@@ -110,5 +114,7 @@ async def read_sse(
                         return
                     meta = fresh
                     break
+        finally:
+            holds.give_back(principal)
 
     return StreamingResponse(events(), headers=out)

@@ -4,6 +4,7 @@ DELETE as DEL) on the stream its path names."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import jwt
@@ -39,3 +40,22 @@ async def test_each_method_needs_its_verb_on_the_stream() -> None:
         assert (await ds.head("/ds/orders", headers=elsewhere)).status_code == 403
         assert (await ds.delete("/ds/orders", headers=reader)).status_code == 403
         assert (await ds.get("/ds/orders", headers=writer)).status_code == 200
+
+
+async def test_live_reads_count_against_the_credential_cap() -> None:
+    writer = bearer(write=["orders*"], read=["orders*"])
+    async with serve(Store(), jwt_secret=SECRET, sse_max_connections_per_key=1) as ds:
+        created = await ds.put("/ds/orders", headers={**TEXT, **writer})
+        tail = created.headers["stream-next-offset"]
+        poll = asyncio.create_task(
+            ds.get("/ds/orders", params={"offset": tail, "live": "long-poll"}, headers=writer)
+        )
+        await asyncio.sleep(0.2)
+        for live in ("long-poll", "sse"):
+            params = {"offset": tail, "live": live}
+            refused = await ds.get("/ds/orders", params=params, headers=writer)
+            assert (refused.status_code, refused.headers["retry-after"]) == (429, "1")
+        await ds.post("/ds/orders", headers={"Stream-Closed": "true", **writer})
+        assert (await asyncio.wait_for(poll, 5)).status_code == 204
+        closed = await ds.get("/ds/orders", params={"offset": tail, "live": "sse"}, headers=writer)
+        assert closed.status_code == 200  # the hold was given back
