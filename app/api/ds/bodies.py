@@ -57,6 +57,6 @@ def appends(key: str, content_type: str, bodies: Sequence[bytes]) -> list[XAddAr
 
 def concat(entries: Sequence[Entry], json_mode: bool) -> bytes:
     """A read's body: the messages' bytes end to end, or in JSON mode one array."""
-    if json_mode:
-        return b"[" + b",".join(payload(e) for e in entries) + b"]"
+    if json_mode:  # an entry another surface wrote without a body reads as null
+        return b"[" + b",".join(payload(e) or b"null" for e in entries) + b"]"
     return b"".join(payload(e) for e in entries)

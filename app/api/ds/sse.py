@@ -21,7 +21,7 @@ from app.engine.waiting import ClientGone
 
 from . import headers as h
 from . import offsets
-from .bodies import payload
+from .bodies import concat, payload
 from .meta import Meta, load, meta_key, tail
 from .reads import Chunk, read_chunk
 
@@ -36,7 +36,7 @@ def _lines(text: str) -> bytes:
 
 def _data_event(chunk: Chunk, content_type: str) -> bytes:
     if h.is_json(content_type):
-        text = "[" + ",".join(payload(e).decode("utf-8", "replace") for e in chunk.entries) + "]"
+        text = concat(chunk.entries, json_mode=True).decode("utf-8", "replace")
         return b"event: data\n" + _lines(text) + b"\n"
     raw = b"".join(payload(e) for e in chunk.entries)
     if h.is_text(content_type):

@@ -173,3 +173,12 @@ async def test_a_body_past_the_limit_is_413() -> None:
         await ds.put(S, headers=TEXT)
         assert (await ds.post(S, headers=TEXT, content=b"x" * 11)).status_code == 413
         assert (await ds.post(S, headers=TEXT, content=b"x" * 10)).status_code == 204
+
+
+async def test_an_entry_without_a_body_reads_as_null_in_a_json_stream(
+    ds: httpx.AsyncClient,
+) -> None:
+    await ds.put(S, headers={"Content-Type": "application/json"}, content=b"[1]")
+    r = await ds.post("/", json=["XADD", "v1/stream/orders", "*", "other", "field"])
+    assert r.status_code == 200, r.text
+    assert (await ds.get(S)).json() == [1, None]
