@@ -16,7 +16,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from app import __version__, info, probes
 from app.access import Authenticator, JwtVerifier, KeyRing
-from app.api import dashboard, errors, openapi
+from app.api import dashboard, ds, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
 from app.api.binary import RawPaths
 from app.api.commands import routes as commands
@@ -261,6 +261,7 @@ def _install_routes(app: FastAPI, run: Runtime) -> None:
     app.include_router(fallback.router)
     dashboard.install(app)  # /ui/: the dashboard's static files
     openapi.install(app)
+    ds.install(app)  # /ds: the Durable Streams protocol (app/api/ds)
     commands.install(app)
     compiled.install(app)  # first: the /v1 routes solved once (app/api/rest/compiled.py)
 
@@ -299,7 +300,7 @@ def _install_cors(app: FastAPI, origins: list[str]) -> None:
         CORSMiddleware,
         allow_origins=origins,
         allow_credentials=origins != ["*"],
-        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
         allow_headers=[
             "Authorization",
             "Content-Type",
@@ -307,8 +308,16 @@ def _install_cors(app: FastAPI, origins: list[str]) -> None:
             "Last-Event-ID",
             "Upstash-Encoding",
             "X-Request-ID",
+            *ds.REQUEST_HEADERS,  # the Durable Streams surface's (app/api/ds)
         ],
-        expose_headers=["Location", "Link", "Retry-After", "X-Request-ID", "Idempotent-Replayed"],
+        expose_headers=[
+            "Location",
+            "Link",
+            "Retry-After",
+            "X-Request-ID",
+            "Idempotent-Replayed",
+            *ds.RESPONSE_HEADERS,
+        ],
         max_age=600,
     )
 

@@ -1,0 +1,37 @@
+"""What the /ds surface keeps in this process: a lock per stream (producer validation and
+the append it admits run one at a time per stream) and when each stream was last read or
+written (the sliding ``Stream-TTL``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+__all__ = ["DsState"]
+
+
+class DsState:
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+        self.touched: dict[str, int] = {}
+
+    @asynccontextmanager
+    async def serialized(self, key: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._users[key] = self._users.get(key, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[key] -= 1
+            if not self._users[key]:
+                del self._users[key], self._locks[key]
+
+    def touch(self, key: str) -> None:
+        self.touched[key] = int(time.time() * 1000)
+
+    def forget(self, key: str) -> None:
+        self.touched.pop(key, None)

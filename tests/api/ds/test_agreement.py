@@ -1,0 +1,49 @@
+"""On every target: a Durable Stream is a stream, a message an entry, and an offset the
+position XRANGE and consumer groups agree on (docs/durable-streams.md)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from app.api.ds import offsets
+from app.engine.ids import parse_strict_id
+from tests.conftest import Commands
+
+S = "v1/stream/agree"
+
+
+def test_messages_are_entries_and_offsets_are_their_ids(api: httpx.Client, xs: Commands) -> None:
+    json_type = {"Content-Type": "application/json"}
+    assert api.put(f"/ds/{S}", headers=json_type).status_code == 201
+    first = api.post(f"/ds/{S}", headers=json_type, content=b'[{"n":1},{"n":2}]')
+    assert first.status_code == 204
+    entries = xs("XRANGE", S, "-", "+")
+    assert [e[1] for e in entries] == [
+        ["content-type", "application/json", "body", '{"n":1}'],
+        ["content-type", "application/json", "body", '{"n":2}'],
+    ]
+    ids = [parse_strict_id(e[0]) for e in entries]
+    assert first.headers["stream-next-offset"] == offsets.token(ids[-1])
+
+    xs("XADD", S, "*", "content-type", "application/json", "body", '{"n":3}')  # another surface
+    after_first = api.get(f"/ds/{S}", params={"offset": offsets.token(ids[0])})
+    assert after_first.json() == [{"n": 2}, {"n": 3}]
+    # A consumer group created at the first entry's ID starts where that offset does.
+    xs("XGROUP", "CREATE", S, "g", entries[0][0])
+    delivered = xs("XREADGROUP", "GROUP", "g", "c", "STREAMS", S, ">")
+    assert [e[1][3] for e in delivered[0][1]] == ['{"n":2}', '{"n":3}']
+
+
+def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands) -> None:
+    """The wait names the stream and its record together: one slot on Redis Cluster."""
+    created = api.put(f"/ds/{S}", headers={"Content-Type": "text/plain"})
+    params = {"offset": created.headers["stream-next-offset"], "live": "long-poll"}
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(api.get, f"/ds/{S}", params=params)
+        time.sleep(0.3)
+        xs("XADD", S, "*", "body", "from XADD")
+        got = waiting.result(timeout=10)
+    assert (got.status_code, got.content) == (200, b"from XADD")
