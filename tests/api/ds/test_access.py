@@ -11,6 +11,7 @@ import jwt
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.support.waiting import parked_async
 
 SECRET = "a secret shared with the application, long enough"
 TEXT = {"Content-Type": "text/plain"}
@@ -44,13 +45,14 @@ async def test_each_method_needs_its_verb_on_the_stream() -> None:
 
 async def test_live_reads_count_against_the_credential_cap() -> None:
     writer = bearer(write=["orders*"], read=["orders*"])
-    async with serve(Store(), jwt_secret=SECRET, sse_max_connections_per_key=1) as ds:
+    store = Store()
+    async with serve(store, jwt_secret=SECRET, sse_max_connections_per_key=1) as ds:
         created = await ds.put("/ds/orders", headers={**TEXT, **writer})
         tail = created.headers["stream-next-offset"]
         poll = asyncio.create_task(
             ds.get("/ds/orders", params={"offset": tail, "live": "long-poll"}, headers=writer)
         )
-        await asyncio.sleep(0.2)
+        await parked_async(store, 1)  # the long poll holds its place under the cap
         for live in ("long-poll", "sse"):
             params = {"offset": tail, "live": live}
             refused = await ds.get("/ds/orders", params=params, headers=writer)

@@ -3,14 +3,14 @@ position XRANGE and consumer groups agree on (docs/durable-streams.md)."""
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
 from app.api.ds import offsets
 from app.engine.ids import parse_strict_id
-from tests.conftest import Commands
+from tests.conftest import Commands, Server
+from tests.support.waiting import parked
 
 S = "v1/stream/agree"
 
@@ -37,13 +37,13 @@ def test_messages_are_entries_and_offsets_are_their_ids(api: httpx.Client, xs: C
     assert [e[1][3] for e in delivered[0][1]] == ['{"n":2}', '{"n":3}']
 
 
-def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands) -> None:
+def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands, server: Server) -> None:
     """The wait names the stream and its record together: one slot on Redis Cluster."""
     created = api.put(f"/ds/{S}", headers={"Content-Type": "text/plain"})
     params = {"offset": created.headers["stream-next-offset"], "live": "long-poll"}
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(api.get, f"/ds/{S}", params=params)
-        time.sleep(0.3)
+        parked(server, 1)
         xs("XADD", S, "*", "body", "from XADD")
         got = waiting.result(timeout=10)
     assert (got.status_code, got.content) == (200, b"from XADD")

@@ -11,6 +11,8 @@ import pytest
 
 from app.engine.store import Store
 from tests.api.inproc import serve
+from tests.support.targets import SERVED_BY
+from tests.support.waiting import parked_async
 
 S = "/ds/v1/stream/orders"
 TEXT = {"Content-Type": "text/plain"}
@@ -18,7 +20,9 @@ TEXT = {"Content-Type": "text/plain"}
 
 @pytest.fixture
 async def ds() -> AsyncIterator[httpx.AsyncClient]:
-    async with serve(Store()) as client:
+    store = Store()
+    async with serve(store) as client:
+        SERVED_BY[client] = store  # parked_async counts the long polls parked in it
         yield client
 
 
@@ -94,7 +98,7 @@ async def test_long_poll_wakes_on_an_append_and_on_a_close(ds: httpx.AsyncClient
     tail = created.headers["stream-next-offset"]
     params = {"offset": tail, "live": "long-poll"}
     waiting = asyncio.create_task(ds.get(S, params=params))
-    await asyncio.sleep(0.2)
+    await parked_async(ds, 1)
     await ds.post(S, headers=TEXT, content=b"news")
     got = await asyncio.wait_for(waiting, 5)
     assert (got.status_code, got.content) == (200, b"news")
@@ -102,7 +106,7 @@ async def test_long_poll_wakes_on_an_append_and_on_a_close(ds: httpx.AsyncClient
 
     params["offset"] = got.headers["stream-next-offset"]
     waiting = asyncio.create_task(ds.get(S, params=params))
-    await asyncio.sleep(0.2)
+    await parked_async(ds, 1)
     await ds.post(S, headers={"Stream-Closed": "true"})
     got = await asyncio.wait_for(waiting, 5)
     assert (got.status_code, got.headers["stream-closed"]) == (204, "true")
