@@ -164,7 +164,8 @@ def test_a_read_served_by_another_write_waits_for_that_write() -> None:
         await parked_async(b.store, 1)
         gate.open.clear()
         writer = asyncio.create_task(b.command(["XADD", "s", "1-0", "a", "1"]))
-        await asyncio.sleep(0.05)  # time for an answer that does not wait to leave
+        # Both reached the gate (its wait is their last step), so neither may be done.
+        await until_async(lambda: len(gate.waited) == 2, what="both answers at the gate")
         assert not reader.done() and not writer.done()  # served, but not durable yet
         gate.open.set()
         (read,) = await reader
