@@ -191,7 +191,8 @@ def test_inside_answering_calls_answer_at_once_and_leaving_waits_once() -> None:
             left = True
 
         task = asyncio.create_task(respond())
-        await asyncio.sleep(0.05)  # time for a block that does not wait to be left
+        # Leaving reached the gate (its wait is the last step), so the block is not left.
+        await until_async(lambda: len(gate.waited) == 1, what="leaving at the gate")
         assert not left  # leaving waits: the answer is not durable yet
         gate.open.set()
         await task
