@@ -18,7 +18,7 @@ from app.engine.errors import CommandError, NoGroup
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.store import Store
 from app.engine.waiting import ClientGone
-from tests.support.waiting import parked_async
+from tests.support.waiting import parked_async, until_async
 
 
 class Gate:
@@ -90,7 +90,8 @@ def test_an_answer_leaves_only_once_durable_errors_included() -> None:
         add = asyncio.create_task(b.command(["XADD", "s", "6-0", "a", "1"]))
         refused = asyncio.create_task(b.command(["XADD", "s", "1-0", "a", "1"]))
         nogroup = asyncio.create_task(b.pending_summary("s", "nope"))
-        await asyncio.sleep(0.05)  # time for an answer that does not wait to leave
+        # All three reached the gate (its wait is their last step), so none may be done.
+        await until_async(lambda: len(gate.waited) == 4, what="three answers at the gate")
         assert not add.done() and not refused.done() and not nogroup.done()
         assert b.store.keyspace.get("s") is not None  # applied, only not answered yet
         gate.open.set()
@@ -163,7 +164,8 @@ def test_a_read_served_by_another_write_waits_for_that_write() -> None:
         await parked_async(b.store, 1)
         gate.open.clear()
         writer = asyncio.create_task(b.command(["XADD", "s", "1-0", "a", "1"]))
-        await asyncio.sleep(0.05)  # time for an answer that does not wait to leave
+        # Both reached the gate (its wait is their last step), so neither may be done.
+        await until_async(lambda: len(gate.waited) == 2, what="both answers at the gate")
         assert not reader.done() and not writer.done()  # served, but not durable yet
         gate.open.set()
         (read,) = await reader
@@ -189,7 +191,8 @@ def test_inside_answering_calls_answer_at_once_and_leaving_waits_once() -> None:
             left = True
 
         task = asyncio.create_task(respond())
-        await asyncio.sleep(0.05)  # time for a block that does not wait to be left
+        # Leaving reached the gate (its wait is the last step), so the block is not left.
+        await until_async(lambda: len(gate.waited) == 1, what="leaving at the gate")
         assert not left  # leaving waits: the answer is not durable yet
         gate.open.set()
         await task

@@ -194,10 +194,10 @@ def test_the_child_keeps_no_socket_of_the_parent_open(monkeypatch: pytest.Monkey
     """A connection the parent closes while the child encodes is closed at once: the peer
     reads its end, not a socket held open by the child."""
     import socket
-    import time
+    import threading
 
     def slow(_view: Any) -> NoReturn:
-        time.sleep(30)
+        threading.Event().wait()  # the child stays alive until the test kills it
         raise AssertionError("killed before")
 
     monkeypatch.setattr(forked, "encode_snapshot", slow)
