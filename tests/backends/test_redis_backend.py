@@ -92,6 +92,15 @@ def outcome(result: Any) -> Any:
     return norm(result)
 
 
+async def _parked(side: EmbeddedBackend | RedisBackend, backend_url: str) -> None:
+    """Until one reader is blocked on ``side``: in the engine, or in Redis (every node of a
+    cluster; the test's database of a standalone server)."""
+    if isinstance(side, EmbeddedBackend):
+        await until_async(lambda: side.store.keyspace.blocked.count() == 1, what="parked")
+    else:
+        await until_async(lambda: blocked_behind(backend_url) == 1, what="parked in Redis")
+
+
 class Pair:
     """The engine and a RedisBackend side by side."""
 
@@ -497,18 +506,20 @@ async def test_a_cancellation_redis_py_drops_still_reaches_the_caller(
     )
     real = client.execute_command
     dropped = 0
+    inside, never = asyncio.Event(), asyncio.Event()
 
     async def dropping(*args: Any, **kwargs: Any) -> Any:
         nonlocal dropped
+        inside.set()
         try:
-            await asyncio.sleep(0.05)
+            await never.wait()
         except asyncio.CancelledError:
             dropped += 1  # as wait_for does when its inner future is done
         return await real(*args, **kwargs)
 
     monkeypatch.setattr(client, "execute_command", dropping)
     task = asyncio.ensure_future(backend.range(RangeArgs("gone", MIN_ID, MAX_ID, None)))
-    await asyncio.sleep(0.01)
+    await inside.wait()  # cancelled while the call is under way
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -524,7 +535,7 @@ async def _cancelled_at_random(backend: RedisBackend) -> None:
     returned = 0
     for i in range(300):
         task = asyncio.ensure_future(backend.range(RangeArgs("gone", MIN_ID, MAX_ID, None)))
-        await asyncio.sleep(0.0005 * (i % 4))
+        await asyncio.sleep(0.0005 * (i % 4))  # time is the point: cancelled at random moments
         cancelled = task.cancel()
         try:
             await task
@@ -862,14 +873,16 @@ async def test_a_blocking_read_outlasts_the_socket_timeout() -> None:
 
 
 @pytest.mark.parametrize("how", ["destroy_group", "delete_stream"])
-async def test_a_blocked_group_read_ends_when_its_group_goes(pair: Pair, how: str) -> None:
+async def test_a_blocked_group_read_ends_when_its_group_goes(
+    pair: Pair, how: str, backend_url: str
+) -> None:
     results = []
     for side in (pair.engine, pair.redis):
         await side.create_group("gone", "g", "$", True, None)
         task = asyncio.ensure_future(
             side.read(ReadRequest(["gone"], [">"], group="g", consumer="c", block_ms=5000))
         )
-        await asyncio.sleep(0.2)
+        await _parked(side, backend_url)
         if how == "destroy_group":
             await side.destroy_group("gone", "g")
         else:
@@ -947,14 +960,16 @@ async def test_limits_on_typed_reads(limited: RedisBackend) -> None:
     assert [r.delivery_count for r in rows] == [1, 1, 1]  # the refused history read: none
 
 
-async def test_a_woken_group_read_stays_within_the_limit(limited: RedisBackend) -> None:
+async def test_a_woken_group_read_stays_within_the_limit(
+    limited: RedisBackend, backend_url: str
+) -> None:
     """A blocked XREADGROUP ``>`` woken by more entries than the limit at once (a
     transaction) is served the limit's worth; the rest stays undelivered, for the next."""
     await limited.create_group("w", "g", "$", True, None)
     task = asyncio.ensure_future(
         limited.read(ReadRequest(["w"], [">"], group="g", consumer="c", block_ms=5000))
     )
-    await asyncio.sleep(0.2)
+    await _parked(limited, backend_url)
     await limited.multi_exec([["XADD", "w", "*", "f", str(i)] for i in range(8)])
     got = await asyncio.wait_for(task, 5)
     assert [len(r.entries) for r in got] == [5]

@@ -20,6 +20,7 @@ from app.backends.errors import RedisUnavailable
 from app.backends.redis import RedisBackend
 from app.backends.redis.mux import Mux, pack
 from app.engine.errors import WrongType
+from tests.support.waiting import until_async
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -160,22 +161,25 @@ async def test_a_connection_closed_mid_batch_fails_the_rest_and_reconnects() -> 
 
 
 async def test_a_cancelled_caller_s_reply_is_dropped_in_its_turn() -> None:
-    release = asyncio.Event()
+    release, holding = asyncio.Event(), asyncio.Event()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             [cmd] = await commands(reader, 1)
             if cmd[1] == b"slow":
+                holding.set()
                 await release.wait()
             writer.write(b"$%d\r\n%b\r\n" % (len(cmd[1]), cmd[1]))
 
     async with fake_server(serve) as port:
         mux = Mux({"host": "127.0.0.1", "port": port})
         slow = asyncio.ensure_future(mux.call(["ECHO", "slow"]))
-        await asyncio.sleep(0.05)
+        await holding.wait()  # the server holds the slow reply
         slow.cancel()
         after = asyncio.ensure_future(mux.call(["ECHO", "mine"]))
-        await asyncio.sleep(0.01)
+        pipe = mux._pipe
+        assert pipe is not None
+        await until_async(lambda: len(pipe._waiting) == 2, what="mine, behind the slow one")
         release.set()
         assert await after == b"mine"
         with pytest.raises(asyncio.CancelledError):
