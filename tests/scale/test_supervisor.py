@@ -109,15 +109,15 @@ def _worker_pids(url: str) -> set[int]:
     front-end is ready when one worker is; the other may still be starting (503,
     "recovering"), which is waited out, while any other answer fails."""
     pids: set[int] = set()
-    deadline = time.monotonic() + 20
-    while len(pids) < 2 and time.monotonic() < deadline:
+
+    def both() -> bool:
         r = httpx.get(url + "/readyz", headers={"Connection": "close"}, timeout=5)
-        if r.status_code == 503 and r.json().get("status") == "recovering":
-            time.sleep(0.05)
-            continue
-        assert r.status_code == 200, r.text
-        pids.add(r.json()["pid"])
-    assert len(pids) == 2, pids
+        if not (r.status_code == 503 and r.json().get("status") == "recovering"):
+            assert r.status_code == 200, r.text
+            pids.add(r.json()["pid"])
+        return len(pids) == 2
+
+    until(both, 20, what="both workers answering /readyz", poll_s=0.05)
     return pids
 
 
