@@ -72,7 +72,7 @@ class Server:
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("xstreams did not become healthy within 30 s")
-            time.sleep(0.05)
+            time.sleep(0.05)  # a plain poll: tests/support/waiting imports conftest, not back
 
     def stop(self) -> None:
         stop_process(self.proc)

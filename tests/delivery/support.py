@@ -16,7 +16,7 @@ import orjson
 import uvicorn
 
 from tests.conftest import free_port
-from tests.support.waiting import until
+from tests.support.waiting import until, until_async
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ class Receiver:
             self.max_active = max(self.max_active, self.active)
         try:
             answer = self.script(n, hit)
-            while self.gate is not None and not self.gate.is_set():
-                await asyncio.sleep(0.005)
+            if self.gate is not None:  # held until the test opens it (at the latest on exit)
+                await until_async(self.gate.is_set, 60, "the receiver's gate opened", 0.005)
             if answer.delay_s:
                 await asyncio.sleep(answer.delay_s)
             await send(

@@ -23,6 +23,7 @@ from app.engine.ids import MAX_ID, MIN_ID
 from app.engine.replies import ScanPage
 from app.engine.store import Store
 from app.settings import Settings
+from tests.support.waiting import until_async
 
 DAY = Retention(max_age_ms=86_400_000)
 SHORT = Retention(max_len=10)
@@ -160,16 +161,13 @@ async def test_the_task_sweeps_only_once_ready_and_survives_a_failing_listing() 
 
     rec.retentions = broken  # type: ignore[method-assign]
     task = asyncio.create_task(r.run())
-    while len(asked) < 3:
-        await asyncio.sleep(0.001)
+    await until_async(lambda: len(asked) >= 3, what="readiness asked three times")
     assert failed == [] and trimmed == []  # asked three times, not ready: no sweep at all
     ready = True
-    while not failed:
-        await asyncio.sleep(0.002)
+    await until_async(lambda: failed, what="the failing listing counted")
     assert not task.done()  # a failing listing is counted, and the task goes on
     del rec.retentions
-    while not trimmed:
-        await asyncio.sleep(0.002)
+    await until_async(lambda: trimmed, what="a sweep that trims")
     task.cancel()
     assert trimmed == [5]
 

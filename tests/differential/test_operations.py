@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +19,7 @@ import redis
 
 from tests.conftest import REQUIRE_SERVICES, ReplyError, free_port
 from tests.differential.exact import ExactPair
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.redis
 
@@ -41,12 +41,14 @@ def own_redis() -> Iterator[int]:
         stdout=subprocess.DEVNULL,
     )
     client = redis.Redis(port=port)
-    for _ in range(100):
+
+    def answers() -> bool:
         try:
-            client.ping()
-            break
+            return bool(client.ping())
         except redis.ConnectionError:
-            time.sleep(0.05)
+            return False
+
+    until(answers, what="redis-server answering PING")
     client.close()
     yield port
     proc.terminate()
@@ -250,10 +252,10 @@ def _blocked(side: Callable[..., Any]) -> int:
 
 def _wait_blocked(ops: ExactPair, n: int) -> None:
     """Poll INFO on both sides until each has ``n`` blocked clients."""
-    deadline = time.monotonic() + 10
-    while (_blocked(ops.resp), _blocked(ops.xs)) != (n, n):
-        assert time.monotonic() < deadline, (_blocked(ops.resp), _blocked(ops.xs))
-        time.sleep(0.02)
+    until(
+        lambda: (_blocked(ops.resp), _blocked(ops.xs)) == (n, n),
+        what=f"{n} blocked clients on both sides",
+    )
 
 
 def _in_background(ops: ExactPair, *args: str) -> Callable[[], tuple[Any, Any]]:

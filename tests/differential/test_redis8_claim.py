@@ -46,7 +46,7 @@ def staggered(p: Pair8, key: str = "s", n: int = 6) -> None:
     p("XGROUP", "CREATE", key, "g", "0")
     for count in (2, 1, 2, 1)[: max(1, n // 2)]:
         p("XREADGROUP", "GROUP", "g", "alice", "COUNT", str(count), "STREAMS", key, ">")
-        time.sleep(GAP)
+        time.sleep(GAP)  # time is the subject: distinct delivery ages for CLAIM's order
 
 
 def test_claims_oldest_first_then_new(pair8: Pair8) -> None:
@@ -55,7 +55,7 @@ def test_claims_oldest_first_then_new(pair8: Pair8) -> None:
     reply = p("XREADGROUP", "GROUP", "g", "bob", "CLAIM", "0", "COUNT", "3", "STREAMS", "s", ">")
     assert [e[0] for e in reply[0][1]] == ["1-0", "2-0", "3-0"]
     same_state(p)
-    time.sleep(GAP)
+    time.sleep(GAP)  # time is the subject: 1-3's claim is younger than 4-5's delivery
     # 4-5 (alice's oldest), then 1-2-3 claimed a moment ago, then the new ones.
     reply = p("XREADGROUP", "GROUP", "g", "carol", "CLAIM", "0", "STREAMS", "s", ">")
     assert [e[0] for e in reply[0][1]] == ["4-0", "5-0", "1-0", "2-0", "3-0", "6-0", "7-0", "8-0"]
@@ -77,7 +77,7 @@ def test_min_idle_time_threshold(pair8: Pair8) -> None:
     p("XGROUP", "CREATE", "s", "g", "0")
     p("XGROUP", "CREATECONSUMER", "s", "g", "bob")  # (see ``precreated``)
     p("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "s", ">")
-    time.sleep(0.4)
+    time.sleep(0.4)  # time is the subject: 1-2 idle past the 200 ms min-idle, 3 not
     p("XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "s", ">")
     reply = p("XREADGROUP", "GROUP", "g", "bob", "CLAIM", "200", "COUNT", "2", "STREAMS", "s", ">")
     assert [e[0] for e in reply[0][1]] == ["1-0", "2-0"]
@@ -141,7 +141,7 @@ def test_several_streams(pair8: Pair8) -> None:
         ">",
     )
     same_state(p, ("s", "t", "u"))
-    time.sleep(GAP)
+    time.sleep(GAP)  # time is the subject: the claims just made are the youngest
     p("XREADGROUP", "GROUP", "g", "carol", "CLAIM", "0", "STREAMS", "t", "s", ">", ">")
     same_state(p, ("s", "t", "u"))
     # A history read of one stream beside a new read of another: CLAIM only on ``>``.

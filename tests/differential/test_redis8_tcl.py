@@ -23,7 +23,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pytest
 
 from tests.conftest import REQUIRE_SERVICES, Server, free_port, stop_process
 from tests.support.redis_servers import redis8_or_skip
+from tests.support.waiting import until
 from tests.tools.redis_suite import DEFAULT_TESTS, Outcome, first_line, parse, run_suite
 
 VERSION = "8.6.3"
@@ -157,16 +157,21 @@ class Bridge:
         self.port = free_port()
         cmd = [sys.executable, "-m", "tests.tools.resp_bridge", "--port", str(self.port)]
         self.proc = subprocess.Popen([*cmd, "--url", url])
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("the RESP bridge did not start") from None
-                time.sleep(0.05)
+        try:
+            until(self._accepts, 30, what="the RESP bridge accepting connections")
+        except AssertionError:
+            self.stop()
+            raise RuntimeError("the RESP bridge did not start") from None
+
+    def _accepts(self) -> bool:
+        """Whether the bridge takes a connection; raises if its process has exited."""
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the RESP bridge exited with {self.proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         stop_process(self.proc)

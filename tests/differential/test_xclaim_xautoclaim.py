@@ -116,7 +116,7 @@ def test_xclaim_deleted_entry_leaves_pel(pel: ExactPair) -> None:
 
 def test_xclaim_min_idle_time(pel: ExactPair) -> None:
     """Entries younger than min-idle-time are not claimed."""
-    time.sleep(0.3)
+    time.sleep(0.3)  # time is the subject: XCLAIM's min-idle (150 ms)
     pel("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "STREAMS", "s", "0")
     assert pel("XCLAIM", "s", "g", "c2", "150", "1-0", "2-0", "JUSTID") == ["2-0"]
     _state(pel)
@@ -227,7 +227,7 @@ def test_xautoclaim_count_bounds_attempts_with_deleted(pel: ExactPair) -> None:
 
 def test_xautoclaim_min_idle(pel: ExactPair) -> None:
     """Only entries idle at least min-idle-time are claimed."""
-    time.sleep(0.3)
+    time.sleep(0.3)  # time is the subject: XAUTOCLAIM's min-idle (150 ms)
     pel("XREADGROUP", "GROUP", "g", "c1", "COUNT", "2", "STREAMS", "s", "0")
     reply = pel("XAUTOCLAIM", "s", "g", "c2", "150", "0", "JUSTID")
     assert reply == ["0-0", ["3-0", "4-0", "5-0", "6-0"], []]

@@ -83,7 +83,7 @@ def test_extended_shape(pel: ExactPair) -> None:
 
 def test_idle_filter_follows_the_clock(pel: ExactPair) -> None:
     """IDLE keeps only entries idle at least that long; a fresh delivery resets idleness."""
-    time.sleep(0.4)
+    time.sleep(0.4)  # time is the subject: idle past XPENDING's IDLE 200
     pel("XREADGROUP", "GROUP", "g", "c2", "COUNT", "1", "STREAMS", "s", "0")
     rows = pel("XPENDING", "s", "g", "IDLE", "200", "-", "+", "10")
     assert [r[0] for r in rows] == ["1-0", "2-0", "3-0", "5-0", "6-0"]

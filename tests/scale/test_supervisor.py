@@ -22,11 +22,11 @@ from tests.support.targets import REDIS, Target, redis_url, require_redis
 from tests.support.waiting import until
 
 WORKER = """
-import os, socket, sys, time
+import os, signal, socket, sys
 sock = socket.socket(fileno=int(sys.argv[1]))
 with open(os.path.join(sys.argv[2], str(os.getpid())), "w") as f:
     f.write(str(sock.getsockname()[1]))
-time.sleep(60)
+signal.pause()  # serve on until the supervisor's SIGTERM or the test's SIGKILL
 """
 
 
@@ -50,7 +50,7 @@ def test_workers_share_the_socket_and_a_dead_one_is_replaced(tmp_path: Path) -> 
         until(lambda: len(list(tmp_path.iterdir())) == 2, 20, what="two workers up")
         assert {p.read_text() for p in tmp_path.iterdir()} == {str(port)}
         first = {int(p.name) for p in tmp_path.iterdir()}
-        time.sleep(0.2)  # past startup_s: a death sooner is a failed start, not replaced
+        time.sleep(0.2)  # time is the subject: past startup_s, a death sooner is a failed start
         os.kill(min(first), signal.SIGKILL)
         until(lambda: len(list(tmp_path.iterdir())) == 3, 20, what="a new worker in its place")
         alive = [proc for proc, _ in sup.workers if proc.poll() is None]
@@ -81,8 +81,8 @@ def test_a_worker_whose_supervisor_died_before_it_asked_stops_at_once() -> None:
     """The parent-death signal only covers a parent alive when it is asked for: a worker whose
     parent is not the supervisor it was started by (it died first; the worker was adopted)
     sends itself the SIGTERM it missed."""
-    code = "import sys, time; from app.server.workers import die_with_parent as d; "
-    run = [sys.executable, "-c", code + "d(int(sys.argv[1])); time.sleep(30)"]
+    code = "import signal, sys; from app.server.workers import die_with_parent as d; "
+    run = [sys.executable, "-c", code + "d(int(sys.argv[1])); signal.pause()"]
     orphan = subprocess.run([*run, "1"], timeout=20)  # its parent is this test, not pid 1
     assert orphan.returncode == -signal.SIGTERM
     kept = subprocess.Popen([*run, str(os.getpid())])
@@ -109,15 +109,15 @@ def _worker_pids(url: str) -> set[int]:
     front-end is ready when one worker is; the other may still be starting (503,
     "recovering"), which is waited out, while any other answer fails."""
     pids: set[int] = set()
-    deadline = time.monotonic() + 20
-    while len(pids) < 2 and time.monotonic() < deadline:
+
+    def both() -> bool:
         r = httpx.get(url + "/readyz", headers={"Connection": "close"}, timeout=5)
-        if r.status_code == 503 and r.json().get("status") == "recovering":
-            time.sleep(0.05)
-            continue
-        assert r.status_code == 200, r.text
-        pids.add(r.json()["pid"])
-    assert len(pids) == 2, pids
+        if not (r.status_code == 503 and r.json().get("status") == "recovering"):
+            assert r.status_code == 200, r.text
+            pids.add(r.json()["pid"])
+        return len(pids) == 2
+
+    until(both, 20, what="both workers answering /readyz", poll_s=0.05)
     return pids
 
 
