@@ -11,13 +11,14 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.support.polling import until
 
 REDIS_HOST = os.environ.get("XSTREAMS_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("XSTREAMS_TEST_REDIS_PORT", "6379"))
@@ -60,19 +61,19 @@ class Server:
             "--data-dir", str(data_dir), "--log-level", "warning", *extra,
         ]  # fmt: skip
         self.proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})})
-        deadline = time.monotonic() + 30
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"xstreams exited with {self.proc.returncode}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("xstreams did not become healthy within 30 s")
-            time.sleep(0.05)  # a plain poll: tests/support/waiting imports conftest, not back
+        try:
+            until(self._healthy, 30, "xstreams healthy", poll_s=0.05)
+        except AssertionError:
+            self.stop()
+            raise RuntimeError("xstreams did not become healthy within 30 s") from None
+
+    def _healthy(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"xstreams exited with {self.proc.returncode}")
+        try:
+            return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self) -> None:
         stop_process(self.proc)

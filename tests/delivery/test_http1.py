@@ -6,6 +6,7 @@ exactly the bytes a test writes and each connection is counted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from app.delivery.outbound import OutboundRules, Refused
 from tests.delivery.support import Answer as ReceiverAnswer
 from tests.delivery.support import receiving
 from tests.delivery.test_webhooks_outbound import _certificate, resolving
+from tests.support.waiting import until_async
 
 OPEN = OutboundRules(("*",), allow_http=True)
 PRIVATE_OK = OutboundRules(("*",), allow_http=True, allow_private=True)
@@ -32,6 +34,7 @@ Script = Callable[[int, int, bytes], tuple[bytes | None, bool]]
 class Raw:
     port: int = 0
     connections: int = 0
+    closed: int = 0  # connections the server has closed
     requests: list[bytes] = field(default_factory=list)
 
 
@@ -65,6 +68,9 @@ async def raw_server(script: Script, also: tuple[str, ...] = ()) -> AsyncIterato
                     return
         finally:
             writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            raw.closed += 1
 
     servers = [await asyncio.start_server(serve, "127.0.0.1", 0)]
     raw.port = servers[0].sockets[0].getsockname()[1]
@@ -123,9 +129,10 @@ async def test_an_answer_read_to_the_close_has_its_status() -> None:
 async def test_a_kept_connection_the_server_closed_while_idle_is_replaced() -> None:
     async with raw_server(lambda c, n, r: (OK, True)) as raw:  # answers, then closes
         client = one(raw)
-        for _ in range(3):
+        for i in range(3):
             assert (await client.post(b"{}", {})).status == 200
-            await asyncio.sleep(0.02)  # the close arrives while the connection is idle
+            # The server closes the connection while it is idle in the client's pool.
+            await until_async(lambda i=i: raw.closed == i + 1, what="the server's close")
         await client.aclose()
     assert (raw.connections, len(raw.requests)) == (3, 3)
 

@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import Commands
 from tests.storage.conftest import DurableServer
 from tests.storage.test_exactly_once import System
+from tests.support.polling import until
 
 ENTRIES = 3000
 KILLS = 3
@@ -74,10 +75,11 @@ class Target:
         if self.system is not None:
             if self.system.redis is not None and self.system.redis.proc is None:
                 self.system.start_redis()
-            deadline = time.monotonic() + 30
-            while httpx.get(self.url + "/readyz", timeout=5).status_code != 200:
-                assert time.monotonic() < deadline, "the front-end did not see Redis again"
-                time.sleep(0.1)
+            until(
+                lambda: httpx.get(self.url + "/readyz", timeout=5).status_code == 200,
+                30,
+                "the front-end sees Redis again",
+            )
             return
         self.server.proc.wait()
         self.xs.client.close()

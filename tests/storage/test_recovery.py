@@ -167,6 +167,14 @@ async def test_readyz_is_503_until_recovery_is_done(
         return await real_start(storage, store)
 
     monkeypatch.setattr(Storage, "start", slow_start)
+    held = asyncio.Event()  # a request reached the loading gate's wait
+    real_wait = Readiness.wait
+
+    async def wait(readiness: Readiness, timeout_s: float) -> bool:
+        held.set()
+        return await real_wait(readiness, timeout_s)
+
+    monkeypatch.setattr(Readiness, "wait", wait)
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with (
@@ -176,8 +184,9 @@ async def test_readyz_is_503_until_recovery_is_done(
         r = await client.get("/readyz")
         assert r.status_code == 503 and r.json()["status"] == "recovering"
         assert (await client.get("/healthz")).status_code == 200
+        held.clear()
         pending = asyncio.create_task(client.post("/", json=["XADD", "s", "*", "a", "1"]))
-        await asyncio.sleep(0.1)  # time to be refused, were it
+        await asyncio.wait_for(held.wait(), 10)
         assert not pending.done()  # held by the loading gate, not refused at once
         gate.set()
         r = await pending

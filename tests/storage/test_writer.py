@@ -169,7 +169,9 @@ async def test_a_second_writer_on_the_database_stops_writes(db: FlakyDatabase) -
     w.append(wire([["new", "a"]]))
     with pytest.raises(StorageUnavailable, match="another process is writing"):
         await w.wait_committed()
-    await asyncio.sleep(0.2)  # retries conflict again: writes stay refused
+    tried = db.calls
+    await until_async(lambda: db.calls >= tried + 2, what="two more tries")
+    # Its retries conflicted again: writes stay refused.
     with pytest.raises(StorageUnavailable, match="another process is writing"):
         w.check_writable()
     await w.close(timeout_s=0.2)
@@ -191,14 +193,19 @@ class HeldDatabase(FlakyDatabase):
         import threading
 
         self.gate = threading.Event()
+        self.entered = threading.Event()  # a commit is under way, held at the gate
 
     def append(self, rows: Sequence[tuple[int, bytes]], *, retry: bool = False) -> None:
+        self.entered.set()
         self.gate.wait(10)
         super().append(rows, retry=retry)
 
 
-async def _pending(aw: asyncio.Future[None] | asyncio.Task[None]) -> bool:
-    await asyncio.sleep(0.05)  # time to finish, were it not held
+async def _pending(db: HeldDatabase, aw: asyncio.Future[None] | asyncio.Task[None]) -> bool:
+    """Whether ``aw`` still waits once the commit it needs is held inside the database:
+    nothing it could wait for has been committed, so a done ``aw`` did not wait."""
+    await until_async(db.entered.is_set, what="the commit held at the gate")
+    await asyncio.sleep(0)  # a wake-up already scheduled would run in this turn
     return not aw.done()
 
 
@@ -213,7 +220,7 @@ async def test_a_reply_waits_only_for_the_records_of_the_keys_it_shows(tmp_path:
     on_all = asyncio.ensure_future(w.wait_visible(None))
     await w.wait_visible(["t"])  # nothing uncommitted on t: at once
     await w.wait_visible([])
-    assert await _pending(on_s) and await _pending(on_all)
+    assert await _pending(db, on_s) and await _pending(db, on_all)
     db.gate.set()
     await asyncio.wait_for(asyncio.gather(on_s, on_all), 5)
     assert w.committed_seq == 1
@@ -242,7 +249,7 @@ async def test_a_flush_holds_every_key_until_committed(tmp_path: Path) -> None:
     w.start(0)
     w.append(wire([["flush"]]))
     on_t = asyncio.ensure_future(w.wait_visible(["t"]))
-    assert await _pending(on_t)
+    assert await _pending(db, on_t)
     db.gate.set()
     await asyncio.wait_for(on_t, 5)
     await w.close()

@@ -2,7 +2,8 @@
 
 A fixed sleep before a write ("let the reader park") is either too short on a loaded box,
 and the test fails now and then, or longer than needed every time. So a test waits for what
-it needs: ``until`` / ``until_async`` poll a condition quickly and fail naming it, and
+it needs: ``until`` / ``until_async`` poll a condition quickly and fail naming it (they
+live in tests/support/polling.py, where tests/conftest.py finds them too), and
 ``parked`` / ``parked_async`` wait until a number of readers are blocked (XREAD / XREADGROUP
 BLOCK, long polls, an SSE tail or group subscriber) where the test's target counts them:
 
@@ -22,60 +23,14 @@ heartbeat), with a comment saying so.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from app.engine.store import Store
 from tests.conftest import Server
-
-T = TypeVar("T")
-
-TIMEOUT_S = 10.0  # long enough for a loaded 2-core box; a condition that holds comes far sooner
-POLL_S = 0.01
-
-
-def until(
-    cond: Callable[[], T],
-    timeout_s: float = TIMEOUT_S,
-    what: str = "the condition",
-    poll_s: float = POLL_S,
-) -> T:
-    """Poll ``cond()`` until it is truthy and return its value; an AssertionError naming
-    ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached within {timeout_s} s")
-        time.sleep(poll_s)
-
-
-async def until_async(
-    cond: Callable[[], T | Awaitable[T]],
-    timeout_s: float = TIMEOUT_S,
-    what: str = "the condition",
-    poll_s: float = POLL_S,
-) -> T:
-    """``until`` on the event loop, which keeps running between polls; ``cond`` may be a
-    coroutine function."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = cond()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value  # type: ignore[return-value]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached within {timeout_s} s")
-        await asyncio.sleep(poll_s)
-
+from tests.support.polling import TIMEOUT_S, until, until_async
 
 # -- readers parked ------------------------------------------------------------------------------
 
