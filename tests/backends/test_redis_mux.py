@@ -108,6 +108,7 @@ async def test_a_late_reply_times_out_and_reaches_no_other_waiter() -> None:
     is dropped with it, and the next command, on a new connection, gets its own reply even
     though the old one's reply arrives meanwhile."""
     connections = 0
+    timed_out, sent_late = asyncio.Event(), asyncio.Event()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal connections
@@ -116,16 +117,21 @@ async def test_a_late_reply_times_out_and_reaches_no_other_waiter() -> None:
         while True:
             [(_, arg)] = await commands(reader, 1)
             if first:
-                await asyncio.sleep(0.3)  # past the client's timeout
-            writer.write(b"$%d\r\n%b\r\n" % (len(arg), arg))
-            await writer.drain()
+                await timed_out.wait()  # answered only after the client gave up
+            try:
+                writer.write(b"$%d\r\n%b\r\n" % (len(arg), arg))
+                await writer.drain()
+            finally:
+                if first:
+                    sent_late.set()
 
     async with fake_server(serve) as port:
         mux = Mux({"host": "127.0.0.1", "port": port}, timeout=0.1)
         with pytest.raises(RedisTimeoutError, match="Timeout reading from"):
             await mux.call(["ECHO", "late"])
         assert await mux.call(["ECHO", "next"]) == b"next"
-        await asyncio.sleep(0.3)  # the late reply has been sent by now, on the old connection
+        timed_out.set()
+        await asyncio.wait_for(sent_late.wait(), 10)  # the late reply, on the old connection
         assert await mux.call(["ECHO", "again"]) == b"again"
         mux.close()
     assert connections == 2

@@ -193,14 +193,15 @@ async def test_an_event_stream_resumes_on_another_front_end(
         writes = Commands(b.url)
         total = 60
         written: list[str] = []
-        stop = threading.Event()
+        stop, killed = threading.Event(), threading.Event()
 
         def writer() -> None:
             for i in range(total):
                 if stop.is_set():
                     return
+                if i == 20:  # the rest while the subscriber's front-end is gone and after
+                    killed.wait(20)
                 written.append(writes("XADD", S, "*", "i", str(i)))
-                time.sleep(0.01)  # paced: the reads go on meanwhile
 
         got: list[str] = []
         thread = threading.Thread(target=writer)
@@ -210,6 +211,7 @@ async def test_an_event_stream_resumes_on_another_front_end(
                 got += entry_ids(await ev.take(10))
                 last = ev.last_event_id
                 a.kill()  # the front-end dies under its subscriber
+                killed.set()
             assert last == got[-1]
             async with open_events(
                 client, b.url + f"/v1/streams/{S}/events", last_event_id=last

@@ -158,7 +158,11 @@ def crash_loop(target: Target) -> None:
     try:
         while time.monotonic() < deadline:
             try:
-                argv = ("XREADGROUP", "GROUP", GROUP, "c", "COUNT", 10, "STREAMS", STREAM, ">")
+                # BLOCK: with nothing due yet, the server waits until the abandoned ones are.
+                argv = (
+                    "XREADGROUP", "GROUP", GROUP, "c", "COUNT", 10, "BLOCK", 50,
+                    "STREAMS", STREAM, ">",
+                )  # fmt: skip
                 got = call(target.xs, *argv)
                 ids = [e[0] for e in got[0][1]] if isinstance(got, list) and got else []
                 fatal = ids[::2]
@@ -166,8 +170,6 @@ def crash_loop(target: Target) -> None:
                     call(target.xs, "XNACK", STREAM, GROUP, "FATAL", "IDS", len(fatal), *fatal)
                 if not ids and check(target.xs, all_ids):
                     break
-                if not ids:
-                    time.sleep(0.05)  # the abandoned ones come due after the timeout
             except Down:
                 timer.join()
                 target.recover()

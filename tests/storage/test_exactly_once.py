@@ -41,6 +41,7 @@ from examples.ctp_worker import send
 from tests.conftest import Server
 from tests.storage.conftest import DurableServer
 from tests.support.kill_proxy import KillProxy
+from tests.support.polling import until
 from tests.support.redis_cluster import cluster_port
 from tests.support.redis_servers import RedisProcess, need_binaries
 from tests.support.targets import Frontend
@@ -170,7 +171,14 @@ def crash_loop(
             system.start()
             proxy.upstream = system.server.port
             kills.restarts += 1
-        time.sleep(0.01)
+        # Until there is something to do: the client done, a death to repair, a kill due.
+        until(
+            lambda left=timed_kills, due=next_kill: (
+                client.done() or system.service_dead() or (left > 0 and time.monotonic() >= due)
+            ),
+            max(0.0, deadline - time.monotonic()),
+            f"done within {LOOP_TIMEOUT_S} s: {kills}",
+        )
 
 
 class Client:

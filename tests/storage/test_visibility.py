@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.storage.conftest import DurableServer, pg_url, sqlite_locked
+from tests.support.polling import until
 from tests.support.waiting import parked
 
 # Long enough that the held-up commit neither fails nor gets through during the test.
@@ -84,6 +84,14 @@ def get(path: str) -> Callable[[httpx.Client], httpx.Response]:
     return lambda c: c.get(path)
 
 
+def _uncommitted(http: httpx.Client) -> float:
+    """The journal's records appended and not committed yet (/metrics)."""
+    text = http.get("/metrics").text
+    found = re.search(r"^xstreams_journal_uncommitted_records (\S+)$", text, re.MULTILINE)
+    assert found is not None, text[:500]
+    return float(found.group(1))
+
+
 def race(srv: DurableServer, hold: Callable[[], Any]) -> None:
     http = httpx.Client(base_url=srv.url, timeout=10)
     kept = http.post("/", json=["XADD", "s", "*", "n", "1"]).json()["result"]
@@ -105,9 +113,9 @@ def race(srv: DurableServer, hold: Callable[[], Any]) -> None:
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
-        # Nothing from outside shows when the write is applied in memory (that is the point):
-        # give it time, then race it.
-        time.sleep(0.5)
+        # Nothing a client reads shows when the write is applied in memory (that is the point);
+        # the journal's gauge does: race the readers once it counts the record uncommitted.
+        until(lambda: _uncommitted(http) >= 1, what="the write applied, not committed")
         for name, request in [
             ("xrange", cmd("XRANGE", "s", "-", "+")),
             ("xrevrange", cmd("XREVRANGE", "s", "+", "-", "COUNT", "1")),
