@@ -72,6 +72,16 @@ class Surface:
             return None
         return meta
 
+    async def _existing(self, request: Request, key: str) -> records.Meta | Response:
+        """The stream's live record, or the answer when there is none: 404, or 410 for a
+        deleted stream that forks still name."""
+        meta = await self._current(request, key)
+        if meta is None:
+            return error(404, "no such stream")
+        if meta.deleted:
+            return error(410, "the stream is deleted")
+        return meta
+
     async def _serve(self, request: Request, key: str) -> Response:
         backend = services_of(request).backend
         method = request.method
@@ -81,40 +91,34 @@ class Surface:
             if not forked and request.headers.get(SUB_OFFSET) is not None:
                 raise h.BadRequest("Stream-Fork-Sub-Offset needs Stream-Forked-From")
             async with self.state.serialized(key):
-                meta = await self._current(request, key)
-                if meta is not None and meta.deleted:
+                prior = await self._current(request, key)
+                if prior is not None and prior.deleted:
                     return error(409, "a deleted stream still has forks at this path")
                 if forked:
-                    response = await create_fork(request, backend, self.state, key, meta, body)
+                    response = await create_fork(request, backend, self.state, key, prior, body)
                 else:
-                    response = await create(request, backend, key, meta, body)
+                    response = await create(request, backend, key, prior, body)
             self.state.touch(key)
             return response
         if method == "POST":
             body = await read_body(request)  # 413 past max_body_bytes
             async with self.state.serialized(key):
-                meta = await self._current(request, key)
-                if meta is None:
-                    return error(404, "no such stream")
-                if meta.deleted:
-                    return error(410, "the stream is deleted")
+                meta = await self._existing(request, key)
+                if isinstance(meta, Response):
+                    return meta
                 response = await append(request, backend, key, meta, body)
             self.state.touch(key)
             return response
-        meta = await self._current(request, key)
-        if meta is None:
-            return error(404, "no such stream")
-        if meta.deleted:
-            return error(410, "the stream is deleted")
+        meta = await self._existing(request, key)
+        if isinstance(meta, Response):
+            return meta
         if method == "HEAD":
             return await self._head(request, key, meta)
         if method == "DELETE":
             async with self.state.serialized(key):
-                meta = await self._current(request, key)
-                if meta is None:
-                    return error(404, "no such stream")
-                if meta.deleted:
-                    return error(410, "the stream is deleted")
+                meta = await self._existing(request, key)
+                if isinstance(meta, Response):
+                    return meta
                 await remove(backend, self.state, key, meta)
             return reply(204)
         params = request.query_params
