@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from app.access.rates import Decision, Rate
 from app.engine.commands.streams import RangeArgs
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.ids import StreamID
@@ -23,6 +24,7 @@ __all__ = [
     "RangeOnlyStreams",
     "RecordingRetention",
     "RecordingWebhooks",
+    "ScriptedRates",
 ]
 
 
@@ -162,6 +164,24 @@ class PolicyOnlyDelivery:
     async def delivery_policy(self, key: str, group: str) -> DeliveryPolicy | None:
         self.asked.append((key, group))
         return self.policies.get((key, group))
+
+
+@dataclass
+class ScriptedRates:
+    """Credentials' budgets that answer what the test says: ``decisions`` in turn (the last
+    one again when they run out), or ``fail`` raised; ``spent`` records (key, rate, cost)."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    fail: Exception | None = None
+    spent: list[tuple[str, Rate, int]] = field(default_factory=list)
+
+    async def spend_rate(
+        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+    ) -> Decision:
+        self.spent.append((key, rate, cost))
+        if self.fail is not None:
+            raise self.fail
+        return self.decisions.pop(0) if len(self.decisions) > 1 else self.decisions[0]
 
 
 def entries(n: int) -> list[Entry]:
