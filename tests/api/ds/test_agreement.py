@@ -47,3 +47,28 @@ def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands, serv
         xs("XADD", S, "*", "body", "from XADD")
         got = waiting.result(timeout=10)
     assert (got.status_code, got.content) == (200, b"from XADD")
+
+
+def test_rest_and_durable_streams_read_each_others_entries(api: httpx.Client) -> None:
+    """Written through REST, read through /ds; written through /ds, read through REST: the
+    same entries, and the offsets name the IDs REST shows. (A REST path cannot name a key
+    holding ``/``, as the protocol's ``v1/stream/...`` paths do: such a stream is read over
+    the command endpoint, above.)"""
+    name = "agree"  # /ds/agree
+    rest = f"/v1/streams/{name}/entries"
+    json_type = {"Content-Type": "application/json"}
+    assert api.put(f"/ds/{name}", headers=json_type).status_code == 201
+    added = api.post(rest, json={"fields": {"content-type": "application/json", "body": "[1]"}})
+    assert added.status_code == 201, added.text
+    rest_id = added.json()["ids"][0]
+    appended = api.post(f"/ds/{name}", headers=json_type, content=b'{"from":"ds"}')
+    assert appended.status_code == 204
+    assert api.get(f"/ds/{name}").json() == [[1], {"from": "ds"}]
+    page = api.get(rest).json()
+    assert [e["fields"]["body"] for e in page["entries"]] == ["[1]", '{"from":"ds"}']
+    ds_id = page["entries"][1]["id"]
+    assert appended.headers["stream-next-offset"] == offsets.token(parse_strict_id(ds_id))
+    after_rest = api.get(f"/ds/{name}", params={"offset": offsets.token(parse_strict_id(rest_id))})
+    assert after_rest.json() == [{"from": "ds"}]
+    tail = api.get(rest, params={"after": rest_id}).json()
+    assert [e["id"] for e in tail["entries"]] == [ds_id]
