@@ -20,6 +20,7 @@ logical append: every append is stored exactly once, under the ID its (first) an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -90,7 +91,10 @@ class System:
     def kill_service(self) -> None:
         """SIGKILL, no wait: the proxy's thread calls it between an answer and its client."""
         if self.server is not None:
-            os.kill(self.server.proc.pid, signal.SIGKILL)
+            # Popen's own send_signal: nothing when the process has died and been waited
+            # for already (the loop's check reaps it, possibly on another thread meanwhile).
+            with contextlib.suppress(ProcessLookupError):
+                self.server.proc.send_signal(signal.SIGKILL)
 
     def service_dead(self) -> bool:
         return self.server is None or self.server.proc.poll() is not None
