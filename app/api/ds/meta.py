@@ -20,7 +20,7 @@ from app.engine.stream import TrimSpec, TrimStrategy
 
 from . import headers
 
-__all__ = ["Meta", "delete", "load", "meta_key", "save", "tail"]
+__all__ = ["Meta", "UnreadableRecord", "delete", "load", "meta_key", "save", "tail"]
 
 SUFFIX = ":ds-meta"
 _KEEP_ONE = TrimSpec(TrimStrategy.MAXLEN, maxlen=1)
@@ -40,6 +40,11 @@ def meta_key(key: str) -> str:
     if _has_tag(key) or "}" in key:
         return key + SUFFIX
     return "{" + key + "}" + SUFFIX
+
+
+class UnreadableRecord(Exception):
+    """The record's stream holds an entry this surface did not write (another surface wrote
+    to ``{path}:ds-meta``): the stream is refused with the reason, never guessed at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +112,13 @@ async def load(backend: Backend, key: str) -> Meta | None:
     last = await backend.range(RangeArgs(meta_key(key), MIN_ID, MAX_ID, 1), rev=True)
     if not last:
         return None
-    return _from(last[0].id, last[0].fields)
+    try:
+        return _from(last[0].id, last[0].fields)
+    except (ValueError, TypeError) as e:  # orjson's decode error is a ValueError
+        raise UnreadableRecord(
+            f"the Durable Streams record of this stream ({meta_key(key)}) was written by"
+            " something else and cannot be read; delete it with DEL to start over"
+        ) from e
 
 
 async def save(backend: Backend, key: str, meta: Meta) -> Meta:

@@ -54,6 +54,8 @@ class Surface:
             return await self._serve(request, key)
         except (h.BadRequest, OffsetError) as exc:
             return error(400, str(exc))
+        except records.UnreadableRecord as exc:
+            return error(409, str(exc))
         except NoPerm as exc:
             return error(403, str(exc))
         except TooManyHeld as exc:

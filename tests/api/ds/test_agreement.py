@@ -72,3 +72,16 @@ def test_rest_and_durable_streams_read_each_others_entries(api: httpx.Client) ->
     assert after_rest.json() == [{"from": "ds"}]
     tail = api.get(rest, params={"after": rest_id}).json()
     assert [e["id"] for e in tail["entries"]] == [ds_id]
+
+
+def test_a_record_written_by_another_surface_is_refused_with_the_reason(
+    api: httpx.Client, xs: Commands
+) -> None:
+    assert api.put("/ds/odd", headers={"Content-Type": "text/plain"}).status_code == 201
+    xs("XADD", "{odd}:ds-meta", "*", "producers", "not json", "ttl", "soon")
+    for method in ("GET", "HEAD", "POST", "DELETE"):
+        r = api.request(method, "/ds/odd", content=b"x" if method == "POST" else None)
+        assert r.status_code == 409, (method, r.text)
+    assert "cannot be read" in api.get("/ds/odd").text
+    xs("DEL", "{odd}:ds-meta")  # as the answer says: then the path is free again
+    assert api.put("/ds/odd", headers={"Content-Type": "text/plain"}).status_code == 201
