@@ -151,3 +151,14 @@ def test_past_the_series_cap_credentials_count_as_other() -> None:
     for name in ("key:a", "key:b", "key:c", "key:a", "jwt:d"):
         m.throttle(name)
     assert dict(m.throttled) == {("key:a",): 2, ("key:b",): 1, ("other",): 2}
+
+
+async def test_an_event_stream_spends_the_same_budget(served: Served) -> None:
+    alice = bearer("alice", {"requests": "1/min"})
+    async with served(token="admin", jwt_secret=SECRET) as c:
+        added = await c.post("/", json=["XADD", "s", "*", "n", "1"], headers=alice)
+        assert added.status_code == 200
+        events = await c.get("/v1/streams/s/events", headers=alice)  # refused before it opens
+        assert events.status_code == 429 and int(events.headers["retry-after"]) >= 1
+        assert events.headers["content-type"] == "application/problem+json"
+        assert events.headers["ratelimit"].startswith('"requests";r=0;')
