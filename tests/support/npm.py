@@ -5,6 +5,7 @@ Without node and npm the tests that need them skip, unless XSTREAMS_REQUIRE_SERV
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 from pathlib import Path
@@ -35,15 +36,20 @@ def installed(folder: Path) -> bool:
 
 
 def npm_ci(npm: str, folder: Path) -> None:
-    """Installs the lock file's packages into ``folder`` unless they are there already."""
-    if installed(folder):
-        return
-    done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT_S,
-        check=False,
-    )
+    """Installs the lock file's packages into ``folder`` unless they are there already. Two
+    test files may share a folder and run in two workers at once: one installs, under a file
+    lock, while the other waits and then finds the packages there (two ``npm ci`` in one
+    folder remove each other's files)."""
+    with (folder / ".npm-install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if installed(folder):
+            return
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
