@@ -16,6 +16,7 @@ from app.access.rates import Decision, Rate
 from app.backends.idempotency import Run, Ticket
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
 from app.engine.commands.groups import PendingArgs
+from app.engine.commands.guarded import Guard
 from app.engine.commands.nack import NackArgs
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
@@ -157,6 +158,14 @@ class StreamsRole(Protocol):
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         """XADD each, atomically when several (all or none); None where NOMKSTREAM found no
         stream."""
+        ...
+
+    async def append_guarded(
+        self, batch: Sequence[XAddArgs], guard: Guard, record: XAddArgs | None = None
+    ) -> list[StreamID | None] | None:
+        """``batch``, then ``record`` onto the guarded stream, in one atomic step, only while
+        ``guard`` holds (app/engine/commands/guarded.py); None, nothing written, when it no
+        longer does: read again, decide again."""
         ...
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]: ...

@@ -76,8 +76,9 @@ async def create_fork(
     key: str,
     existing: Meta | None,
     body: bytes,
-) -> Response:
-    """PUT with ``Stream-Forked-From``; called with ``key``'s lock held."""
+) -> Response | None:
+    """PUT with ``Stream-Forked-From``; called with ``key``'s lock held. None when a stream
+    appeared at ``key`` meanwhile (another front-end): read again, call again."""
     ttl, expires = h.ttl(request.headers), h.expires_at(request.headers)
     if ttl is not None and expires is not None:
         raise h.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")
@@ -145,8 +146,9 @@ async def create_fork(
             fork_offset=offsets.token(at),
             fork_sub=sub,
         )
-        await records.save(backend, key, meta)
-        await records.save(backend, source, replace(src, refs=src.refs + 1))
+        if not await records.save_if(backend, key, meta, None):
+            return None  # another front-end created a stream here meanwhile
+        await records.update(backend, source, lambda m: replace(m, refs=m.refs + 1))
     out = {
         "content-type": content_type,
         h.NEXT_OFFSET: offsets.token(await records.tail(backend, key)),
@@ -162,21 +164,18 @@ async def remove(backend: Backend, state: DsState, key: str, meta: Meta) -> None
     the chain that was waiting for its last fork with it. Called with ``key``'s lock held;
     takes each source's lock in turn (child before parent, always)."""
     if meta.refs > 0:
-        await records.save(backend, key, replace(meta, deleted=True))
+        await records.update(backend, key, lambda m: replace(m, deleted=True))
         return
     await records.delete(backend, key)
     state.forget(key)
     source = meta.forked_from
     while source is not None:
         async with state.serialized(source):
-            src = await records.load(backend, source)
-            if src is None:
+            src = await records.update(
+                backend, source, lambda m: replace(m, refs=max(0, m.refs - 1))
+            )
+            if src is None or not (src.deleted and src.refs == 0):
                 return
-            src = replace(src, refs=max(0, src.refs - 1))
-            if src.deleted and src.refs == 0:
-                await records.delete(backend, source)
-                state.forget(source)
-                source = src.forked_from
-                continue
-            await records.save(backend, source, src)
-            return
+            await records.delete(backend, source)
+            state.forget(source)
+            source = src.forked_from

@@ -4,23 +4,43 @@ The record (content type, TTL or expiry, closed, last ``Stream-Seq``, producer s
 links) is the one entry of a companion stream, ``{path}:ds-meta`` (``meta_key``), rewritten
 with ``MAXLEN 1`` on each change through the Backend's typed operations. Its existence is the
 Durable Stream's: a stream created empty has a record and no entries yet.
+
+Every decision taken on the record (a producer's sequence, Stream-Seq, closed) is written with
+the entries it admits in one guarded step (``guard``, ``record``): if another request or
+another front-end changed the record meanwhile, nothing is written and the request decides
+again on the new record. The record's entry ID is its version.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import orjson
 
 from app.backends import Backend
+from app.engine.commands.guarded import Guard
 from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.stream import TrimSpec, TrimStrategy
 
 from . import headers
 
-__all__ = ["Meta", "UnreadableRecord", "delete", "load", "meta_key", "save", "tail"]
+__all__ = [
+    "Meta",
+    "RecordBusy",
+    "UnreadableRecord",
+    "delete",
+    "guard",
+    "load",
+    "meta_key",
+    "record",
+    "save",
+    "save_if",
+    "tail",
+    "update",
+]
 
 SUFFIX = ":ds-meta"
 _KEEP_ONE = TrimSpec(TrimStrategy.MAXLEN, maxlen=1)
@@ -121,10 +141,47 @@ async def load(backend: Backend, key: str) -> Meta | None:
         ) from e
 
 
+def record(key: str, meta: Meta) -> XAddArgs:
+    """The entry that replaces the record (the stream keeps the newest one only)."""
+    return XAddArgs(meta_key(key), meta.fields(), trim=_KEEP_ONE)
+
+
+def guard(key: str, read: Meta | None) -> Guard:
+    """A write decided on ``read`` (None: no record was there) lands only while the record
+    is still that one (``StreamsRole.append_guarded``)."""
+    return Guard(meta_key(key), None if read is None else read.written)
+
+
 async def save(backend: Backend, key: str, meta: Meta) -> Meta:
-    (entry_id,) = await backend.append([XAddArgs(meta_key(key), meta.fields(), trim=_KEEP_ONE)])
+    (entry_id,) = await backend.append([record(key, meta)])
     assert entry_id is not None
     return replace(meta, written=entry_id)
+
+
+async def save_if(backend: Backend, key: str, meta: Meta, read: Meta | None) -> bool:
+    """``meta`` written only if the record is still ``read``; False, nothing written, if it
+    changed since: read it again and decide again."""
+    return await backend.append_guarded([], guard(key, read), record(key, meta)) is not None
+
+
+UPDATE_ATTEMPTS = 32
+
+
+async def update(backend: Backend, key: str, change: Callable[[Meta], Meta]) -> Meta | None:
+    """The record read, changed and written back guarded, again while another writer gets
+    there first (a fork's count of forks naming its source); None when there is no record."""
+    for _ in range(UPDATE_ATTEMPTS):
+        read = await load(backend, key)
+        if read is None:
+            return None
+        changed = change(read)
+        if await save_if(backend, key, changed, read):
+            return changed
+    raise RecordBusy(f"the Durable Streams record of {key} kept changing")
+
+
+class RecordBusy(Exception):
+    """A record changed under every one of a write's attempts: the client should try again."""
 
 
 async def delete(backend: Backend, key: str) -> bool:

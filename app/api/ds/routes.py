@@ -36,6 +36,14 @@ _MODELS = {
 }
 _LIVE = {None, "long-poll", "sse"}
 
+# How often a write decides again when the record keeps changing under it (other front-ends
+# writing the same stream); past that the client is asked to try again.
+ATTEMPTS = 16
+
+
+def _busy() -> Response:
+    return error(503, "the stream's record kept changing; try again", {"retry-after": "1"})
+
 
 class Surface:
     """The endpoint, with this process's per-stream state (locks, last touch)."""
@@ -56,6 +64,8 @@ class Surface:
             return error(400, str(exc))
         except records.UnreadableRecord as exc:
             return error(409, str(exc))
+        except records.RecordBusy:
+            return _busy()
         except NoPerm as exc:
             return error(403, str(exc))
         except TooManyHeld as exc:
@@ -93,22 +103,32 @@ class Surface:
             if not forked and request.headers.get(SUB_OFFSET) is not None:
                 raise h.BadRequest("Stream-Fork-Sub-Offset needs Stream-Forked-From")
             async with self.state.serialized(key):
-                prior = await self._current(request, key)
-                if prior is not None and prior.deleted:
-                    return error(409, "a deleted stream still has forks at this path")
-                if forked:
-                    response = await create_fork(request, backend, self.state, key, prior, body)
+                for _ in range(ATTEMPTS):
+                    prior = await self._current(request, key)
+                    if prior is not None and prior.deleted:
+                        return error(409, "a deleted stream still has forks at this path")
+                    if forked:
+                        response = await create_fork(request, backend, self.state, key, prior, body)
+                    else:
+                        response = await create(request, backend, key, prior, body)
+                    if response is not None:
+                        break
                 else:
-                    response = await create(request, backend, key, prior, body)
+                    return _busy()
             self.state.touch(key)
             return response
         if method == "POST":
             body = await read_body(request)  # 413 past max_body_bytes
             async with self.state.serialized(key):
-                meta = await self._existing(request, key)
-                if isinstance(meta, Response):
-                    return meta
-                response = await append(request, backend, key, meta, body)
+                for _ in range(ATTEMPTS):
+                    meta = await self._existing(request, key)
+                    if isinstance(meta, Response):
+                        return meta
+                    response = await append(request, backend, key, meta, body)
+                    if response is not None:
+                        break
+                else:
+                    return _busy()
             self.state.touch(key)
             return response
         meta = await self._existing(request, key)

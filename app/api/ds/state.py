@@ -1,6 +1,10 @@
-"""What the /ds surface keeps in this process: a lock per stream (producer validation and
-the append it admits run one at a time per stream) and when each stream was last read or
-written (the sliding ``Stream-TTL``)."""
+"""What the /ds surface keeps in this process: a lock per stream and when each stream was
+last read or written (the sliding ``Stream-TTL``).
+
+The lock only saves work: requests of one process that would decide on the same record take
+turns instead of one writing and the others deciding again. Correctness does not rest on it:
+every write is guarded by the record it was decided on (``meta.guard``), which also holds
+across front-ends."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from app.backends import Backend
 from . import headers as h
 from . import offsets
 from .bodies import appends, messages
-from .meta import Meta, save, tail
+from .meta import Meta, guard, record, tail
 from .responses import error, reply
 
 __all__ = ["append", "create"]
@@ -27,7 +27,9 @@ def _stream_headers(meta: Meta, next_offset: str) -> dict[str, str]:
 
 async def create(
     request: Request, backend: Backend, key: str, meta: Meta | None, body: bytes
-) -> Response:
+) -> Response | None:
+    """PUT on the record ``meta`` read (None: no stream); None when a record appeared
+    meanwhile: read it again and call again."""
     ttl, expires = h.ttl(request.headers), h.expires_at(request.headers)
     if ttl is not None and expires is not None:
         raise h.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")
@@ -45,11 +47,12 @@ async def create(
         return reply(200, _stream_headers(meta, offsets.token(await tail(backend, key))))
     json_mode = h.is_json(content_type)
     bodies = messages(body, json_mode, allow_empty_array=True) if body else []
-    last = await tail(backend, key)
-    if bodies:
-        ids = await backend.append(appends(key, content_type, bodies))
-        last = ids[-1] or last
-    meta = await save(backend, key, Meta(content_type, ttl, expires, closed=closing))
+    meta = Meta(content_type, ttl, expires, closed=closing)
+    batch = appends(key, content_type, bodies) if bodies else []
+    ids = await backend.append_guarded(batch, guard(key, None), record(key, meta))
+    if ids is None:
+        return None  # another request created it meanwhile
+    last = (ids[-1] if ids else None) or await tail(backend, key)
     headers = _stream_headers(meta, offsets.token(last))
     headers["location"] = str(request.url)
     return reply(201, headers)
@@ -59,8 +62,11 @@ def _producer_headers(epoch: int, seq: int) -> dict[str, str]:
     return {"Producer-Epoch": str(epoch), "Producer-Seq": str(seq)}
 
 
-async def append(request: Request, backend: Backend, key: str, meta: Meta, body: bytes) -> Response:
-    """Called with the stream's lock held and its record freshly loaded."""
+async def append(
+    request: Request, backend: Backend, key: str, meta: Meta, body: bytes
+) -> Response | None:
+    """POST, decided on the record ``meta`` as read; None when the record changed before the
+    write (another request or front-end wrote it): read it again and call again."""
     closing = h.wants_close(request.headers)
     producer = h.producer(request.headers)
     last = await tail(backend, key)
@@ -109,9 +115,6 @@ async def append(request: Request, backend: Backend, key: str, meta: Meta, body:
     if seq is not None and meta.seq is not None and seq <= meta.seq:
         return error(409, "Stream-Seq must increase")
     bodies = messages(body, h.is_json(meta.content_type), allow_empty_array=False) if body else []
-    if bodies:
-        ids = await backend.append(appends(key, meta.content_type, bodies))
-        last = ids[-1] or last
     closer = [producer.id, producer.epoch, producer.seq] if closing and producer else meta.closer
     changed = replace(
         meta,
@@ -120,8 +123,18 @@ async def append(request: Request, backend: Backend, key: str, meta: Meta, body:
         producers=producers,
         closer=closer,
     )
-    if changed != meta:
-        meta = await save(backend, key, changed)
+    batch = appends(key, meta.content_type, bodies) if bodies else []
+    rewrite = record(key, changed) if changed != meta else None
+    # Even an append that leaves the record as it is is guarded: a close, a producer's
+    # step or a Stream-Seq may have been decided since this request read the record.
+    ids = await backend.append_guarded(batch, guard(key, meta), rewrite)
+    if ids is None:
+        return None
+    meta = changed
+    if ids:
+        last = ids[-1] or last
+    elif closing:
+        last = await tail(backend, key)  # closed: nothing lands after this, it is final
     out = {h.NEXT_OFFSET: offsets.token(last)}
     if meta.closed:
         out[h.CLOSED] = "true"

@@ -40,6 +40,7 @@ from app.engine.commands.bulk import xadd_batch
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs, xautoclaim, xclaim
 from app.engine.commands.deletes import xackdel, xdelex
 from app.engine.commands.groups import PendingArgs
+from app.engine.commands.guarded import Guard, append_guarded
 from app.engine.commands.nack import NackArgs, xnack
 from app.engine.commands.reads import ReadRequest, resolve_read, xread
 from app.engine.commands.streams import (
@@ -191,6 +192,15 @@ class EmbeddedBackend(CommandEndpoint):
             return list(self.store.run(xadd_batch, list(batch)))
         finally:
             await self._visible({a.key for a in batch})
+
+    async def append_guarded(
+        self, batch: Sequence[XAddArgs], guard: Guard, record: XAddArgs | None = None
+    ) -> list[StreamID | None] | None:
+        self._writable()
+        try:
+            return self.store.run(append_guarded, list(batch), guard, record)
+        finally:
+            await self._visible({a.key for a in batch} | {guard.key})
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
         try:

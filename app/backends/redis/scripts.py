@@ -33,6 +33,8 @@ APPEND = lua.script("append")  # lua/append.lua
 
 APPEND_IDMP = lua.script("append_idmp")  # lua/append_idmp.lua
 
+APPEND_GUARDED = lua.script("append_guarded")  # lua/append_guarded.lua
+
 DELETE_STREAM = lua.script("delete_stream")  # lua/delete_stream.lua
 
 GROUP_READ = lua.script("group_read")  # lua/group_read.lua

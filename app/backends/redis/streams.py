@@ -52,13 +52,17 @@ from app.backends.redis.routing import Router
 from app.backends.redis.scripts import (
     APPEND,
     APPEND_DELREF,
+    APPEND_GUARDED,
     APPEND_IDMP,
     DELETE_STREAM,
     PROBE,
+    eval_keys,
 )
 from app.engine.clock import ManualClock
+from app.engine.commands import guarded
 from app.engine.commands.args import block_ms_arg
 from app.engine.commands.bulk import xadd_batch
+from app.engine.commands.guarded import Guard
 from app.engine.commands.reads import ReadRequest
 from app.engine.commands.streams import RangeArgs, XAddArgs, XSetIdArgs
 from app.engine.commands.xcfgset import XCfgSetArgs
@@ -258,6 +262,50 @@ class Streams:
             if raw == -4:
                 assert features is not None
                 raise features.refuse("XADD with DELREF and ~ past its LIMIT", REF_POLICIES)
+        raise CommandError.err("the stream kept changing; the batch was not appended")
+
+    async def append_guarded(
+        self, batch: Sequence[XAddArgs], guard: Guard, record: XAddArgs | None = None
+    ) -> list[StreamID | None] | None:
+        """One script checks the guard and writes (lua/append_guarded.lua). A batch of plain
+        ``*`` entries, which nothing can refuse, is sent as it is; any other is planned on
+        the stream first (``_decide_ids``), as ``append`` plans one."""
+        if any(a.idmp is not None or (a.trim and a.trim.policy is not RefPolicy.KEEPREF)
+               for a in batch):  # fmt: skip
+            raise ValueError("a guarded append carries no IDMP and no reference policy")
+        guarded.check(batch, guard, record)
+        key = batch[0].key if batch else guard.key
+        tail: list[Arg] = ["" if guard.last_id is None else id_arg(guard.last_id)]
+        if record is None:
+            tail.append(0)
+        else:
+            one = xadd_args(record, nomkstream=False)
+            tail += [len(one), *one]
+        plain = all(a.id is None and not a.nomkstream for a in batch)
+        for _ in range(APPEND_RETRIES):
+            argv: list[Arg] = ["*", len(batch)]
+            if plain:
+                for a in batch:
+                    one = xadd_args(a, nomkstream=False)
+                    argv += [len(one), *one]
+            else:
+                last_raw, sec, usec = await self._router.script(PROBE, key)
+                last_text = decode(last_raw)
+                if last_text == "WRONGTYPE":
+                    raise WrongType()
+                ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
+                if all(i is None for i in ids):
+                    return ids  # NOMKSTREAM on a missing stream: nothing happens
+                argv[0] = last_raw
+                for a, sid in zip(batch, ids, strict=True):
+                    one = xadd_args(a, sid, nomkstream=False)
+                    argv += [len(one), *one]
+            line = eval_keys(APPEND_GUARDED, [key, guard.key], [*argv, *tail])
+            raw = await self._router.write(key, *line)
+            if isinstance(raw, list):
+                return [parse_id(x) for x in raw]
+            if raw == -1:
+                return None
         raise CommandError.err("the stream kept changing; the batch was not appended")
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
