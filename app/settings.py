@@ -87,6 +87,11 @@ class Settings(BaseSettings):
         description="Producers one stream's idempotent appends (XADD IDMP) track; past it the"
         " least recent is forgotten (embedded backend).",
     )
+    ds_max_producers: PositiveInt = Field(
+        default=1_000,
+        description="Durable Streams: producers one stream's record tracks (Producer-Id);"
+        " past it the least recent is forgotten: it starts again at Producer-Seq 0.",
+    )
     # Off by default: Redis 7.0 refuses `+` there, and xstreams answers as 7.0 unless told.
     # In front of Redis, the server decides.
     xread_last_entry: bool = Field(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.api.services import services_of
 from app.backends import Backend
 
 from . import headers as h
@@ -110,7 +111,12 @@ async def append(
                     "Producer-Received-Seq": str(producer.seq),
                 }
                 return error(409, "producer sequence gap", gap)
+        # Most recent last: the record keeps the newest ``ds_max_producers``, as IDMP does.
+        producers.pop(producer.id, None)
         producers[producer.id] = [producer.epoch, producer.seq]
+        cap = services_of(request).settings.ds_max_producers
+        for old in list(producers)[: max(0, len(producers) - cap)]:
+            del producers[old]
     seq = request.headers.get(h.SEQ)
     if seq is not None and meta.seq is not None and seq <= meta.seq:
         return error(409, "Stream-Seq must increase")
