@@ -19,6 +19,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from app.access.quotas import QuotaError, StorageQuota
+
 __all__ = [
     "UNLIMITED",
     "CredentialLimits",
@@ -106,31 +108,43 @@ def micros_to_ms(us: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CredentialLimits:
-    """What one credential may spend: today its requests (every surface, each request one,
-    an event stream or long poll one when it opens). None: not limited."""
+    """What one credential may spend: its requests (every surface, each request one, an
+    event stream or long poll one when it opens), and the storage its prefix's streams may
+    hold (app/access/quotas.py). None: not limited."""
 
     requests: Rate | None = None
+    storage: StorageQuota | None = None
 
     @classmethod
     def from_json(cls, doc: object) -> CredentialLimits:
-        """From ``{"requests": "100/s:300"}`` (a key's stored limits, a JWT's
-        ``xstreams_limits`` claim); anything else raises ``RateError``."""
+        """From ``{"requests": "100/s:300", "storage": {"entries": 1000}}`` (a key's stored
+        limits, a JWT's ``xstreams_limits`` claim); anything else raises ``RateError``."""
         if not isinstance(doc, dict):
             raise RateError('limits must be an object, e.g. {"requests": "100/s"}')
-        unknown = set(doc) - {"requests"}
+        unknown = set(doc) - {"requests", "storage"}
         if unknown:
             raise RateError(f"unknown limits: {', '.join(sorted(map(str, unknown)))}")
         requests = doc.get("requests")
         if requests is not None and not isinstance(requests, str):
             raise RateError("'requests' must be a rate such as \"100/s\"")
-        return cls(requests=Rate.parse(requests) if requests is not None else None)
+        storage = doc.get("storage")
+        try:
+            quota = None if storage is None else StorageQuota.from_json(storage)
+        except QuotaError as e:
+            raise RateError(f"'storage': {e}") from None
+        return cls(requests=Rate.parse(requests) if requests is not None else None, storage=quota)
 
-    def as_json(self) -> dict[str, str]:
-        return {} if self.requests is None else {"requests": str(self.requests)}
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if self.requests is not None:
+            out["requests"] = str(self.requests)
+        if self.storage is not None:
+            out["storage"] = self.storage.as_json()
+        return out
 
     @property
     def limited(self) -> bool:
-        return self.requests is not None
+        return self.requests is not None or self.storage is not None
 
 
 UNLIMITED = CredentialLimits()  # a credential that sets no limits of its own

@@ -40,6 +40,7 @@ from app.engine.replies import (
     PendingRow,
     PendingSummary,
     ScanPage,
+    Storage,
     StreamFullInfo,
     StreamInfo,
     StreamRead,
@@ -141,6 +142,11 @@ class KeyspaceRole(Protocol):
         ...
 
     async def stream_full_info(self, key: str, count: int) -> StreamFullInfo: ...
+    async def storage(self, prefix: str) -> Storage:
+        """What the streams whose names begin with ``prefix`` hold; a walk over the keyspace
+        (SCAN in Redis), so a caller measures now and then, not per request."""
+        ...
+
     async def delete_stream(self, key: str) -> bool: ...
     async def trim(self, key: str, spec: TrimSpec) -> int: ...
     async def set_id(self, args: XSetIdArgs) -> None: ...

@@ -15,6 +15,8 @@ overflow Python's stack on a long pattern. Here the recursion is an explicit sta
 
 from __future__ import annotations
 
+import re
+
 MAX_NESTING = 1000  # Redis's "protection against abusive patterns"
 
 _STAR, _QUESTION, _OPEN, _CLOSE, _CARET, _DASH, _BACKSLASH = 42, 63, 91, 93, 94, 45, 92
@@ -115,3 +117,8 @@ def _segment(p: bytes, pi: int, s: bytes, si: int) -> tuple[int, int, int]:
                 pi += 1
             break
     return int(pi >= plen and si == slen), pi, si
+
+
+def escape(name: str) -> str:
+    """A pattern that matches exactly ``name``: Redis's globs take backslash escapes."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", name)

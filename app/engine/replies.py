@@ -87,6 +87,18 @@ class ScanPage:
 
 
 @dataclass(frozen=True, slots=True)
+class Storage:
+    """What the streams whose names begin with a prefix hold: how many streams, their
+    entries, and their size in bytes as the backend keeps them (the engine's modelled
+    listpacks; Redis's MEMORY USAGE: what it allocated, a node's listpack whole). What a
+    storage quota counts (app/api/quotas.py)."""
+
+    streams: int = 0
+    entries: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class StreamHeader:
     """The fields XINFO STREAM and XINFO STREAM FULL both begin with, in Redis's order.
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from app.durations import parse_duration_ms
 from app.engine.errors import CommandError
+from app.engine.glob import escape
 from app.engine.ids import StreamID, format_id, parse_strict_id
 from app.pipeline.archive_folder import STAGING, Archive, ArchiveError, now_iso
 from app.pipeline.client import Client, SourceError
@@ -65,11 +66,6 @@ def parse_cutoff(text: str, now_ms: int) -> StreamID:
             f"--before must be an entry ID (1700000000000 or 1700000000000-0) or an age "
             f"such as 30m, 12h, 7d; got {text!r}"
         ) from None
-
-
-def glob_escape(name: str) -> str:
-    """A pattern that matches exactly ``name`` (Redis globs take backslash escapes)."""
-    return re.sub(r"([*?\[\]\\])", r"\\\1", name)
 
 
 def streams_matching(url: str, token: str | None, pattern: str) -> list[str]:
@@ -162,7 +158,7 @@ def _archive_range(job: _Job, lower: StreamID, upper: StreamID, result: ArchiveR
     reader = (
         job.spark.read.format("xstreams")
         .option("url", job.url)
-        .option("stream", glob_escape(job.stream))
+        .option("stream", escape(job.stream))
         .option("start", format_id(lower))
         .option("end", format_id(upper))
         .option("partitions", str(job.partitions))

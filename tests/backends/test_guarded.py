@@ -5,8 +5,6 @@ front-ends (app/api/ds/meta.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
 from app.backends.embedded import EmbeddedBackend
@@ -19,7 +17,6 @@ from app.engine.errors import CommandError, WrongType
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.store import Store
 from app.engine.stream import TrimSpec, TrimStrategy
-from tests.backends.test_redis_backend import _flush_cluster, _standalone_url
 from tests.engine.test_replay import Sink
 
 DATA = "{orders}"
@@ -33,35 +30,6 @@ def rec(version: str) -> XAddArgs:
 
 def entries(*bodies: str) -> list[XAddArgs]:
     return [XAddArgs(DATA, ("body", b)) for b in bodies]
-
-
-async def redis_backend(request: pytest.FixtureRequest, where: str) -> RedisBackend:
-    if where == "standalone":
-        url = _standalone_url()
-    else:
-        nodes: list[str] = request.getfixturevalue("cluster_nodes")
-        _flush_cluster(nodes)
-        url = "redis+cluster://" + ",".join(nodes)
-    b = RedisBackend.from_url(url, block_connections=4)
-    await b.start()
-    return b
-
-
-@pytest.fixture(params=["embedded", "standalone", "cluster"])
-async def streams(request: pytest.FixtureRequest) -> AsyncIterator[StreamsRole]:
-    if request.param == "embedded":
-        yield EmbeddedBackend(Store())
-        return
-    b = await redis_backend(request, request.param)
-    yield b
-    await b.close()
-
-
-@pytest.fixture(params=["standalone", "cluster"])
-async def in_redis(request: pytest.FixtureRequest) -> AsyncIterator[RedisBackend]:
-    b = await redis_backend(request, request.param)
-    yield b
-    await b.close()
 
 
 async def everything(b: StreamsRole, key: str) -> list[tuple[str, ...]]:

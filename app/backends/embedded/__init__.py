@@ -73,6 +73,7 @@ from app.engine.replies import (
     PendingRow,
     PendingSummary,
     ScanPage,
+    Storage,
     StreamFullInfo,
     StreamInfo,
     StreamRead,
@@ -154,6 +155,15 @@ class EmbeddedBackend(CommandEndpoint):
             return info.stream_full_info(self.store.keyspace, key, count)
         finally:
             await self._visible((key,))
+
+    async def storage(self, prefix: str) -> Storage:
+        streams = entries = size = 0
+        for key, stream in list(self.store.keyspace.streams.items()):
+            if key.startswith(prefix):
+                streams += 1
+                entries += stream.length
+                size += sum(node.lp_bytes for node in stream.nodes)
+        return Storage(streams, entries, size)
 
     async def delete_stream(self, key: str) -> bool:
         self._writable()
