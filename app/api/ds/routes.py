@@ -115,7 +115,8 @@ class Surface:
                         break
                 else:
                     return _busy()
-            self.state.touch(key)
+            if forked or h.ttl(request.headers) is not None:  # a fork may inherit a TTL
+                self.state.touch(key)
             return response
         if method == "POST":
             body = await read_body(request)  # 413 past max_body_bytes
@@ -129,7 +130,8 @@ class Surface:
                         break
                 else:
                     return _busy()
-            self.state.touch(key)
+            if meta.ttl is not None:
+                self.state.touch(key)
             return response
         meta = await self._existing(request, key)
         if isinstance(meta, Response):
@@ -156,7 +158,8 @@ class Surface:
             offset = "-1"
         if offset == "":
             raise h.BadRequest("an empty offset")
-        self.state.touch(key)
+        if meta.ttl is not None:
+            self.state.touch(key)
         if live == "sse":
             return await read_sse(request, backend, key, meta, offset)
         return await read_get(request, backend, key, meta, offset, live == "long-poll")

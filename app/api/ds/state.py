@@ -35,6 +35,8 @@ class DsState:
                 del self._users[key], self._locks[key]
 
     def touch(self, key: str) -> None:
+        """Only for a stream with a ``Stream-TTL``: nothing else reads it, and a front-end
+        should not hold an entry for every stream it ever served."""
         self.touched[key] = int(time.time() * 1000)
 
     def forget(self, key: str) -> None:
