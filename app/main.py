@@ -81,6 +81,8 @@ that server's error.
   0xFF is `"\\udcff"`; Python's surrogateescape, PEP 383); send back what you read and the same
   bytes are stored. Any other lone surrogate is refused (422). In paths and query values a
   byte is `%NN`: `/v1/streams/%FF` and `/v1/streams/%FE` are two streams, `%C3%A9` is `é`.
+- A name in a path is one percent-encoded segment: `/` is `%2F` (the key `v1/stream/orders`
+  is `/v1/streams/v1%2Fstream%2Forders`), `%` is `%25`. A literal `/` separates segments.
 """
 
 TAGS = [

@@ -41,9 +41,14 @@ from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX
 from app.engine.replies import StreamRead
 
-StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
-GroupName = Annotated[str, Path(description="The consumer group's name.", examples=["billing"])]
-ConsumerName = Annotated[str, Path(description="The consumer's name.", examples=["alice"])]
+_SEGMENT = " One path segment, percent-encoded: `/` as `%2F`, `%` as `%25`."
+StreamName = Annotated[str, Path(description="The stream's key." + _SEGMENT, examples=["sensors"])]
+GroupName = Annotated[
+    str, Path(description="The consumer group's name." + _SEGMENT, examples=["billing"])
+]
+ConsumerName = Annotated[
+    str, Path(description="The consumer's name." + _SEGMENT, examples=["alice"])
+]
 FieldsParam = Annotated[
     FieldsForm,
     Query(description="`object` (default) or `pairs`: every pair in order, repeats kept."),
