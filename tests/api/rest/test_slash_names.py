@@ -111,15 +111,23 @@ def test_next_links_round_trip_names_holding_slashes(api: httpx.Client, xs: Comm
     groups = ["a/1", "b/2", "c/3"]
     for group in groups:
         xs("XGROUP", "CREATE", name, group, "0")
+    assert follow(api, f"/v1/streams/{seg(name)}/groups", "groups") == groups
+    xs("XADD", name, "1-2", "n", "2")
+    entries = follow(api, f"/v1/streams/{seg(name)}/entries", "entries")
+    assert entries == ["1-1", "1-2"]
+
+
+def follow(api: httpx.Client, path: str, member: str) -> list[str]:
+    """Every page of a listing, one row a page, by its ``Link`` headers: the rows' names or
+    IDs. Each link must stay on ``path``, the stream's ``%2F`` kept."""
     seen: list[str] = []
-    r = api.get(f"/v1/streams/{seg(name)}/groups", params={"count": 1})
+    r = api.get(path, params={"count": 1})
     while True:
         assert r.status_code == 200, r.text
-        seen += [g["name"] for g in r.json()["groups"]]
+        seen += [row.get("name") or row["id"] for row in r.json()[member]]
         link = r.headers.get("link")
         if link is None:
-            break
+            return seen
         target = link[link.index("<") + 1 : link.index(">")]
-        assert target.startswith("/v1/streams/v1%2Fstream%2Forders/groups?")
+        assert target.startswith(path + "?"), target
         r = api.get(target)
-    assert seen == groups
