@@ -18,13 +18,13 @@ from app import __version__, info, probes
 from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, ds, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
-from app.api.binary import RawPaths
 from app.api.commands import routes as commands
 from app.api.holds import Holds
 from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.rates import RateGate, parsed
+from app.api.raw_paths import RawPaths
 from app.api.rest import (
     compiled,
     consumers,
@@ -81,6 +81,8 @@ that server's error.
   0xFF is `"\\udcff"`; Python's surrogateescape, PEP 383); send back what you read and the same
   bytes are stored. Any other lone surrogate is refused (422). In paths and query values a
   byte is `%NN`: `/v1/streams/%FF` and `/v1/streams/%FE` are two streams, `%C3%A9` is `é`.
+- A name in a path is one percent-encoded segment: `/` is `%2F` (the key `v1/stream/orders`
+  is `/v1/streams/v1%2Fstream%2Forders`), `%` is `%25`. A literal `/` separates segments.
 """
 
 TAGS = [
@@ -284,7 +286,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
     app.add_middleware(AccessGate, authenticator=services.access, open_paths=open_paths)
     app.add_middleware(LoadingGate, readiness=services.readiness)
     app.add_middleware(BrowserHome)  # a browser's GET / to /ui/, before any gate (app/api/home)
-    app.add_middleware(RawPaths)  # every layer within sees /v1 names with their bytes
+    app.add_middleware(RawPaths)  # every layer within routes /v1 names by raw segment
     if services.settings.cors_origins:
         _install_cors(app, services.settings.cors_origins)
     # Outermost: each request's ID, count, latency and log line, whoever answers it.

@@ -10,8 +10,8 @@ surrogate. Outside:
   journal); a client writes back what it read, and ``from_json`` maps U+DC80..U+DCFF back to
   the byte;
 - in URLs it is ``%NN``: paths and query strings are percent-decoded with the same rule as the
-  command endpoint's path style (``RawPaths``, ``query_pairs``), and every URL the server
-  builds quotes names back the same way (``quote_name``).
+  command endpoint's path style (``query_pairs``; /v1 paths: app/api/raw_paths.py), and every
+  URL the server builds quotes names back the same way (``quote_name``, ``/`` as ``%2F``).
 
 A string is canonical when no run of surrogates spells valid UTF-8: ``"\\udcc3\\udca9"`` is the
 bytes of ``"é"`` and must be the same key, so what comes in is normalized (``canonical``).
@@ -24,12 +24,10 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.engine.json_codec import decode_json, encode_json
 
 __all__ = [
-    "RawPaths",
     "canonical",
     "encode_json",
     "from_json",
@@ -90,36 +88,3 @@ def query_pairs(query: bytes) -> list[tuple[str, str]]:
     """A query string's pairs, percent-decoded as paths are (Starlette's own parsing replaces
     bytes that are not UTF-8 with U+FFFD, so ``%FF`` and ``%FE`` would name one stream)."""
     return parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="surrogateescape")
-
-
-REST_PREFIX = b"/v1"
-
-
-class RawPaths:
-    """Decode ``/v1`` paths from the raw bytes, keeping bytes that are not UTF-8.
-
-    The server decodes ``scope["path"]`` replacing them with U+FFFD, so ``/v1/streams/%FF``
-    and ``/v1/streams/%FE`` would both be one stream ``"\\ufffd"``. The app gets a copy of the
-    scope: the server's own (used for its access log, which cannot quote a lone surrogate)
-    stays as it was. ``%2F`` still decodes to ``/``, so a name holding ``/`` stays
-    unaddressable in a path, as before.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            raw: bytes | None = scope.get("raw_path")
-            root = scope.get("root_path", "")
-            if raw is not None and b"%" in raw and raw[len(root) :].startswith(REST_PREFIX):
-                inner = {**scope, "path": unquote_name(raw.decode("latin-1"))}
-                try:
-                    await self.app(inner, receive, send)
-                finally:
-                    # The route matched, for the layers outside (metrics, the access line).
-                    for key in ("route", "endpoint"):
-                        if key in inner:
-                            scope[key] = inner[key]
-                return
-        await self.app(scope, receive, send)

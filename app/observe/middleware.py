@@ -27,6 +27,7 @@ import secrets
 import time
 from typing import Any
 
+from starlette.convertors import StringConvertor
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -97,15 +98,25 @@ class Observe:
     def _route(self, scope: Scope) -> str:
         route = scope.get("route")
         if route is not None:
-            return str(route.path)
+            return template(route)
         endpoint = scope.get("endpoint")
         if endpoint is None:
             return "unrouted"
         if self._paths is None:
             self._paths = {
-                r.endpoint: r.path for r in scope["app"].router.routes if isinstance(r, Route)
+                r.endpoint: template(r) for r in scope["app"].router.routes if isinstance(r, Route)
             }
         return self._paths.get(endpoint, "unrouted")
+
+
+def template(route: Any) -> str:
+    """A route's label: its path as written, but ``{name}`` for a parameter of one segment
+    whatever convertor decodes it (the /v1 names' ``segment``: app/api/raw_paths.py), so the
+    label is the template clients read; ``{path:path}``, which spans segments, stays."""
+    convertors = getattr(route, "param_convertors", None) or {}
+    if convertors and all(isinstance(c, StringConvertor) for c in convertors.values()):
+        return str(route.path_format)
+    return str(route.path)
 
 
 def _access_line(

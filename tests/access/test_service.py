@@ -301,3 +301,28 @@ def test_a_refused_socket_is_not_left_open(tmp_path: Path) -> None:
     proc.communicate(timeout=60)
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_grant_on_a_glob_with_slashes_reaches_names_written_as_percent_2f(
+    served: tuple[Server, Path],
+) -> None:
+    """The access check sees the name the path decodes to (``v1/stream/orders``), so a grant
+    on ``v1/stream/*`` reaches it and not ``v1/other``."""
+    srv, data = served
+    text = create_key(data, "ds-reader", "--read", "v1/stream/*")
+    auth = {"Authorization": f"Bearer {text}"}
+    until(lambda: httpx.get(srv.url + "/v1/streams", headers=auth).status_code == 200)
+    admin = {"Authorization": "Bearer admin-secret"}
+    for key in ("v1/stream/orders", "v1/other"):
+        httpx.post(srv.url + "/", json=["XADD", key, "1-1", "f", "v"], headers=admin)
+    mine = httpx.get(f"{srv.url}/v1/streams/v1%2Fstream%2Forders/entries", headers=auth)
+    assert mine.status_code == 200, mine.text
+    assert [e["id"] for e in mine.json()["entries"]] == ["1-1"]
+    other = httpx.get(f"{srv.url}/v1/streams/v1%2Fother/entries", headers=auth)
+    assert other.status_code == 403, other.text
+    write = httpx.post(
+        f"{srv.url}/v1/streams/v1%2Fstream%2Forders/entries",
+        json={"fields": {"f": "v"}},
+        headers=auth,
+    )
+    assert write.status_code == 403, write.text

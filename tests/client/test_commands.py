@@ -32,6 +32,15 @@ def test_add_reads_json_lines_from_stdin_and_trims(server: Server, xs: Commands)
     ]  # fmt: skip
 
 
+def test_a_stream_holding_a_slash_is_named_as_written(server: Server, xs: Commands) -> None:
+    """The client quotes a name as one path segment (``/`` as ``%2F``): the key the /ds
+    surface makes for ``/ds/v1/stream/orders`` is added to and read by its name."""
+    first = ok(server.url, "add", "v1/stream/orders", "item=book").strip()
+    assert xs("XRANGE", "v1/stream/orders", "-", "+") == [[first, ["item", "book"]]]
+    entries = json_lines(ok(server.url, "range", "v1/stream/orders", "--json"))
+    assert [e["id"] for e in entries] == [first]
+
+
 def test_range_pages_past_the_services_page_size(server: Server, xs: Commands) -> None:
     xs("XADD", "big", "1-1", "f", "v")
     lines = "\n".join(json.dumps({"id": f"2-{i}", "fields": {"i": str(i)}}) for i in range(1500))

@@ -6,9 +6,9 @@ keyspace (and waking waiters' futures from the wrong thread). Each backend call 
 step, as a Redis command is; a handler that first looks (does the group exist?) and then acts
 makes two, as a Redis client would, and answers for the state each one met.
 
-Path names are stream keys, group and consumer names: any bytes but ``/`` (a name with ``/``
-cannot be addressed in a path segment; use the command endpoint for such keys). Bytes that are
-not UTF-8 travel as ``%NN`` in URLs and as ``\\udcNN`` in JSON (app/api/binary).
+Path names are stream keys, group and consumer names: any bytes, each name one path segment,
+percent-encoded (``/`` as ``%2F``: app/api/raw_paths). Bytes that are not UTF-8 travel as
+``%NN`` in URLs and as ``\\udcNN`` in JSON (app/api/binary).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from app.access import check_keys
 from app.api.access_gate import principal_of
 from app.api.binary import encode_json, query_pairs, quote_name
 from app.api.deps import wait_for_disconnect
+from app.api.raw_paths import segmented
 from app.api.replay import key_answer
 from app.api.rest.models import MODELS, model_of
 from app.api.rest.request import RestRequest
@@ -40,9 +41,14 @@ from app.engine.errors import CommandError
 from app.engine.ids import INT64_MAX
 from app.engine.replies import StreamRead
 
-StreamName = Annotated[str, Path(description="The stream's key.", examples=["sensors"])]
-GroupName = Annotated[str, Path(description="The consumer group's name.", examples=["billing"])]
-ConsumerName = Annotated[str, Path(description="The consumer's name.", examples=["alice"])]
+_SEGMENT = " One path segment, percent-encoded: `/` as `%2F`, `%` as `%25`."
+StreamName = Annotated[str, Path(description="The stream's key." + _SEGMENT, examples=["sensors"])]
+GroupName = Annotated[
+    str, Path(description="The consumer group's name." + _SEGMENT, examples=["billing"])
+]
+ConsumerName = Annotated[
+    str, Path(description="The consumer's name." + _SEGMENT, examples=["alice"])
+]
 FieldsParam = Annotated[
     FieldsForm,
     Query(description="`object` (default) or `pairs`: every pair in order, repeats kept."),
@@ -94,6 +100,8 @@ class RestRoute(APIRoute):
     - The caller must be granted what the Redis command the operation models needs
       (``routes.models``) on the stream in the path, or on every stream a multi-stream read
       names (``app.access``): else 403, before the body is even read.
+    - Each path parameter is one segment of the raw path, percent-decoded after splitting, so
+      a name may hold ``/`` as ``%2F`` (``segmented``, app/api/raw_paths).
     - Query values keep bytes that are not UTF-8 (``RestRequest.query_params``), as paths do.
     - The response model is encoded here (``_encoded``), in the one representation of such
       bytes: pydantic's JSON cannot write a lone surrogate.
@@ -106,6 +114,8 @@ class RestRoute(APIRoute):
             **(kwargs.get("openapi_extra") or {}),
             "x-redis-command": MODELS[operation].replace("|", " ").upper(),
         }
+        # Every name in the path one raw segment, decoded after splitting (app/api/raw_paths).
+        path = segmented(path)
         super().__init__(path, _encoded(endpoint, kwargs.get("status_code")), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
-from app.api.rest.common import RestRoute, errors
+from app.api.rest.common import ConsumerName, GroupName, RestRoute, StreamName, errors
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
 from app.api.services import Services, ServicesDep, services_of
@@ -101,7 +101,7 @@ def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
 async def stream_events(
     request: Request,
     services: ServicesDep,
-    stream: str,
+    stream: StreamName,
     last_event_id: LastEventId = None,
     last_id: Annotated[
         str, Query(description="`$` (default): only new entries; an ID: the entries after it.")
@@ -153,9 +153,9 @@ async def streams_events(
 async def consumer_events(
     request: Request,
     services: ServicesDep,
-    stream: str,
-    group: str,
-    consumer: str,
+    stream: StreamName,
+    group: GroupName,
+    consumer: ConsumerName,
     last_event_id: LastEventId = None,
     last_id: Annotated[
         str, Query(description="History (pending entries) after this ID; `0`: all of it.")

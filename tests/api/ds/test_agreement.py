@@ -51,9 +51,8 @@ def test_a_long_poll_wakes_on_every_target(api: httpx.Client, xs: Commands, serv
 
 def test_rest_and_durable_streams_read_each_others_entries(api: httpx.Client) -> None:
     """Written through REST, read through /ds; written through /ds, read through REST: the
-    same entries, and the offsets name the IDs REST shows. (A REST path cannot name a key
-    holding ``/``, as the protocol's ``v1/stream/...`` paths do: such a stream is read over
-    the command endpoint, above.)"""
+    same entries, and the offsets name the IDs REST shows. (A key holding ``/`` is the next
+    test's.)"""
     name = "agree"  # /ds/agree
     rest = f"/v1/streams/{name}/entries"
     json_type = {"Content-Type": "application/json"}
@@ -72,6 +71,29 @@ def test_rest_and_durable_streams_read_each_others_entries(api: httpx.Client) ->
     assert after_rest.json() == [{"from": "ds"}]
     tail = api.get(rest, params={"after": rest_id}).json()
     assert [e["id"] for e in tail["entries"]] == [ds_id]
+
+
+def test_a_stream_at_a_path_holding_slashes_is_read_over_rest_as_percent_2f(
+    api: httpx.Client,
+) -> None:
+    """``/ds/v1/stream/orders`` is the key ``v1/stream/orders``: REST names it as one path
+    segment, ``/`` as ``%2F`` (docs/durable-streams.md), and reads what /ds wrote."""
+    text = {"Content-Type": "text/plain"}
+    assert api.put("/ds/v1/stream/orders", headers=text).status_code == 201
+    appended = api.post("/ds/v1/stream/orders", headers=text, content=b"first")
+    assert appended.status_code == 204, appended.text
+    page = api.get("/v1/streams/v1%2Fstream%2Forders/entries")
+    assert page.status_code == 200, page.text
+    (entry,) = page.json()["entries"]
+    assert entry["fields"] == {"content-type": "text/plain", "body": "first"}
+    assert appended.headers["stream-next-offset"] == offsets.token(parse_strict_id(entry["id"]))
+    # And the other way: appended through REST, read through /ds.
+    added = api.post(
+        "/v1/streams/v1%2Fstream%2Forders/entries",
+        json={"fields": {"content-type": "text/plain", "body": " second"}},
+    )
+    assert added.status_code == 201, added.text
+    assert api.get("/ds/v1/stream/orders").content == b"first second"
 
 
 def test_a_record_written_by_another_surface_is_refused_with_the_reason(
