@@ -52,6 +52,20 @@ def create(
             " default: the service's --rate-requests."
         ),
     ] = None,
+    rate_bytes: Annotated[
+        str | None,
+        typer.Option(
+            help="Bytes this key may append (field names and values): 1M/s, 100M/min:10M;"
+            " default: the service's --rate-bytes."
+        ),
+    ] = None,
+    rate_entries: Annotated[
+        str | None,
+        typer.Option(
+            help="Entries this key may read: 1000/s, 100k/min; default: the service's"
+            " --rate-entries."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -79,13 +93,18 @@ def create(
             typer.echo(f"error: --expires takes 45s, 30m, 12h, 30d, 2w; got {expires!r}", err=True)
             raise typer.Exit(2)
         expires_at = now + lifetime
-    limits = CredentialLimits()
-    if rate is not None:
+    rates: dict[str, Rate | None] = {}
+    for option, name, text in (
+        ("--rate", "requests", rate),
+        ("--rate-bytes", "bytes", rate_bytes),
+        ("--rate-entries", "entries", rate_entries),
+    ):
         try:
-            limits = CredentialLimits(requests=Rate.parse(rate))
+            rates[name] = None if text is None else Rate.parse(text)
         except RateError as e:
-            typer.echo(f"error: --rate: {e}", err=True)
+            typer.echo(f"error: {option}: {e}", err=True)
             raise typer.Exit(2) from None
+    limits = CredentialLimits(**rates)
     key_id, secret, text = new_key()
     record = KeyRecord(
         key_id=key_id,
@@ -152,8 +171,8 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
                 + (["metrics"] if g.metrics else [])
             )
         )
-        if r.limits.requests is not None:
-            scope += f" rate={r.limits.requests}"
+        for policy, rate in r.limits.as_json().items():
+            scope += f" rate={rate}" if policy == "requests" else f" rate_{policy}={rate}"
         typer.echo(
             f"{r.name}\t{state}\t{scope}\tcreated {_when(r.created_at_ms)}"
             f"\texpires {_when(r.expires_at_ms)}"

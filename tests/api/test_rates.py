@@ -106,7 +106,13 @@ async def test_a_refused_credential_passes_again_when_told(served: Served) -> No
 
 async def test_a_malformed_limits_claim_refuses_the_token(served: Served) -> None:
     async with served(token="admin", jwt_secret=SECRET) as c:
-        for bad in ({"requests": "fast"}, {"requests": 5}, ["3/s"], {"bytes": "1/s"}):
+        for bad in (
+            {"requests": "fast"},
+            {"requests": 5},
+            ["3/s"],
+            {"storage": "1/s"},
+            {"bytes": "fast"},
+        ):
             r = await c.post("/", json=["PING"], headers=bearer("alice", bad))
             assert r.status_code == 401, (bad, r.text)
 
