@@ -94,13 +94,13 @@ def create(
             raise typer.Exit(2)
         expires_at = now + lifetime
     rates: dict[str, Rate | None] = {}
-    for option, name, text in (
+    for option, policy, text in (
         ("--rate", "requests", rate),
         ("--rate-bytes", "bytes", rate_bytes),
         ("--rate-entries", "entries", rate_entries),
     ):
         try:
-            rates[name] = None if text is None else Rate.parse(text)
+            rates[policy] = None if text is None else Rate.parse(text)
         except RateError as e:
             typer.echo(f"error: {option}: {e}", err=True)
             raise typer.Exit(2) from None

@@ -147,7 +147,8 @@ async def test_metrics_count_each_credentials_refusals(served: Served) -> None:
         codes = [(await c.post("/", json=["PING"], headers=alice)).status_code for _ in range(3)]
         assert codes == [200, 429, 429]
         text = (await c.get("/metrics", headers=ADMIN)).text
-        assert 'xstreams_throttled_requests_total{credential="jwt:alice"} 2.0' in text
+        series = 'xstreams_throttled_requests_total{credential="jwt:alice",limit="requests"}'
+        assert f"{series} 2.0" in text
 
 
 def test_past_the_series_cap_credentials_count_as_other() -> None:
@@ -156,7 +157,15 @@ def test_past_the_series_cap_credentials_count_as_other() -> None:
     m = Metrics(max_groups=2)
     for name in ("key:a", "key:b", "key:c", "key:a", "jwt:d"):
         m.throttle(name)
-    assert dict(m.throttled) == {("key:a",): 2, ("key:b",): 1, ("other",): 2}
+    m.throttle("key:b", "bytes")  # a known credential's other limit is its own series
+    m.throttle("key:e", "entries")
+    assert dict(m.throttled) == {
+        ("key:a", "requests"): 2,
+        ("key:b", "requests"): 1,
+        ("key:b", "bytes"): 1,
+        ("other", "requests"): 2,
+        ("other", "entries"): 1,
+    }
 
 
 async def test_an_event_stream_spends_the_same_budget(served: Served) -> None:
