@@ -34,7 +34,15 @@ from app.access.rates import Decision, Mode, Policy, Rate
 from app.backends.roles import RatesRole
 from app.engine.errors import CommandError
 
-__all__ = ["METER", "Meter", "OverBudget", "budget_key", "fields_bytes", "unmetered"]
+__all__ = [
+    "METER",
+    "Meter",
+    "OverBudget",
+    "budget_key",
+    "fields_bytes",
+    "patiently",
+    "unmetered",
+]
 
 log = logging.getLogger("xstreams.rates")
 
@@ -133,3 +141,12 @@ def unmetered() -> Iterator[None]:
         yield
     finally:
         METER.reset(token)
+
+
+def patiently() -> None:
+    """From here on, this request's reads wait for their budget instead of being refused:
+    an event stream past it pauses, and sends every entry once the rate allows (refusing
+    would end the stream, and its client would reconnect at once, to be refused again)."""
+    meter = METER.get()
+    if meter is not None:
+        meter.patient = True

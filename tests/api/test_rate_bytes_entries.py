@@ -178,3 +178,38 @@ async def test_front_ends_in_front_of_one_redis_share_bytes_and_entries(
         read = ["XRANGE", "s", "-", "+"]  # 2 entries: the whole burst
         assert (await a.post("/", json=read, headers=alice)).status_code == 200
         assert (await b.post("/", json=read, headers=alice)).status_code == 429
+
+
+async def test_the_admin_lists_every_key_held_to_a_limit_with_what_is_left() -> None:
+    """What the dashboard's usage panel shows the admin (GET /v1/whoami/keys)."""
+    import httpx
+
+    from app.access import Grant
+    from app.access.rates import CredentialLimits, Rate
+    from app.engine.store import Store
+    from app.main import create_app
+    from app.settings import Settings
+    from tests.access.test_credentials import key_record
+
+    limits = CredentialLimits(bytes=Rate.parse("1k/h"))
+    metered, text = key_record("metered", grant=Grant.of(write=["*"]), limits=limits)
+    plain, _ = key_record("plain", grant=Grant.of(read=["*"]))
+    app = create_app(Settings(token="admin", rate_entries="50/h"), store=Store())
+    app.state.services.access.keys.replace([metered, plain])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://xs") as c:
+        key = {"Authorization": f"Bearer {text}"}
+        added = await c.post("/", json=["XADD", "s", "*", "ab", "cdefgh"], headers=key)
+        assert added.status_code == 200, added.text
+        listed = await c.get("/v1/whoami/keys", headers=ADMIN)
+        assert listed.status_code == 200, listed.text
+        got = {
+            k["name"]: [(u["policy"], u["rate"], u["remaining"]) for u in k["limits"]]
+            for k in listed.json()["keys"]
+        }
+        assert got == {
+            "metered": [("bytes", "1000/h", 992), ("entries", "50/h", 50)],
+            "plain": [("entries", "50/h", 50)],  # the settings' default holds it
+        }
+        refused = await c.get("/v1/whoami/keys", headers=key)
+        assert refused.status_code == 403

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
+from app.api.meter import patiently
 from app.api.rest.common import RestRoute, errors
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
@@ -190,6 +191,7 @@ async def consumer_events(
     await services.backend.pending_summary(stream, group)
     after = parse_strict_id(last_event_id or last_id)
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields, claim_idle_ms)
+    patiently()  # past the entries budget the stream pauses (app/api/meter.py)
 
     async def source(outbox: Outbox) -> None:
         await deliver(services.backend, d, outbox)
