@@ -135,9 +135,9 @@ class MeteredBackend:
         if meter is None:
             return None
         names = [args[0].lower() if args else "" for args in commands]
-        await meter.append(command_bytes(commands))
         if any(n in READS for n in names):
-            await meter.before_read()
+            await meter.before_read()  # first: a refused batch has spent no bytes
+        await meter.append(command_bytes(commands))
         return names
 
     async def _after(self, names: list[str] | None, results: Sequence[object]) -> None:
