@@ -4,7 +4,8 @@ The request limit is spent before routing (app/api/rates.py); these two can only
 once the body is parsed or the read has run, so the rate gate leaves a ``Meter`` for the
 request in a context variable (``METER``) and the backend every surface calls spends it
 (app/api/metered.py): one place for REST, the command endpoint, Durable Streams and the
-event streams that read through it.
+event streams that read through it. A live tail reads through the tails every subscriber
+shares, so its subscriber spends what it was handed itself (app/api/sse/subscriber.py).
 
 - **Bytes** (``Policy.BYTES``): the UTF-8 length of every field name and value appended,
   summed over a batch, a pipeline or a transaction, spent whole before any of it runs
@@ -122,10 +123,12 @@ class Meter:
                 raise self.refused
             await asyncio.sleep(decision.retry_after_ms / 1000)
 
-    async def after_read(self, n: int) -> None:
-        """Spend the ``n`` entries a read returned, past the burst too (a debt)."""
-        if self.entries is not None and n > 0:
-            await self._spend(Policy.ENTRIES, self.entries, n, Mode.OWE)
+    async def after_read(self, n: int) -> Decision | None:
+        """Spend the ``n`` entries a read returned, past the burst too (a debt): what is
+        left (None: nothing spent)."""
+        if self.entries is None or n <= 0:
+            return None
+        return await self._spend(Policy.ENTRIES, self.entries, n, Mode.OWE)
 
 
 METER: ContextVar[Meter | None] = ContextVar("xstreams_meter", default=None)

@@ -12,6 +12,7 @@ import pytest
 from tests.api.sse.conftest import SSE_ENV, flushed_client
 from tests.api.sse.support import add, command, entry_ids, open_events
 from tests.conftest import Server
+from tests.support.polling import until_async
 from tests.support.targets import Target
 
 
@@ -26,7 +27,14 @@ def rated_server(target: Target, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture
 async def rated(rated_server: Server) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the rated server once its budget is whole (a test before may owe)."""
     c = await flushed_client(rated_server.url)
+
+    async def whole() -> bool:
+        (entries,) = (await c.get("/v1/whoami")).json()["limits"]
+        return bool(entries["remaining"] == 2)
+
+    await until_async(whole, what="the entries budget whole again")
     yield c
     await c.aclose()
 
@@ -47,3 +55,15 @@ async def test_a_group_stream_past_its_budget_pauses_and_drops_nothing(
     assert refused.status_code == 429, refused.text
     assert refused.json()["error"].startswith("ERR too many entries read")
     assert refused.headers["ratelimit-policy"] == '"entries";q=2;w=1'
+
+
+async def test_a_live_tail_past_its_budget_pauses_and_drops_nothing(
+    rated: httpx.AsyncClient,
+) -> None:
+    await command(rated, "XADD", "t", "*", "n", "start")
+    async with open_events(rated, "/v1/streams/t/events") as events:
+        added = [await add(rated, "t", "n", str(i)) for i in range(6)]
+        # Two fit the burst; the tail then goes behind and replays as the rate allows.
+        assert entry_ids(await events.take(6)) == added
+    refused = await rated.post("/", json=["XRANGE", "t", "-", "+"])
+    assert refused.status_code == 429, refused.text
