@@ -191,7 +191,7 @@ class CredentialLimits:
 
     @property
     def limited(self) -> bool:
-        return any(self.of(p) is not None for p in Policy)
+        return self.requests is not None or self.bytes is not None or self.entries is not None
 
 
 UNLIMITED = CredentialLimits()  # a credential that sets no limits of its own

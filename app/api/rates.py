@@ -136,10 +136,13 @@ class RateGate:
             await self.app(scope, receive, send)
             return
         principal: Principal | None = scope.get("state", {}).get("principal")
-        rates = {} if principal is None else self.defaults.rates_of(principal)
-        if principal is None or not rates:
+        if principal is None or not (
+            principal.limits.limited
+            or (self.defaults.scoped if principal.scoped else self.defaults.admin).limited
+        ):  # the common case, decided without building anything
             await self.app(scope, receive, send)
             return
+        rates = self.defaults.rates_of(principal)
         credential = f"{principal.kind.value}:{principal.name}"
         told: dict[Policy, Decision] = {}
         rate = rates.get(Policy.REQUESTS)
