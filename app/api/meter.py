@@ -99,10 +99,16 @@ class Meter:
         return decision
 
     async def append(self, size: int) -> None:
-        """Spend ``size`` bytes before an append; ``OverBudget`` when they do not fit."""
+        """Spend ``size`` bytes before an append; ``OverBudget`` when they do not fit now, a
+        plain error (400) when they never will: waiting would not help a client that retries."""
         rate = self.bytes
         if rate is None or size <= 0:
             return
+        if size > rate.burst:
+            raise CommandError.err(
+                f"an append of {size} bytes is larger than this credential's burst of bytes"
+                f" ({rate}): it can never pass; send it in smaller parts"
+            )
         decision = await self._spend(Policy.BYTES, rate, size, Mode.TAKE)
         if decision is not None and not decision.allowed:
             self.refused = OverBudget(Policy.BYTES, rate, decision)
