@@ -23,7 +23,8 @@ from app.api.holds import Holds
 from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
-from app.api.rates import RateGate, parsed
+from app.api.metered import metered
+from app.api.rates import RateDefaults, RateGate
 from app.api.raw_paths import RawPaths
 from app.api.rest import (
     compiled,
@@ -212,7 +213,8 @@ def _services(settings: Settings, parts: _Parts) -> Services:
     access.keys.on_gone(sse.close_keys)  # revoked keys end their event streams
     services = Services(
         settings=settings,
-        backend=backend,
+        # What the surfaces call: appends and reads spend the request's meter there.
+        backend=metered(backend),
         readiness=readiness,
         metrics=figures,
         holds=holds,
@@ -279,8 +281,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         RateGate,
         backend=lambda: services.backend,
         metrics=services.metrics,
-        scoped_default=parsed(settings.rate_requests),
-        admin_default=parsed(settings.rate_requests_admin),
+        defaults=RateDefaults.of(settings),
         open_paths=open_paths,
     )
     app.add_middleware(AccessGate, authenticator=services.access, open_paths=open_paths)

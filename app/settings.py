@@ -311,6 +311,28 @@ class Settings(BaseSettings):
         description="The same for the admin token and an open service (no credentials"
         " configured), which are not limited by default.",
     )
+    rate_bytes: str | None = Field(
+        default=None,
+        description="Bytes an API key or JWT may append (field names and values, UTF-8), where"
+        " it sets no rate of its own (`xstreams keys create --rate-bytes`, the claim's"
+        " `bytes`): 1M/s, 100M/min:10M. Past it the append is refused whole, 429. Default:"
+        " none.",
+    )
+    rate_bytes_admin: str | None = Field(
+        default=None,
+        description="The same for the admin token and an open service; default: none.",
+    )
+    rate_entries: str | None = Field(
+        default=None,
+        description="Entries an API key or JWT may read (XRANGE, XREAD, REST pages, event"
+        " streams, Durable Streams reads), where it sets no rate of its own (`--rate-entries`,"
+        " the claim's `entries`): 1000/s, 100k/min. A read is spent after it ran and may"
+        " leave a debt; the next is refused (429) until the rate repaid it. Default: none.",
+    )
+    rate_entries_admin: str | None = Field(
+        default=None,
+        description="The same for the admin token and an open service; default: none.",
+    )
 
     # Metrics (GET /metrics). A label per group could be unbounded: none by default.
     metrics_group_streams: Annotated[list[str], NoDecode] = Field(
@@ -402,7 +424,14 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("rate_requests", "rate_requests_admin")
+    @field_validator(
+        "rate_requests",
+        "rate_requests_admin",
+        "rate_bytes",
+        "rate_bytes_admin",
+        "rate_entries",
+        "rate_entries_admin",
+    )
     @classmethod
     def _rate(cls, value: str | None) -> str | None:
         if value is not None:

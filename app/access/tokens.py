@@ -7,8 +7,8 @@ public key), ``exp`` (required: a token that never expires is refused), ``nbf`` 
 configured, ``aud``. The token is never stored; its ``sub`` names the caller in logs.
 
 An optional ``xstreams_limits`` claim sets the token's own limits (``{"requests":
-"100/s"}``, app/access/rates.py); a malformed one refuses the token, as a malformed grant
-does.
+"100/s", "bytes": "1M/s", "entries": "1000/s"}``, app/access/rates.py); a malformed one
+refuses the token, as a malformed grant does.
 
 A token's identity (``VerifiedToken.identity``: whose Idempotency-Keys it uses) is its
 issuer and ``sub``; a token without ``sub`` names nobody, so it is its own identity (a
@@ -35,7 +35,7 @@ from app.access.rates import UNLIMITED, CredentialLimits
 __all__ = ["CLAIM", "JwtVerifier", "VerifiedToken"]
 
 CLAIM = "xstreams"
-LIMITS_CLAIM = "xstreams_limits"  # optional: {"requests": "100/s:300"} (app/access/rates.py)
+LIMITS_CLAIM = "xstreams_limits"  # optional: {"requests": "100/s:300", "bytes": "1M/s", ...}
 LEEWAY_S = 5  # clock skew between the application and xstreams
 MAX_LIFETIME_MS = 24 * 60 * 60 * 1000  # the default of XSTREAMS_JWT_MAX_LIFETIME_MS
 

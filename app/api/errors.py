@@ -15,9 +15,11 @@ Two surfaces, two error shapes:
 Status for an engine error, by its class alone (``status_of``, the one table): NOPERM
 (credentials that do not reach) is 403; ``NotFound`` (a missing stream, group, consumer or
 entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409;
-``BackendUnavailable`` (Redis unreachable or refusing for a passing state of its own:
-CLUSTERDOWN, LOADING, READONLY..., too few replicas, no connection for a blocking read) is
-503 with ``Retry-After``; every other Redis error is a client mistake, 400, ``NotAvailable``
+``OverBudget`` (the credential's bytes appended or entries read spent: app/api/meter.py)
+is 429, its ``Retry-After`` added by the rate gate; ``BackendUnavailable`` (Redis
+unreachable or refusing for a passing state of its own: CLUSTERDOWN, LOADING, READONLY...,
+too few replicas, no connection for a blocking read) is 503 with ``Retry-After``; every
+other Redis error is a client mistake, 400, ``NotAvailable``
 included (an option newer than the Redis server behind the backend, which the backend cannot
 do exactly there: that server answers an error reply too, and the detail names the version).
 The engine raises each kind with its class, and the Redis backend's replies get the same classes
@@ -46,6 +48,7 @@ from app.access import NoPerm
 from app.api.binary import encode_json
 from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
+from app.api.meter import OverBudget
 from app.api.problem_detail import about, field_errors, subjects, validation_detail
 from app.api.rest.request import DOCUMENT, UnsupportedMediaType
 from app.api.services import services_of
@@ -69,12 +72,13 @@ RETRY_AFTER_S = 1
 # write itself may have been applied: not to be retried blindly).
 _STATUS: tuple[tuple[type[CommandError], int], ...] = (
     (NoPerm, 403),
+    (OverBudget, 429),
     (NotFound, 404),
     (Conflict, 409),
     (BackendUnavailable, 503),
 )
 # What the command endpoint answers other than Upstash's 400 for an error reply.
-_COMMAND_STATUSES = frozenset({403, 503})
+_COMMAND_STATUSES = frozenset({403, 429, 503})
 
 
 def no_such_stream() -> NoSuchKey:
@@ -92,8 +96,8 @@ def status_of(exc: CommandError) -> int:
 
 def command_status(exc: CommandError) -> int:
     """The command endpoint's status for an error: Upstash answers every error reply 400,
-    and so does it, except credentials that do not reach (403) and the backend's trouble
-    (503), which a client must tell from its own mistakes."""
+    and so does it, except credentials that do not reach (403), a spent budget (429) and
+    the backend's trouble (503), which a client must tell from its own mistakes."""
     status = status_of(exc)
     return status if status in _COMMAND_STATUSES else 400
 

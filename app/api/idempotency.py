@@ -22,8 +22,9 @@ between two tokens of one ``sub`` or change between attempts, is asked every tim
 This layer is a pure ASGI middleware inside the access gate (it needs the principal). It
 buffers the body (within ``max_body_bytes``; a larger one passes through to be refused by
 the route), asks the backend (``Backend.idempotent``), runs the app with the body replayed,
-and keeps what the app answered unless it was the service's trouble (5xx) or nobody's (499):
-those leave nothing kept, so a retry runs again, and on the Redis backend it then meets the
+and keeps what the app answered unless it was the service's trouble (5xx), nobody's (499)
+or a spent budget (429, app/api/meter.py: nothing ran, and the wait passes): those leave
+nothing kept, so a retry runs again, and on the Redis backend it then meets the
 replies its first attempt's writes got (app/backends/redis/idempotent.py). How the kept
 response is made durable with the write is the backend's (app/backends/idempotency.py).
 """
@@ -136,7 +137,7 @@ class Idempotency:
                         routed
                         and captured.complete
                         and captured.status < 500
-                        and captured.status != 499
+                        and captured.status not in (429, 499)
                     ):
                         run.keep(
                             encode_response(captured.status, captured.headers, captured.body())

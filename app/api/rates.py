@@ -1,4 +1,5 @@
-"""Requests per credential: spent before anything runs, on every surface alike.
+"""Rates per credential: requests spent before anything runs, on every surface alike; bytes
+and entries left to the request's meter (app/api/meter.py), spent where the work is.
 
 A pure ASGI layer just inside the access gate: it knows who asks (the gate's principal) and
 nothing of routes, so REST, event streams, the command endpoint and the dashboard's calls
@@ -6,15 +7,18 @@ spend the same budget, one request each (an event stream or a long poll when it 
 The budget lives in the backend (``spend_rate``): in process for the embedded engine, in
 Redis in front of it, so front-ends share it and a limit is the sum over workers.
 
-Which rate applies: the credential's own (an API key's ``--rate``, a JWT's
-``xstreams_limits`` claim), else ``rate_requests`` for API keys and JWTs, else
-``rate_requests_admin`` for the admin token and an open service; none, and nothing is
-spent. The health probes and the dashboard's files are never limited.
+Which rate applies, per policy (requests, bytes, entries): the credential's own (an API
+key's ``--rate``, ``--rate-bytes``, ``--rate-entries``, a JWT's ``xstreams_limits`` claim),
+else ``rate_<policy>`` for API keys and JWTs, else ``rate_<policy>_admin`` for the admin
+token and an open service; none, and nothing is spent. The health probes and the
+dashboard's files are never limited.
 
 Every response to a limited credential says where it stands, in the IETF draft's fields
 (draft-ietf-httpapi-ratelimit-headers): ``RateLimit-Policy: "requests";q=100;w=1`` and
-``RateLimit: "requests";r=42;t=1`` (requests left now, seconds until the burst is whole).
-Past the limit the answer is 429 with ``Retry-After`` (whole seconds, at least 1: the
+``RateLimit: "requests";r=42;t=1`` (requests left now, seconds until the burst is whole),
+one item per policy: every policy held to in ``RateLimit-Policy``, and in ``RateLimit``
+those the request spent (bytes when it appended, entries when it read).
+Past a limit the answer is 429 with ``Retry-After`` (whole seconds, at least 1: the
 header has no finer unit) and the wait in milliseconds in the error's text, in the shape of
 the surface addressed. When the backend cannot be asked (Redis away), the request goes on
 unlimited rather than failing for the limiter's sake: it meets the backend's own error next.
@@ -25,28 +29,21 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.access import Principal
-from app.access.rates import Decision, Rate
+from app.access.rates import UNLIMITED, CredentialLimits, Decision, Mode, Policy, Rate
 from app.api.errors import error_body
+from app.api.meter import METER, Meter, budget_key
 from app.backends.roles import RatesRole
 from app.observe.metrics import Metrics
+from app.settings import Settings
 
-__all__ = ["RateGate", "parsed", "rate_of"]
+__all__ = ["RateDefaults", "RateGate", "parsed", "usage"]
 
 log = logging.getLogger("xstreams.rates")
-POLICY = "requests"
-
-
-def rate_of(
-    principal: Principal, scoped_default: Rate | None, admin_default: Rate | None
-) -> Rate | None:
-    """The rate ``principal``'s requests are held to, or None (not limited)."""
-    if principal.limits.requests is not None:
-        return principal.limits.requests
-    return scoped_default if principal.scoped else admin_default
 
 
 def parsed(text: str | None) -> Rate | None:
@@ -54,12 +51,69 @@ def parsed(text: str | None) -> Rate | None:
     return None if text is None else Rate.parse(text)
 
 
-def _headers(rate: Rate, decision: Decision) -> list[tuple[bytes, bytes]]:
-    reset_s = math.ceil(decision.reset_ms / 1000)
-    return [
-        (b"ratelimit-policy", f'"{POLICY}";q={rate.count};w={rate.window_s}'.encode()),
-        (b"ratelimit", f'"{POLICY}";r={decision.remaining};t={reset_s}'.encode()),
-    ]
+@dataclass(frozen=True, slots=True)
+class RateDefaults:
+    """The settings' rates: for API keys and JWTs (``scoped``), for the admin and an open
+    service (``admin``)."""
+
+    scoped: CredentialLimits = UNLIMITED
+    admin: CredentialLimits = UNLIMITED
+
+    @classmethod
+    def of(cls, settings: Settings) -> RateDefaults:
+        return cls(
+            CredentialLimits(
+                parsed(settings.rate_requests),
+                parsed(settings.rate_bytes),
+                parsed(settings.rate_entries),
+            ),
+            CredentialLimits(
+                parsed(settings.rate_requests_admin),
+                parsed(settings.rate_bytes_admin),
+                parsed(settings.rate_entries_admin),
+            ),
+        )
+
+    def rates_of(self, principal: Principal) -> dict[Policy, Rate]:
+        """The rates ``principal`` is held to, by policy (absent: not limited)."""
+        return self.rates_for(principal.limits, principal.scoped)
+
+    def rates_for(self, own: CredentialLimits, scoped: bool) -> dict[Policy, Rate]:
+        """A credential's ``own`` limits over the defaults for its kind."""
+        defaults = self.scoped if scoped else self.admin
+        out: dict[Policy, Rate] = {}
+        for policy in Policy:
+            rate = own.of(policy) or defaults.of(policy)
+            if rate is not None:
+                out[policy] = rate
+        return out
+
+
+async def usage(
+    rates: RatesRole, limit_key: str, held_to: dict[Policy, Rate]
+) -> list[tuple[Policy, Rate, Decision]]:
+    """Where each of a credential's budgets stands now, spending nothing (a peek each)."""
+    out = []
+    for policy, rate in held_to.items():
+        decision = await rates.spend_rate(budget_key(policy, limit_key), rate, 1, Mode.PEEK)
+        out.append((policy, rate, decision))
+    return out
+
+
+def _headers(rates: dict[Policy, Rate], told: dict[Policy, Decision]) -> list[tuple[bytes, bytes]]:
+    policies = ", ".join(f'"{p}";q={r.count};w={r.window_s}' for p, r in rates.items())
+    states = ", ".join(
+        f'"{p}";r={d.remaining};t={math.ceil(d.reset_ms / 1000)}' for p, d in told.items()
+    )
+    out = [(b"ratelimit-policy", policies.encode())]
+    if states:
+        out.append((b"ratelimit", states.encode()))
+    return out
+
+
+def _retry_after(decision: Decision) -> tuple[bytes, bytes]:
+    """Whole seconds, at least 1: the header has no finer unit."""
+    return b"retry-after", str(max(1, math.ceil(decision.retry_after_ms / 1000))).encode()
 
 
 class RateGate:
@@ -68,15 +122,13 @@ class RateGate:
         app: ASGIApp,
         backend: Callable[[], RatesRole],
         metrics: Metrics,
-        scoped_default: Rate | None,
-        admin_default: Rate | None,
+        defaults: RateDefaults,
         open_paths: frozenset[str],
     ) -> None:
         self.app = app
         self.backend = backend  # asked per request: tests swap the backend after start
         self.metrics = metrics
-        self.scoped_default = scoped_default
-        self.admin_default = admin_default
+        self.defaults = defaults
         self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -84,32 +136,50 @@ class RateGate:
             await self.app(scope, receive, send)
             return
         principal: Principal | None = scope.get("state", {}).get("principal")
-        rate = (
-            None
-            if principal is None
-            else rate_of(principal, self.scoped_default, self.admin_default)
-        )
-        if principal is None or rate is None:
+        if principal is None or not (
+            principal.limits.limited
+            or (self.defaults.scoped if principal.scoped else self.defaults.admin).limited
+        ):  # the common case, decided without building anything
             await self.app(scope, receive, send)
             return
-        try:
-            decision = await self.backend().spend_rate(principal.limit_key, rate)
-        except Exception:  # the backend's trouble is the request's to meet, not the limiter's
-            log.warning("rate of %s not checked: the backend did not answer", principal.name)
-            await self.app(scope, receive, send)
-            return
-        headers = _headers(rate, decision)
-        if not decision.allowed:
-            self.metrics.throttle(f"{principal.kind.value}:{principal.name}")
-            await _too_many(scope, send, rate, decision, headers)
-            return
+        rates = self.defaults.rates_of(principal)
+        credential = f"{principal.kind.value}:{principal.name}"
+        told: dict[Policy, Decision] = {}
+        rate = rates.get(Policy.REQUESTS)
+        if rate is not None:
+            try:
+                told[Policy.REQUESTS] = await self.backend().spend_rate(principal.limit_key, rate)
+            except Exception:  # the backend's trouble is the request's to meet, not the limiter's
+                log.warning("rate of %s not checked: the backend did not answer", principal.name)
+            decision = told.get(Policy.REQUESTS)
+            if decision is not None and not decision.allowed:
+                self.metrics.throttle(credential, Policy.REQUESTS)
+                await _too_many(scope, send, rate, decision, _headers(rates, told))
+                return
+        meter = None
+        if Policy.BYTES in rates or Policy.ENTRIES in rates:
+            meter = Meter(
+                self.backend(),
+                principal.limit_key,
+                rates.get(Policy.BYTES),
+                rates.get(Policy.ENTRIES),
+                told=told,  # what it spends joins the request's, for the headers
+            )
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), *headers]
+                extra = _headers(rates, told)
+                if meter is not None and meter.refused is not None and message["status"] == 429:
+                    self.metrics.throttle(credential, meter.refused.policy)
+                    extra.append(_retry_after(meter.refused.decision))
+                message["headers"] = [*message.get("headers", ()), *extra]
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        token = METER.set(meter)
+        try:
+            await self.app(scope, receive, with_headers)
+        finally:
+            METER.reset(token)
 
 
 async def _too_many(
@@ -120,7 +190,6 @@ async def _too_many(
         f" {decision.retry_after_ms} ms"
     )
     media, body = error_body(scope["path"], 429, text)
-    retry_s = max(1, math.ceil(decision.retry_after_ms / 1000))
     await send(
         {
             "type": "http.response.start",
@@ -128,7 +197,7 @@ async def _too_many(
             "headers": [
                 (b"content-type", media.encode()),
                 (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(retry_s).encode()),
+                _retry_after(decision),
                 *headers,
             ],
         }

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from app.access.rates import Decision, Rate
+from app.access.rates import Decision, Mode, Rate
 from app.backends.idempotency import Run, Ticket
 from app.engine.commands.claims import AutoClaimArgs, ClaimArgs
 from app.engine.commands.groups import PendingArgs
@@ -328,11 +328,16 @@ class RatesRole(Protocol):
     backend shares them: in process for the engine, in Redis in front of it."""
 
     async def spend_rate(
-        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+        self,
+        key: str,
+        rate: Rate,
+        cost: int = 1,
+        mode: Mode = Mode.TAKE,
+        now_us: int | None = None,
     ) -> Decision:
-        """Spend ``cost`` requests of ``rate`` for the credential ``key`` (its limit key):
-        whether they pass, and when the next would. ``now_us`` stands in for the backend's
-        clock in tests only."""
+        """Spend ``cost`` units of ``rate`` for the budget ``key`` (a credential's, per
+        policy) as ``mode`` says (app/access/rates.py): whether they pass, and when the next
+        would. ``now_us`` stands in for the backend's clock in tests only."""
         ...
 
 

@@ -52,11 +52,33 @@ def create(
             " default: the service's --rate-requests."
         ),
     ] = None,
+    rate_bytes: Annotated[
+        str | None,
+        typer.Option(
+            help="Bytes this key may append (field names and values): 1M/s, 100M/min:10M;"
+            " default: the service's --rate-bytes."
+        ),
+    ] = None,
+    rate_entries: Annotated[
+        str | None,
+        typer.Option(
+            help="Entries this key may read: 1000/s, 100k/min; default: the service's"
+            " --rate-entries."
+        ),
+    ] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            help="What the streams under this key's prefix may hold: entries=1000000,"
+            "bytes=1GB (either part); default: the service's --storage-quota."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create a key and print its secret, once: only a hash of it is stored."""
     from app.access import Grant, KeyRecord, hash_secret, new_key
+    from app.access.quotas import QuotaError, StorageQuota
     from app.access.rates import CredentialLimits, Rate, RateError
     from app.durations import parse_duration_ms
     from app.storage.keys import DuplicateKeyName, insert_key
@@ -79,13 +101,23 @@ def create(
             typer.echo(f"error: --expires takes 45s, 30m, 12h, 30d, 2w; got {expires!r}", err=True)
             raise typer.Exit(2)
         expires_at = now + lifetime
-    limits = CredentialLimits()
-    if rate is not None:
+    rates: dict[str, Rate | None] = {}
+    for option, policy, text in (
+        ("--rate", "requests", rate),
+        ("--rate-bytes", "bytes", rate_bytes),
+        ("--rate-entries", "entries", rate_entries),
+    ):
         try:
-            limits = CredentialLimits(requests=Rate.parse(rate))
+            rates[policy] = None if text is None else Rate.parse(text)
         except RateError as e:
-            typer.echo(f"error: --rate: {e}", err=True)
+            typer.echo(f"error: {option}: {e}", err=True)
             raise typer.Exit(2) from None
+    try:
+        quota = None if storage is None else StorageQuota.parse(storage)
+    except QuotaError as e:
+        typer.echo(f"error: --storage: {e}", err=True)
+        raise typer.Exit(2) from None
+    limits = CredentialLimits(**rates, storage=quota)
     key_id, secret, text = new_key()
     record = KeyRecord(
         key_id=key_id,
@@ -152,8 +184,11 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
                 + (["metrics"] if g.metrics else [])
             )
         )
-        if r.limits.requests is not None:
-            scope += f" rate={r.limits.requests}"
+        for policy, rate in r.limits.as_json().items():
+            if policy == "storage":
+                scope += f" storage={r.limits.storage}"
+            else:
+                scope += f" rate={rate}" if policy == "requests" else f" rate_{policy}={rate}"
         typer.echo(
             f"{r.name}\t{state}\t{scope}\tcreated {_when(r.created_at_ms)}"
             f"\texpires {_when(r.expires_at_ms)}"

@@ -63,6 +63,10 @@ PANELS: dict[str, tuple[str, ...]] = {
         "insecure_no_auth",
         "rate_requests",
         "rate_requests_admin",
+        "rate_bytes",
+        "rate_bytes_admin",
+        "rate_entries",
+        "rate_entries_admin",
     ),
     "Connections": (
         "max_connections",

@@ -89,7 +89,7 @@ class Metrics:
     idempotency: Counts = field(default_factory=Counts)  # (outcome,)
     # Requests refused past their credential's rate (app/api/rates.py), by credential: at
     # most ``max_groups`` credentials get a series, the rest count as "other".
-    throttled: Counts = field(default_factory=Counts)  # (credential,)
+    throttled: Counts = field(default_factory=Counts)  # (credential, limit)
     # Retention (app/delivery): entries the background sweeps trimmed, and steps that failed.
     retention_trimmed_entries: int = 0
     retention_failures: int = 0
@@ -132,13 +132,14 @@ class Metrics:
         request's key: 422) or ``running`` (409)."""
         self.idempotency.add((outcome,))
 
-    def throttle(self, credential: str) -> None:
+    def throttle(self, credential: str, limit: str = "requests") -> None:
         """A request refused past ``credential``'s rate (``kind:name``: ``key:app``,
-        ``jwt:alice``, ``token:admin``, ``open:open``)."""
-        known = (credential,) in self.throttled.by_labels
-        if not known and len(self.throttled.by_labels) >= self.max_groups:
+        ``jwt:alice``, ``token:admin``, ``open:open``) for ``limit`` (requests, bytes or
+        entries). The cap is on credentials: each keeps its three series."""
+        seen = {labels[0] for labels in self.throttled.by_labels}
+        if credential not in seen and len(seen - {"other"}) >= self.max_groups:
             credential = "other"
-        self.throttled.add((credential,))
+        self.throttled.add((credential, limit))
 
     def retention_trimmed(self, entries: int) -> None:
         self.retention_trimmed_entries += entries
@@ -286,8 +287,9 @@ class ServiceCollector(Collector):
         yield _counter(
             "xstreams_throttled_requests",
             "Requests refused with 429 past their credential's rate, by credential (kind:name;"
-            " past metrics_max_groups credentials, 'other').",
-            ["credential"],
+            " past metrics_max_groups credentials, 'other') and limit (requests, bytes,"
+            " entries).",
+            ["credential", "limit"],
             m.throttled,
         )
         yield CounterMetricFamily(

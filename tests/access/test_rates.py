@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.access import Authenticator, Grant, KeyRing
-from app.access.rates import UNLIMITED, CredentialLimits, Rate, RateError, spend
+from app.access.rates import UNLIMITED, CredentialLimits, Mode, Policy, Rate, RateError, spend
 from tests.access.test_credentials import NOW_MS, bearer, key_record
 
 S = 1_000_000  # microseconds
@@ -70,7 +70,7 @@ def test_a_cost_spends_several_at_once() -> None:
 def test_limits_from_json() -> None:
     assert CredentialLimits.from_json({"requests": "5/s"}).requests == Rate(5, 1, 5)
     assert CredentialLimits.from_json({}) == UNLIMITED
-    bad_docs: list[object] = [[], {"requests": 5}, {"requests": "fast"}, {"bytes": "1/s"}]
+    bad_docs: list[object] = [[], {"requests": 5}, {"requests": "fast"}, {"storage": "1/s"}]
     for bad in bad_docs:
         with pytest.raises(RateError):
             CredentialLimits.from_json(bad)
@@ -82,3 +82,49 @@ def test_an_api_keys_limits_reach_its_principal() -> None:
     auth = Authenticator(keys=KeyRing([record]))
     principal = auth.authenticate(bearer(text), b"", NOW_MS)
     assert principal is not None and principal.limits == limits
+
+
+def test_a_read_owes_what_the_burst_cannot_pay_and_peeks_before_the_next() -> None:
+    """Entries are spent after the read (Mode.OWE): a page bigger than the burst is served,
+    and the next read's PEEK is refused until the rate has repaid the debt."""
+    rate = Rate.parse("100/s:10")  # 10 ms an entry
+    first, _ = spend(None, 0, rate, mode=Mode.PEEK)
+    assert first.allowed and first.remaining == 10
+    owed, tat = spend(None, 0, rate, cost=50, mode=Mode.OWE)
+    assert owed.allowed and owed.remaining == 0 and tat == 500_000
+    peek, kept = spend(tat, 0, rate, mode=Mode.PEEK)
+    assert not peek.allowed and kept == tat  # a peek spends nothing
+    assert peek.retry_after_ms == 410  # the 40 owed past the burst, and one more
+    assert spend(tat, 410_000, rate, mode=Mode.PEEK)[0].allowed
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "burst"),
+    [
+        ("10M/s", 10_000_000, 10_000_000),
+        ("1G/s:5M", 10**9, 5_000_000),
+        ("100k/min", 100_000, 100_000),
+    ],
+)
+def test_a_count_may_be_written_in_thousands_millions_billions(
+    text: str, count: int, burst: int
+) -> None:
+    rate = Rate.parse(text)
+    assert (rate.count, rate.burst) == (count, burst)
+    assert Rate.parse(str(rate)) == rate
+
+
+def test_bytes_at_a_rate_past_a_million_a_second_stay_exact() -> None:
+    rate = Rate.parse("1G/s:1M")  # a byte is a nanosecond: a spend is rounded once
+    decision, tat = spend(None, 0, rate, cost=1_000_000)
+    assert decision.allowed and tat == 1000
+    refused, _ = spend(tat, 0, rate, cost=1)
+    assert not refused.allowed
+
+
+def test_every_policy_from_json() -> None:
+    doc = {"requests": "5/s", "bytes": "1M/s", "entries": "100/s:1000"}
+    limits = CredentialLimits.from_json(doc)
+    assert limits.bytes == Rate(1_000_000, 1, 1_000_000)
+    assert limits.of(Policy.ENTRIES) == Rate(100, 1, 1000)
+    assert limits.as_json() == {"requests": "5/s", "bytes": "1000000/s", "entries": "100/s:1000"}

@@ -10,7 +10,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.access import Grant, Kind, Principal
 from app.access.rates import CredentialLimits, Decision, Rate
-from app.api.rates import RateGate
+from app.api.rates import RateDefaults, RateGate
 from app.backends.roles import RatesRole
 from app.observe.metrics import Metrics
 from tests.support.fakes import ScriptedRates
@@ -25,7 +25,7 @@ async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def _client(rates: ScriptedRates, principal: Principal = ALICE) -> httpx.AsyncClient:
-    gate = RateGate(_ok, lambda: cast(RatesRole, rates), Metrics(), None, None, frozenset())
+    gate = RateGate(_ok, lambda: cast(RatesRole, rates), Metrics(), RateDefaults(), frozenset())
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         scope.setdefault("state", {})["principal"] = principal  # as the access gate leaves it

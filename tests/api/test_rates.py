@@ -106,7 +106,13 @@ async def test_a_refused_credential_passes_again_when_told(served: Served) -> No
 
 async def test_a_malformed_limits_claim_refuses_the_token(served: Served) -> None:
     async with served(token="admin", jwt_secret=SECRET) as c:
-        for bad in ({"requests": "fast"}, {"requests": 5}, ["3/s"], {"bytes": "1/s"}):
+        for bad in (
+            {"requests": "fast"},
+            {"requests": 5},
+            ["3/s"],
+            {"storage": "1/s"},
+            {"bytes": "fast"},
+        ):
             r = await c.post("/", json=["PING"], headers=bearer("alice", bad))
             assert r.status_code == 401, (bad, r.text)
 
@@ -141,7 +147,8 @@ async def test_metrics_count_each_credentials_refusals(served: Served) -> None:
         codes = [(await c.post("/", json=["PING"], headers=alice)).status_code for _ in range(3)]
         assert codes == [200, 429, 429]
         text = (await c.get("/metrics", headers=ADMIN)).text
-        assert 'xstreams_throttled_requests_total{credential="jwt:alice"} 2.0' in text
+        series = 'xstreams_throttled_requests_total{credential="jwt:alice",limit="requests"}'
+        assert f"{series} 2.0" in text
 
 
 def test_past_the_series_cap_credentials_count_as_other() -> None:
@@ -150,7 +157,15 @@ def test_past_the_series_cap_credentials_count_as_other() -> None:
     m = Metrics(max_groups=2)
     for name in ("key:a", "key:b", "key:c", "key:a", "jwt:d"):
         m.throttle(name)
-    assert dict(m.throttled) == {("key:a",): 2, ("key:b",): 1, ("other",): 2}
+    m.throttle("key:b", "bytes")  # a known credential's other limit is its own series
+    m.throttle("key:e", "entries")
+    assert dict(m.throttled) == {
+        ("key:a", "requests"): 2,
+        ("key:b", "requests"): 1,
+        ("key:b", "bytes"): 1,
+        ("other", "requests"): 2,
+        ("other", "entries"): 1,
+    }
 
 
 async def test_an_event_stream_spends_the_same_budget(served: Served) -> None:

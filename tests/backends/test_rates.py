@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.access.rates import Rate
+from app.access.rates import Mode, Rate
 from app.backends.embedded import EmbeddedBackend
 from app.backends.redis import RedisBackend
 from app.engine.store import Store
@@ -28,16 +28,18 @@ async def backend(backend_url: str) -> AsyncIterator[RedisBackend]:  # noqa: F81
 async def test_redis_spends_as_the_engine_does(backend: RedisBackend) -> None:
     embedded = EmbeddedBackend(Store())
     rng = random.Random(7)
-    rates = [Rate.parse(t) for t in ("10/s:3", "1000/s", "7/min:2", "3/h")]
+    texts = ("10/s:3", "1000/s", "7/min:2", "3/h", "10M/s:1M", "100k/min")
+    rates = [Rate.parse(t) for t in texts]
     for i, rate in enumerate(rates):
         key = f"walk-{i}-{rng.random()}"
         now = 1_900_000_000_000_000
         for _ in range(300):
             now += rng.choice([0, 0, 1, 999, 50_000, 100_000, 2_000_000])
-            cost = rng.choice([1, 1, 1, 2])
-            want = await embedded.spend_rate(key, rate, cost, now_us=now)
-            got = await backend.spend_rate(key, rate, cost, now_us=now)
-            assert got == want, (rate, now, cost)
+            cost = rng.choice([1, 1, 1, 2, rate.burst // 2 + 1, 3 * rate.burst])
+            mode = rng.choice(list(Mode))
+            want = await embedded.spend_rate(key, rate, cost, mode, now_us=now)
+            got = await backend.spend_rate(key, rate, cost, mode, now_us=now)
+            assert got == want, (rate, now, cost, mode)
 
 
 async def test_an_idle_credential_leaves_nothing_in_redis(backend: RedisBackend) -> None:

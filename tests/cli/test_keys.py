@@ -91,3 +91,20 @@ def _records(tmp_path: Path) -> list[KeyRecord]:
         return list(load_keys(engine))
     finally:
         engine.dispose()
+
+
+def test_a_key_may_limit_bytes_appended_and_entries_read(tmp_path: Path) -> None:
+    db = ["--data-dir", str(tmp_path)]
+    args = ["--rate-bytes", "1M/s:5M", "--rate-entries", "100k/min"]
+    code, _, err = run("create", "--name", "app", "--write", "x", *args, *db)
+    assert code == 0, err
+    (record,) = _records(tmp_path)
+    assert record.limits.requests is None
+    assert (str(record.limits.bytes), str(record.limits.entries)) == (
+        "1000000/s:5000000",
+        "100000/min",
+    )
+    listed = run("list", *db)[1].strip().split("\t")
+    assert listed[2] == "write=x rate_bytes=1000000/s:5000000 rate_entries=100000/min"
+    code, _, err = run("create", "--name", "b", "--read", "x", "--rate-entries", "0/s", *db)
+    assert code == 2 and "--rate-entries: a rate's count" in err

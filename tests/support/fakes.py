@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from app.access.rates import Decision, Rate
+from app.access.rates import Decision, Mode, Rate
 from app.engine.commands.streams import RangeArgs
 from app.engine.delivery import DeliveryPolicy, Retention, Webhook
 from app.engine.ids import StreamID
@@ -176,7 +176,12 @@ class ScriptedRates:
     spent: list[tuple[str, Rate, int]] = field(default_factory=list)
 
     async def spend_rate(
-        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+        self,
+        key: str,
+        rate: Rate,
+        cost: int = 1,
+        mode: Mode = Mode.TAKE,
+        now_us: int | None = None,
     ) -> Decision:
         self.spent.append((key, rate, cost))
         if self.fail is not None:

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 
-from tests.web.conftest import ADMIN, Dashboard
+from tests.web.conftest import ADMIN, JWT_SECRET, Dashboard
 from tests.web.tour import WIDTHS, confirm, open_page, route, shoot, sign_in
 
 
@@ -330,6 +331,32 @@ def test_a_read_only_jwt_is_shown_no_control_it_may_not_use(
     open_page(page, d.url, route(s, "g"))
     page.wait_for_selector("text=may not inspect or repair this group's pending entries")
     assert page.locator("button.claim").count() == 0
+
+
+def test_the_usage_page_shows_a_credentials_limits_and_what_is_left(
+    dashboard: Dashboard, page: Any
+) -> None:
+    d = dashboard
+    s = "orders-usage"
+    _append(d, s, "a", "b")
+    claims = {
+        "sub": "metered",
+        "exp": int(time.time()) + 3600,
+        "xstreams": {"read": ["orders*"]},
+        "xstreams_limits": {"entries": "100/h", "bytes": "1k/h"},  # nothing comes back soon
+    }
+    token = jwt.encode(claims, JWT_SECRET, algorithm="HS256")
+    auth = {"Authorization": f"Bearer {token}"}
+    read = httpx.post(d.url + "/", json=["XRANGE", s, "-", "+"], headers=auth)
+    assert read.status_code == 200 and len(read.json()["result"]) == 2
+    sign_in(page, d.url, token)
+    page.click("#nav >> text=Usage")
+    row = page.locator('#own-usage tr[data-policy="entries"]')
+    row.wait_for()
+    assert row.locator("td").all_inner_texts()[:3] == ["Entries read", "100/h", "98"]
+    appended = page.locator('#own-usage tr[data-policy="bytes"] td')
+    assert appended.all_inner_texts()[:3] == ["Bytes appended", "1000/h", "1,000"]
+    assert page.locator("#key-usage").inner_text() == ""  # not the admin: no one else's
 
 
 def test_refusals_are_shown_in_words(dashboard: Dashboard, page: Any) -> None:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.api.meter import unmetered
 from app.backends import Backend
 from app.engine.commands.streams import RangeArgs, XAddArgs
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
@@ -60,12 +61,15 @@ def _truncated(entry: Entry, size: int) -> Entry:
 
 
 async def _copy(backend: Backend, source: str, key: str, upto: StreamID) -> None:
+    """The source's history up to the fork point, unmetered: the fork shares it, and a
+    copy cut short by a budget would leave a fork with half of it."""
     start: StreamID | None = MIN_ID
     while start is not None:
-        page = await backend.range(RangeArgs(source, start, upto, PAGE))
-        if not page:
-            return
-        await backend.append([XAddArgs(key, e.fields, id=e.id) for e in page])
+        with unmetered():
+            page = await backend.range(RangeArgs(source, start, upto, PAGE))
+            if not page:
+                return
+            await backend.append([XAddArgs(key, e.fields, id=e.id) for e in page])
         start = page[-1].id.incr() if len(page) == PAGE else None
 
 

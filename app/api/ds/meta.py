@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import orjson
 
+from app.api.meter import unmetered
 from app.backends import Backend
 from app.engine.commands.guarded import Guard
 from app.engine.commands.streams import RangeArgs, XAddArgs
@@ -129,7 +130,8 @@ def _from(entry_id: StreamID, flat: tuple[str, ...]) -> Meta:
 
 async def load(backend: Backend, key: str) -> Meta | None:
     """The stream's record, or None when no Durable Stream is at ``key``."""
-    last = await backend.range(RangeArgs(meta_key(key), MIN_ID, MAX_ID, 1), rev=True)
+    with unmetered():  # the service's bookkeeping, not the caller's read
+        last = await backend.range(RangeArgs(meta_key(key), MIN_ID, MAX_ID, 1), rev=True)
     if not last:
         return None
     try:
@@ -153,7 +155,8 @@ def guard(key: str, read: Meta | None) -> Guard:
 
 
 async def save(backend: Backend, key: str, meta: Meta) -> Meta:
-    (entry_id,) = await backend.append([record(key, meta)])
+    with unmetered():
+        (entry_id,) = await backend.append([record(key, meta)])
     assert entry_id is not None
     return replace(meta, written=entry_id)
 
@@ -193,5 +196,6 @@ async def delete(backend: Backend, key: str) -> bool:
 
 async def tail(backend: Backend, key: str) -> StreamID:
     """The ID of the stream's last entry (0-0 when it has none)."""
-    last = await backend.range(RangeArgs(key, MIN_ID, MAX_ID, 1), rev=True)
+    with unmetered():
+        last = await backend.range(RangeArgs(key, MIN_ID, MAX_ID, 1), rev=True)
     return last[0].id if last else MIN_ID

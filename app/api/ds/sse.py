@@ -13,6 +13,7 @@ from starlette.responses import Response, StreamingResponse
 
 from app.api.access_gate import principal_of
 from app.api.deps import wait_for_disconnect
+from app.api.meter import patiently, unmetered
 from app.api.services import services_of
 from app.backends import Backend
 from app.engine.commands.reads import ReadRequest
@@ -78,6 +79,7 @@ async def read_sse(
     refusal = holds.take(principal)  # before the response starts: a refusal is a 429
     if refusal is not None:
         raise refusal
+    patiently()  # past the entries budget the stream pauses (app/api/meter.py)
 
     async def events() -> AsyncIterator[bytes]:
         nonlocal meta, position
@@ -104,7 +106,8 @@ async def read_sse(
                         block_ms=left,
                     )
                     try:
-                        got = await backend.read(read, lambda: wait_for_disconnect(request))
+                        with unmetered():  # a wake-up: read_chunk spends what it reads
+                            got = await backend.read(read, lambda: wait_for_disconnect(request))
                     except ClientGone:
                         return
                     if not got:

@@ -12,11 +12,14 @@ from app.engine.commands.table import Access, Command, Flag, named
 
 __all__ = ["CALLER", "MODELS", "SERVICE", "model_of"]
 
-CALLER = {"acl|whoami": Command("acl|whoami", 2, frozenset(), access=Access.NONE)}
-"""Operations about the caller rather than a stream, modelled on Redis's ACL WHOAMI, which
-any authenticated connection may run. The engine knows no callers, so the command is not in
-its table (the command endpoint does not answer it); its entry here says what the one check
-needs: no verb, no key."""
+CALLER = {
+    "acl|whoami": Command("acl|whoami", 2, frozenset(), access=Access.NONE),
+    "acl|list": Command("acl|list", 2, frozenset(), access=Access.ADMIN),
+}
+"""Operations about credentials rather than a stream, modelled on Redis's ACL WHOAMI, which
+any authenticated connection may run, and ACL LIST, the admin's. The engine knows no
+callers, so the commands are not in its table (the command endpoint does not answer them);
+their entries here say what the one check needs: no key, and no verb or ``admin``."""
 
 _READS = frozenset({Flag.READONLY})
 _WRITES = frozenset({Flag.WRITE})
@@ -77,6 +80,7 @@ MODELS = {
     "tail_streams_events": "xread",
     "consume_group_events": "xreadgroup",
     "whoami": "acl|whoami",
+    "list_key_usage": "acl|list",
     "get_policy": "xpolicy|get",
     "set_policy": "xpolicy|set",
     "delete_policy": "xpolicy|del",

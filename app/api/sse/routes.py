@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
+from app.api.meter import METER, patiently
 from app.api.rest.common import ConsumerName, GroupName, RestRoute, StreamName, errors
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.problem import Problem
@@ -83,9 +84,14 @@ async def _positions(services: Services, keys: list[str], last_id: str) -> dict[
 def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
           multi: bool) -> EventStream:  # fmt: skip
     tails = services_of(request).sse_tails
+    meter = METER.get()  # its entries are counted as they are sent, and wait for the rate
+    if meter is not None and meter.entries is not None:
+        meter.patient = True
+    else:
+        meter = None
 
     async def source(outbox: Outbox) -> Parked | None:
-        return await follow(tails, Subscriber(outbox, positions, form, multi))
+        return await follow(tails, Subscriber(outbox, positions, form, multi, meter))
 
     return EventStream(request, source)
 
@@ -190,6 +196,7 @@ async def consumer_events(
     await services.backend.pending_summary(stream, group)
     after = parse_strict_id(last_event_id or last_id)
     d = GroupDelivery(stream, group, consumer, after, noack, max_unacked, fields, claim_idle_ms)
+    patiently()  # past the entries budget the stream pauses (app/api/meter.py)
 
     async def source(outbox: Outbox) -> None:
         await deliver(services.backend, d, outbox)

@@ -6,6 +6,12 @@ subscribers. ``offer`` takes only entries past the subscriber's position, so an 
 already has (read while catching up, or handed out twice while joining) is never sent again,
 and it refuses what does not fit the outbox: the subscriber then goes behind and replays from
 its positions, which keeps memory bounded and skips nothing.
+
+A subscriber whose credential is held to an entries rate carries its ``Meter``
+(app/api/meter.py): the entries the tails hand it are counted and spent by a task of their
+own (a spend cannot wait inside the fan-out); once that leaves the budget spent, the
+subscriber goes behind, and its replay waits for the rate before it reads on. So a live tail
+past its budget pauses, and sends every entry afterwards.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import asyncio
 from collections.abc import Callable
 
 from app.api.binary import quote_name
+from app.api.meter import Meter
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.sse.outbox import Outbox
 from app.api.sse.wire import EncodedEntry, gap_event
@@ -29,10 +36,27 @@ class Subscriber:
     own positions) when a live event does not fit in its outbox.
     """
 
-    __slots__ = ("_names", "form", "live", "multi", "on_behind", "outbox", "positions", "task")
+    __slots__ = (
+        "_names",
+        "_spending",
+        "_unspent",
+        "form",
+        "live",
+        "meter",
+        "multi",
+        "on_behind",
+        "outbox",
+        "positions",
+        "task",
+    )
 
     def __init__(
-        self, outbox: Outbox, positions: dict[str, StreamID], form: FieldsForm, multi: bool
+        self,
+        outbox: Outbox,
+        positions: dict[str, StreamID],
+        form: FieldsForm,
+        multi: bool,
+        meter: Meter | None = None,
     ) -> None:
         self.outbox = outbox
         self.positions = positions
@@ -44,6 +68,9 @@ class Subscriber:
         self.on_behind: Callable[[], None] | None = None
         self.task: asyncio.Task[None] | None = None  # that task, while it runs
         self._names = {key: quote_name(key).encode() for key in positions}
+        self.meter = meter  # None: its entries are not counted
+        self._unspent = 0  # entries the tails handed it, not spent yet
+        self._spending: asyncio.Task[None] | None = None
 
     def _event(self, encoded: EncodedEntry) -> bytes:
         if self.multi:
@@ -66,6 +93,8 @@ class Subscriber:
         whatever the outbox holds (a bounded batch, as a replay read's)."""
         if encoded.entry.id > self.positions[encoded.stream]:
             self.deliver(encoded)
+            if self.meter is not None:
+                self._owe()
 
     def offer(self, encoded: EncodedEntry) -> None:
         """A live entry from a tail: taken if new to this subscriber and if it fits.
@@ -83,6 +112,26 @@ class Subscriber:
         if not self.outbox.offer(chunk):
             self.positions[key] = previous
             self.go_behind()
+        elif self.meter is not None:
+            self._owe()
+
+    def _owe(self) -> None:
+        """Count one entry handed out live, and have it spent."""
+        self._unspent += 1
+        if self._spending is None:
+            self._spending = asyncio.get_running_loop().create_task(self._spend())
+
+    async def _spend(self) -> None:
+        """Spend what was handed out; past the budget, go behind (the replay waits)."""
+        meter = self.meter
+        try:
+            while self._unspent and meter is not None:
+                n, self._unspent = self._unspent, 0
+                left = await meter.after_read(n)
+                if left is not None and left.remaining == 0 and self.live:
+                    self.go_behind()
+        finally:
+            self._spending = None
 
     def go_behind(self) -> None:
         """Stop taking live entries and go back to reading from the positions."""

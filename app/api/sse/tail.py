@@ -413,6 +413,8 @@ async def _replay(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> bool
     backend = tails.backend
     expected: dict[str, StreamID] = {}
     while outbox.reason is None:
+        if sub.meter is not None:
+            await sub.meter.before_read()  # past the entries budget: wait for the rate
         seen = [tail.seq for tail in held]  # before reading: what the join must make up for
         reads = {
             key: await read_after(backend, key, sub.positions[key], READ_BATCH + 1) for key in keys
@@ -444,5 +446,7 @@ async def _replay(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> bool
         for key, entries in reads.items():
             for entry in entries:
                 sub.deliver(EncodedEntry(key, entry))
+        if sub.meter is not None:
+            await sub.meter.after_read(sum(map(len, reads.values())))
         await outbox.drained()
     return False

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.access.rates import Decision, Rate
+from app.access.rates import Decision, Mode, Rate
 from app.backends.base import CommandTimer, Gone
 from app.backends.embedded.commands import CommandEndpoint
 from app.backends.embedded.rates import RateBook
@@ -119,9 +119,14 @@ class EmbeddedBackend(CommandEndpoint):
         return None
 
     async def spend_rate(
-        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+        self,
+        key: str,
+        rate: Rate,
+        cost: int = 1,
+        mode: Mode = Mode.TAKE,
+        now_us: int | None = None,
     ) -> Decision:
-        return self.rates.spend(key, rate, cost, now_us)
+        return self.rates.spend(key, rate, cost, mode, now_us)
 
     async def close(self) -> None:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from app.access.rates import Decision, Rate, spend
+from app.access.rates import Decision, Mode, Rate, spend
 
 __all__ = ["RateBook"]
 
@@ -20,9 +20,16 @@ class RateBook:
         self._tat_us: dict[str, int] = {}
         self._spends = 0
 
-    def spend(self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None) -> Decision:
+    def spend(
+        self,
+        key: str,
+        rate: Rate,
+        cost: int = 1,
+        mode: Mode = Mode.TAKE,
+        now_us: int | None = None,
+    ) -> Decision:
         now = time.monotonic_ns() // 1000 if now_us is None else now_us
-        decision, tat = spend(self._tat_us.get(key), now, rate, cost)
+        decision, tat = spend(self._tat_us.get(key), now, rate, cost, mode)
         self._tat_us[key] = tat
         self._spends += 1
         if self._spends % PRUNE_EVERY == 0:

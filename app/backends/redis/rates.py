@@ -8,7 +8,7 @@ it lies in the past, so an idle credential leaves nothing behind.
 
 from __future__ import annotations
 
-from app.access.rates import Decision, Rate, micros_to_ms
+from app.access.rates import Decision, Mode, Rate
 from app.backends.redis import lua
 from app.backends.redis.routing import Router
 from app.backends.redis.scripts import eval_line
@@ -25,12 +25,17 @@ class Rates:
     _router: Router
 
     async def spend_rate(
-        self, key: str, rate: Rate, cost: int = 1, now_us: int | None = None
+        self,
+        key: str,
+        rate: Rate,
+        cost: int = 1,
+        mode: Mode = Mode.TAKE,
+        now_us: int | None = None,
     ) -> Decision:
-        args: list[int] = [rate.interval_us, rate.burst, cost]
+        args: list[int] = [rate.cost_us(cost), rate.tolerance_us, int(mode)]
         if now_us is not None:
             args.append(now_us)
         name = RATE_PREFIX + key
         raw = await self._router.call_plain(name, *eval_line(RATE, [name], args))
-        allowed, remaining, retry_us, reset_us = (int(x) for x in raw)
-        return Decision(bool(allowed), remaining, micros_to_ms(retry_us), micros_to_ms(reset_us))
+        allowed, ahead_us, wait_us = (int(x) for x in raw)
+        return Decision.of(rate, bool(allowed), ahead_us, wait_us)

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # Every route compiled today: one that stops compiling takes the slow way without a word.
 COMPILED = {
     "ack_delete_entries",
+    "list_key_usage",
     "ack_entries",
     "append_entries",
     "autoclaim_entries",

@@ -28,6 +28,31 @@ class StreamAccess(BaseModel):
     write: bool
 
 
+class LimitUsage(BaseModel):
+    """One limit of a credential and where it stands now (app/access/rates.py)."""
+
+    policy: str = Field(description="`requests`, `bytes` (appended) or `entries` (read).")
+    rate: str = Field(description="The rate: `100/s`, `1000000/s:5000000` (a burst).")
+    remaining: int = Field(
+        description="What may be spent now; 0 also while a read's debt is being repaid."
+    )
+    reset_ms: int = Field(description="Milliseconds until the whole burst is back.")
+
+
+class KeyUsage(BaseModel):
+    """An API key's limits and what is left of them (the admin's view)."""
+
+    name: str
+    expires_at_ms: int | None
+    limits: list[LimitUsage]
+
+
+class KeyUsageList(BaseModel):
+    """Every API key held to a limit, by name."""
+
+    keys: list[KeyUsage]
+
+
 class Whoami(BaseModel):
     """The credential's principal: its name, kind, grant and expiry."""
 
@@ -46,6 +71,14 @@ class Whoami(BaseModel):
                     },
                     "expires_at_ms": 1767225600000,
                     "rate": "100/s:300",
+                    "limits": [
+                        {
+                            "policy": "requests",
+                            "rate": "100/s:300",
+                            "remaining": 299,
+                            "reset_ms": 10,
+                        }
+                    ],
                     "streams": [
                         {"name": "orders-eu", "read": True, "consume": True, "write": False}
                     ],
@@ -67,6 +100,12 @@ class Whoami(BaseModel):
         " the service's default; null: not limited. Each response to a limited credential"
         " says what is left (`RateLimit`).",
     )
+    limits: list[LimitUsage] = Field(
+        default_factory=list,
+        description="Each limit the credential is held to (requests, bytes appended, entries"
+        " read), its own or the service's default, and what is left of it now; empty: not"
+        " limited.",
+    )
     streams: list[StreamAccess] = Field(description="One row per `stream` asked about.")
 
 
@@ -80,7 +119,12 @@ def _grant(g: Grant) -> GrantDoc:
     )
 
 
-def whoami(principal: Principal, streams: list[str], rate: str | None = None) -> Whoami:
+def whoami(
+    principal: Principal,
+    streams: list[str],
+    rate: str | None = None,
+    limits: list[LimitUsage] | None = None,
+) -> Whoami:
     rows = []
     for name in streams:
         verbs = verbs_on(principal.grant, name)
@@ -98,5 +142,6 @@ def whoami(principal: Principal, streams: list[str], rate: str | None = None) ->
         grant=_grant(principal.grant),
         expires_at_ms=principal.expires_at_ms,
         rate=rate,
+        limits=limits or [],
         streams=rows,
     )

@@ -7,6 +7,7 @@
 //   #/s/{stream}/groups              its consumer groups and consumers
 //   #/s/{stream}/groups/{group}/pending   a group's pending entries
 //   #/s/{stream}/dead                a dead-letter stream's entries, with redrive
+//   #/usage                          the credential's limits and usage (the admin: every key's)
 
 import { ApiError, quote as quoteHash, session, unauthorized, unquote, whoami } from "./api.js";
 import { h, notice, replace, shown } from "./dom.js";
@@ -15,6 +16,7 @@ import * as streamPage from "./pages/stream.js";
 import * as groupsPage from "./pages/groups.js";
 import * as pendingPage from "./pages/pending.js";
 import * as deadPage from "./pages/dead.js";
+import * as usagePage from "./pages/usage.js";
 
 const main = document.getElementById("main");
 let me = null; // the signed-in principal (GET /v1/whoami)
@@ -26,6 +28,7 @@ function route() {
   const [path, search = ""] = hash.split("?");
   const query = new URLSearchParams(search);
   const parts = path.split("/").filter(Boolean);
+  if (parts[0] === "usage" && parts.length === 1) return { page: usagePage, params: {}, query };
   if (parts[0] === "s" && parts.length >= 2) {
     const stream = unquote(parts[1]);
     if (parts.length === 2) return { page: streamPage, params: { stream }, query };
@@ -40,7 +43,10 @@ function route() {
 
 function nav(current) {
   const { page, params } = current;
-  const links = [h("a", { href: "#/", "aria-current": page === streamsPage ? "page" : null }, "Streams")];
+  const links = [
+    h("a", { href: "#/", "aria-current": page === streamsPage ? "page" : null }, "Streams"),
+    h("a", { href: "#/usage", "aria-current": page === usagePage ? "page" : null }, "Usage"),
+  ];
   if (params.stream !== undefined) {
     const s = quoteHash(params.stream);
     links.push(
