@@ -4,12 +4,12 @@ meter (app/api/meter.py) on their way to the real backend.
 Every surface calls ``Services.backend``: REST its typed ``append``, Durable Streams its
 ``append_guarded``, both ``range`` and ``read``, the command endpoint its ``command``,
 ``pipeline`` and ``multi_exec``. ``MeteredBackend`` wraps those seven and hands everything
-else through untouched, so a new surface is metered by calling the backend as the others do. Outside a request with a meter
-(background work: webhooks, retention, the shared tails of live event streams) it only
-forwards. On the command endpoint, XADD's fields are its arguments after the ID; XRANGE,
-XREVRANGE, XREAD and XREADGROUP are the reads (XCLAIM and XAUTOCLAIM move entries between
-consumers and are not counted). A pipeline or a transaction spends its XADDs' bytes at once,
-before any line runs, and peeks once if any line reads.
+else through untouched, so a new surface is metered by calling the backend as the others
+do. Outside a request with a meter (background work: webhooks, retention, the shared tails
+of live event streams) it only forwards. On the command endpoint, XADD's fields are its
+arguments after the ID; XRANGE, XREVRANGE, XREAD and XREADGROUP are the reads (XCLAIM and
+XAUTOCLAIM move entries between consumers and are not counted). A pipeline or a transaction
+spends its XADDs' bytes at once, before any line runs, and peeks once if any line reads.
 """
 
 from __future__ import annotations
