@@ -394,9 +394,11 @@ async def test_a_pipeline_refuses_only_the_commands_not_granted() -> None:
 def test_every_operation_is_in_the_matrix() -> None:
     from app.api.rest.models import CALLER, MODELS
 
-    # Operations about the caller (whoami) need no verb: tests/access/test_whoami.py.
+    # Operations about credentials name no stream: whoami needs no verb
+    # (tests/access/test_whoami.py), the keys' usage is the admin's
+    # (tests/api/test_rate_bytes_entries.py).
     on_streams = {op for op, name in MODELS.items() if name not in CALLER}
-    assert on_streams == set(MODELS) - {"whoami"}
+    assert on_streams == set(MODELS) - {"whoami", "list_key_usage"}
     assert {op.name for op in OPS if op.surface != "commands"} == on_streams
     assert all(op.verb in (*VERBS, "consume+write", "admin", "list") for op in OPS)
     assert Verb.READ.value in VERBS
