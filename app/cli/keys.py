@@ -52,6 +52,13 @@ def create(
             " default: the service's --rate-requests."
         ),
     ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="Bind the key to a tenant prefix (tenant-a:): added to every stream name it"
+            " sends, removed from every name it sees; its globs are relative to it."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -71,6 +78,17 @@ def create(
             err=True,
         )
         raise typer.Exit(2)
+    if prefix is not None:
+        from app.access.prefix import PrefixError, check_prefix
+
+        try:
+            check_prefix(prefix)
+        except PrefixError as e:
+            typer.echo(f"error: --prefix: {e}", err=True)
+            raise typer.Exit(2) from None
+        if admin:
+            typer.echo("error: a key with --prefix cannot be --admin", err=True)
+            raise typer.Exit(2)
     now = _now_ms()
     expires_at: int | None = None
     if expires is not None:
@@ -95,6 +113,7 @@ def create(
         created_at_ms=now,
         expires_at_ms=expires_at,
         limits=limits,
+        prefix=prefix or "",
     )
     db = open_database(_settings(data_dir, database_url))
     try:
@@ -154,6 +173,8 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
         )
         if r.limits.requests is not None:
             scope += f" rate={r.limits.requests}"
+        if r.prefix:
+            scope += f" prefix={r.prefix}"
         typer.echo(
             f"{r.name}\t{state}\t{scope}\tcreated {_when(r.created_at_ms)}"
             f"\texpires {_when(r.expires_at_ms)}"

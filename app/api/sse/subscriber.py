@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.api.binary import quote_name
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.sse.outbox import Outbox
@@ -29,10 +30,25 @@ class Subscriber:
     own positions) when a live event does not fit in its outbox.
     """
 
-    __slots__ = ("_names", "form", "live", "multi", "on_behind", "outbox", "positions", "task")
+    __slots__ = (
+        "_names",
+        "form",
+        "live",
+        "multi",
+        "on_behind",
+        "outbox",
+        "positions",
+        "task",
+        "tenant",
+    )
 
     def __init__(
-        self, outbox: Outbox, positions: dict[str, StreamID], form: FieldsForm, multi: bool
+        self,
+        outbox: Outbox,
+        positions: dict[str, StreamID],
+        form: FieldsForm,
+        multi: bool,
+        tenant: TenantPrefix = NO_PREFIX,
     ) -> None:
         self.outbox = outbox
         self.positions = positions
@@ -43,11 +59,14 @@ class Subscriber:
         # starts the task that replays from its positions.
         self.on_behind: Callable[[], None] | None = None
         self.task: asyncio.Task[None] | None = None  # that task, while it runs
-        self._names = {key: quote_name(key).encode() for key in positions}
+        # The names a multi-stream connection shows (event IDs, ``stream`` in the data): the
+        # credential's, its prefix off (app/access/prefix.py).
+        self.tenant = tenant
+        self._names = {key: quote_name(tenant.outward(key)).encode() for key in positions}
 
     def _event(self, encoded: EncodedEntry) -> bytes:
         if self.multi:
-            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form))
+            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form, self.tenant))
         return encoded.single(self.form)
 
     def _event_id(self) -> bytes:
@@ -99,7 +118,8 @@ class Subscriber:
         """Entries after this subscriber's position, before ``first``, went unread."""
         after = self.positions[key]
         if first is None or after < first:
-            self.outbox.push(gap_event(after, first, key if self.multi else None))
+            shown = self.tenant.outward(key) if self.multi else None
+            self.outbox.push(gap_event(after, first, shown))
 
     def live_gap(self, key: str, first: StreamID | None) -> None:
         if self.live:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.access import Grant, Principal, Verb, verbs_on
+from app.access.prefix import TenantPrefix
 
 
 class GrantDoc(BaseModel):
@@ -46,6 +47,7 @@ class Whoami(BaseModel):
                     },
                     "expires_at_ms": 1767225600000,
                     "rate": "100/s:300",
+                    "prefix": "",
                     "streams": [
                         {"name": "orders-eu", "read": True, "consume": True, "write": False}
                     ],
@@ -68,13 +70,19 @@ class Whoami(BaseModel):
         " says what is left (`RateLimit`).",
     )
     streams: list[StreamAccess] = Field(description="One row per `stream` asked about.")
+    prefix: str = Field(
+        default="",
+        description="The credential's key prefix: added to every stream name it sends and"
+        " removed from every name it sees; its grant's globs are relative to it. Empty: none.",
+    )
 
 
-def _grant(g: Grant) -> GrantDoc:
+def _grant(g: Grant, tenant: TenantPrefix) -> GrantDoc:
+    """The grant as the credential holds it: its globs relative to its prefix."""
     return GrantDoc(
-        read=list(g.read),
-        consume=list(g.consume),
-        write=list(g.write),
+        read=[tenant.unglob(p) for p in g.read],
+        consume=[tenant.unglob(p) for p in g.consume],
+        write=[tenant.unglob(p) for p in g.write],
         admin=g.admin,
         metrics=g.metrics,
     )
@@ -83,7 +91,7 @@ def _grant(g: Grant) -> GrantDoc:
 def whoami(principal: Principal, streams: list[str], rate: str | None = None) -> Whoami:
     rows = []
     for name in streams:
-        verbs = verbs_on(principal.grant, name)
+        verbs = verbs_on(principal.grant, principal.tenant.inward(name))
         rows.append(
             StreamAccess(
                 name=name,
@@ -95,8 +103,9 @@ def whoami(principal: Principal, streams: list[str], rate: str | None = None) ->
     return Whoami(
         name=principal.name,
         kind=principal.kind.value,
-        grant=_grant(principal.grant),
+        grant=_grant(principal.grant, principal.tenant),
         expires_at_ms=principal.expires_at_ms,
         rate=rate,
         streams=rows,
+        prefix=principal.prefix,
     )
