@@ -266,5 +266,6 @@ def _asked(request: Request) -> Mapping[str, Any]:
 
 def _shown(request: Request, text: str) -> str:
     """An error text quoting a key, with the key as the caller names it (its prefix off)."""
+    # (Not ``access_gate.tenant_of``: the gate imports this module for its 401's shape.)
     principal = request.scope.get("state", {}).get("principal")
     return text if principal is None else str(principal.tenant.error(text))

@@ -200,3 +200,16 @@ async def test_durable_streams_paths_are_prefixed(served: Served) -> None:
         assert (
             ok(await c.post("/", json=["EXISTS", "a:log", "b:log"], headers=ADMIN))["result"] == 2
         )
+
+
+async def test_a_retried_request_of_a_tenant_lands_once(served: Served) -> None:
+    async with served(**SETTINGS) as c:
+        for path, body in (
+            ("/v1/streams/orders/entries", {"fields": {"n": "1"}}),
+            ("/", ["XADD", "orders", "*", "n", "2"]),
+        ):
+            key = {**A, "Idempotency-Key": f"k-{path}"}
+            first, again = [await c.post(path, json=body, headers=key) for _ in range(2)]
+            assert first.status_code == again.status_code and first.status_code < 300, first.text
+            assert first.content == again.content
+        assert ok(await c.post("/", json=["XLEN", "a:orders"], headers=ADMIN))["result"] == 2

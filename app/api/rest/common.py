@@ -26,7 +26,7 @@ from starlette.types import Scope
 
 from app.access import check_keys
 from app.access.prefix import TenantPrefix
-from app.api.access_gate import principal_of
+from app.api.access_gate import principal_of, tenant_of
 from app.api.binary import encode_json, query_pairs, quote_name
 from app.api.deps import wait_for_disconnect
 from app.api.replay import key_answer
@@ -153,7 +153,7 @@ async def answered(request: Request, call: Callable[[], Awaitable[Response]]) ->
             response = await call()
     except ClientGone:
         return Response(status_code=499)
-    tenant = principal_of(request.scope).tenant
+    tenant = tenant_of(request.scope)
     if tenant and "location" in response.headers:
         response.headers["location"] = outward_url(tenant, response.headers["location"])
     return response
