@@ -109,3 +109,12 @@ def test_keys_bound_to_prefixes_live_apart_on_a_running_service(tmp_path: Path) 
         assert sorted(scan["result"][1]) == ["a:orders", "b:orders"]
     finally:
         srv.stop()
+
+
+def test_an_event_streams_error_names_the_key_as_the_tenant_does() -> None:
+    from app.api.sse.wire import error_event
+    from app.engine.errors import CommandError
+
+    error = CommandError("NOGROUP No such key 't:s' or consumer group 'g' in XREADGROUP")
+    assert b"No such key 's'" in error_event(error, T)
+    assert b"No such key 't:s'" in error_event(error)

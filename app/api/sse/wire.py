@@ -121,8 +121,9 @@ def deleted_event(entry_id: StreamID) -> bytes:
     )
 
 
-def error_event(error: CommandError) -> bytes:
-    body = {"code": error.code, "error": error.text}
+def error_event(error: CommandError, tenant: TenantPrefix = NO_PREFIX) -> bytes:
+    """An error ending the stream, a key it quotes named as ``tenant``'s credential does."""
+    body = {"code": error.code, "error": tenant.error(error.text)}
     return b"event: error\ndata: %s\n\n" % encode_json(body)
 
 
