@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jwt
 import pytest
 
-from tests.support.targets import TARGET_PARAMS, Served, served_on
+from tests.support.access import create_key
+from tests.support.targets import EMBEDDED, TARGET_PARAMS, Frontend, Served, served_on
 
 SECRET = "an application secret of enough length"
 ADMIN = {"Authorization": "Bearer admin"}
@@ -213,3 +215,39 @@ async def test_a_retried_request_of_a_tenant_lands_once(served: Served) -> None:
             assert first.status_code == again.status_code and first.status_code < 300, first.text
             assert first.content == again.content
         assert ok(await c.post("/", json=["XLEN", "a:orders"], headers=ADMIN))["result"] == 2
+
+
+@pytest.mark.parametrize("on", TARGET_PARAMS)
+async def test_api_keys_made_with_a_prefix_live_apart(
+    on: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """``xstreams keys create --prefix``, read by a service on each backend: the embedded
+    engine journaling to SQLite beside its keys, or a front-end of Redis keeping its keys
+    there."""
+    grant = ("--read", "*", "--write", "*", "--consume", "*")
+    a_key = create_key(tmp_path, "tenant-a", *grant, "--prefix", "a:")
+    b_key = create_key(tmp_path, "tenant-b", *grant, "--prefix", "b:")
+    a, b = ({"Authorization": f"Bearer {k}"} for k in (a_key, b_key))
+    if on == EMBEDDED:
+        front = Frontend(tmp_path, "--token", "admin")
+        try:
+            async with httpx.AsyncClient(base_url=front.url, timeout=30) as c:
+                await _apart(c, a, b)
+        finally:
+            front.stop()
+        return
+    async with served_on(request, on, tmp_path)(token="admin") as c:
+        await _apart(c, a, b)
+
+
+async def _apart(c: httpx.AsyncClient, a: dict[str, str], b: dict[str, str]) -> None:
+    for who, n in ((a, "1"), (b, "2")):
+        ok(await c.post("/v1/streams/orders/entries", json={"fields": {"n": n}}, headers=who))
+    for who, n, prefix in ((a, "1", "a:"), (b, "2", "b:")):
+        read = ok(await c.get("/v1/streams/orders/entries", headers=who))
+        assert [e["fields"] for e in read["entries"]] == [{"n": n}]
+        scan = ok(await c.post("/", json=["SCAN", "0", "COUNT", "1000"], headers=who))
+        assert scan["result"][1] == ["orders"]
+        assert ok(await c.get("/v1/whoami", headers=who))["prefix"] == prefix
+    scan = ok(await c.post("/", json=["SCAN", "0", "COUNT", "1000"], headers=ADMIN))
+    assert {"a:orders", "b:orders"} <= set(scan["result"][1])
