@@ -13,7 +13,8 @@ import httpx
 import jwt
 import pytest
 
-from tests.support.access import create_key
+from tests.storage.conftest import pg_schema, pg_url  # noqa: F401 (pg_schema: a fixture)
+from tests.support.access import keys
 from tests.support.targets import EMBEDDED, TARGET_PARAMS, Frontend, Served, served_on
 
 SECRET = "an application secret of enough length"
@@ -217,19 +218,30 @@ async def test_a_retried_request_of_a_tenant_lands_once(served: Served) -> None:
         assert ok(await c.post("/", json=["XLEN", "a:orders"], headers=ADMIN))["result"] == 2
 
 
-@pytest.mark.parametrize("on", TARGET_PARAMS)
+POSTGRES = "postgres"
+
+
+@pytest.mark.parametrize(
+    "on", [pytest.param(POSTGRES, id=POSTGRES, marks=pytest.mark.postgres), *TARGET_PARAMS]
+)
 async def test_api_keys_made_with_a_prefix_live_apart(
     on: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """``xstreams keys create --prefix``, read by a service on each backend: the embedded
-    engine journaling to SQLite beside its keys, or a front-end of Redis keeping its keys
-    there."""
+    engine journaling to SQLite or PostgreSQL beside its keys, or a front-end of Redis (or
+    Redis Cluster) keeping its keys in SQLite."""
+    database = []
+    if on == POSTGRES:
+        database = ["--database-url", pg_url(request.getfixturevalue("pg_schema"))]
     grant = ("--read", "*", "--write", "*", "--consume", "*")
-    a_key = create_key(tmp_path, "tenant-a", *grant, "--prefix", "a:")
-    b_key = create_key(tmp_path, "tenant-b", *grant, "--prefix", "b:")
-    a, b = ({"Authorization": f"Bearer {k}"} for k in (a_key, b_key))
-    if on == EMBEDDED:
-        front = Frontend(tmp_path, "--token", "admin")
+    texts = []
+    for name, prefix in (("tenant-a", "a:"), ("tenant-b", "b:")):
+        made = keys(tmp_path, "create", "--name", name, *grant, "--prefix", prefix, *database)
+        assert made.returncode == 0, made.stderr
+        texts.append(made.stdout.strip())
+    a, b = ({"Authorization": f"Bearer {k}"} for k in texts)
+    if on in (EMBEDDED, POSTGRES):
+        front = Frontend(tmp_path, "--token", "admin", *database)
         try:
             async with httpx.AsyncClient(base_url=front.url, timeout=30) as c:
                 await _apart(c, a, b)
