@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from app.access.prefix import escape_glob
 from app.engine.glob import glob_match
 
 __all__ = ["ADMIN", "Grant", "GrantError", "Verb"]
@@ -66,6 +67,23 @@ class Grant:
         if self.admin:
             return True
         return any(glob_match(pattern, key) for pattern in self.globs(verb))
+
+    def within(self, prefix: str) -> Grant:
+        """This grant relative to a tenant prefix (app/access/prefix.py): every glob gets the
+        prefix in front, its glob characters escaped, so ``orders*`` reaches ``prefix`` +
+        ``orders*`` and nothing outside the prefix. ``admin`` (the whole keyspace) has no
+        meaning inside a prefix: such a grant is refused (``GrantError``)."""
+        if not prefix:
+            return self
+        if self.admin:
+            raise GrantError("a credential with a key prefix cannot hold admin")
+        head = escape_glob(prefix)
+        return Grant(
+            read=tuple(head + g for g in self.read),
+            consume=tuple(head + g for g in self.consume),
+            write=tuple(head + g for g in self.write),
+            metrics=self.metrics,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

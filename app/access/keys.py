@@ -41,6 +41,7 @@ class KeyRecord:
     expires_at_ms: int | None = None
     revoked_at_ms: int | None = None
     limits: CredentialLimits = UNLIMITED  # its own; else the settings' defaults
+    prefix: str = ""  # its tenant prefix (app/access/prefix.py); "" for none
 
     def live(self, now_ms: int) -> bool:
         return self.revoked_at_ms is None and (

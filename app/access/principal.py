@@ -30,6 +30,7 @@ from urllib.parse import unquote_to_bytes
 
 from app.access.grants import ADMIN, Grant
 from app.access.keys import KeyRing
+from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.access.rates import UNLIMITED, CredentialLimits
 from app.access.tokens import JwtVerifier
 
@@ -59,6 +60,14 @@ class Principal:
     # The credential's own limits (an API key's, a JWT's claim); the settings' defaults apply
     # where it sets none (app/api/rates.py).
     limits: CredentialLimits = UNLIMITED
+    # The credential's key prefix (app/access/prefix.py): added to every name it sends,
+    # removed from every name it sees; ``grant`` is already relative to it (``Grant.within``).
+    prefix: str = ""
+
+    @property
+    def tenant(self) -> TenantPrefix:
+        """The name mapping of this credential (the identity mapping without a prefix)."""
+        return TenantPrefix(self.prefix) if self.prefix else NO_PREFIX
 
     @property
     def unrestricted(self) -> bool:
@@ -184,11 +193,12 @@ class Authenticator:
         if record is not None:
             return Principal(
                 record.name,
-                record.grant,
+                record.grant.within(record.prefix),
                 Kind.KEY,
                 record.key_id,
                 record.expires_at_ms,
                 limits=record.limits,
+                prefix=record.prefix,
             )
         if self._jwt is not None and JwtVerifier.looks_like(text):
             verified = self._jwt.verify(text, now_ms)
@@ -201,5 +211,6 @@ class Authenticator:
                     verified.expires_at_ms,
                     jwt_identity=verified.identity,
                     limits=verified.limits,
+                    prefix=verified.prefix,
                 )
         return None

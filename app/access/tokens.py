@@ -8,7 +8,9 @@ configured, ``aud``. The token is never stored; its ``sub`` names the caller in 
 
 An optional ``xstreams_limits`` claim sets the token's own limits (``{"requests":
 "100/s", "bytes": "1M/s", "entries": "1000/s"}``, app/access/rates.py); a malformed one
-refuses the token, as a malformed grant does.
+refuses the token, as a malformed grant does. An optional ``xstreams_prefix`` claim
+(``"tenant-a:"``) binds the token to a key prefix (app/access/prefix.py); the grant's globs
+are then relative to it, and a grant of ``admin`` with a prefix refuses the token.
 
 A token's identity (``VerifiedToken.identity``: whose Idempotency-Keys it uses) is its
 issuer and ``sub``; a token without ``sub`` names nobody, so it is its own identity (a
@@ -30,12 +32,14 @@ import jwt
 import orjson
 
 from app.access.grants import Grant, GrantError
+from app.access.prefix import PrefixError, check_prefix
 from app.access.rates import UNLIMITED, CredentialLimits
 
 __all__ = ["CLAIM", "JwtVerifier", "VerifiedToken"]
 
 CLAIM = "xstreams"
 LIMITS_CLAIM = "xstreams_limits"  # optional: {"requests": "100/s:300", "bytes": "1M/s", ...}
+PREFIX_CLAIM = "xstreams_prefix"  # optional: "tenant-a:" (app/access/prefix.py)
 LEEWAY_S = 5  # clock skew between the application and xstreams
 MAX_LIFETIME_MS = 24 * 60 * 60 * 1000  # the default of XSTREAMS_JWT_MAX_LIFETIME_MS
 
@@ -47,6 +51,7 @@ class VerifiedToken:
     expires_at_ms: int
     identity: str  # issuer and ``sub``, or the token's digest when it has no ``sub``
     limits: CredentialLimits = UNLIMITED  # the ``xstreams_limits`` claim
+    prefix: str = ""  # the ``xstreams_prefix`` claim: the grant is already relative to it
 
 
 class JwtVerifier:
@@ -85,12 +90,14 @@ class JwtVerifier:
                 options={"require": ["exp"], "verify_aud": self._audience is not None},
             )
             grant = Grant.from_json(claims.get(CLAIM))
+            prefix = check_prefix(claims[PREFIX_CLAIM]) if PREFIX_CLAIM in claims else ""
+            grant = grant.within(prefix)
             limits = (
                 CredentialLimits.from_json(claims[LIMITS_CLAIM])
                 if LIMITS_CLAIM in claims
                 else CredentialLimits()
             )
-        except (jwt.PyJWTError, GrantError, ValueError):
+        except (jwt.PyJWTError, GrantError, PrefixError, ValueError):
             return None
         exp = claims["exp"]
         if type(exp) is not int:  # not bool, str or float
@@ -101,7 +108,7 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str):
             digest = hashlib.sha256(token.encode()).hexdigest()
-            return VerifiedToken("jwt", grant, expires_at_ms, f"jwt-token:{digest}", limits)
+            return VerifiedToken("jwt", grant, expires_at_ms, f"jwt-token:{digest}", limits, prefix)
         issuer = claims.get("iss")
         named = orjson.dumps([issuer if isinstance(issuer, str) else None, subject])
-        return VerifiedToken(subject, grant, expires_at_ms, f"jwt:{named.decode()}", limits)
+        return VerifiedToken(subject, grant, expires_at_ms, f"jwt:{named.decode()}", limits, prefix)

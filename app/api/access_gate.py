@@ -19,10 +19,11 @@ import time
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.access import Authenticator, Principal
+from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.access.principal import OPEN
 from app.api.errors import error_body
 
-__all__ = ["OPEN_METHODS", "PROBES", "AccessGate", "principal_of"]
+__all__ = ["OPEN_METHODS", "PROBES", "AccessGate", "principal_of", "tenant_of"]
 
 PROBES = frozenset({"/healthz", "/readyz"})
 OPEN_METHODS = frozenset({"GET", "HEAD"})
@@ -32,6 +33,13 @@ def principal_of(scope: Scope) -> Principal:
     """The principal the gate resolved for this request."""
     principal: Principal = scope["state"]["principal"]
     return principal
+
+
+def tenant_of(scope: Scope) -> TenantPrefix:
+    """The name mapping of the request's credential (app/access/prefix.py); none when no
+    principal was resolved (a probe, a layer's own test)."""
+    principal: Principal | None = scope.get("state", {}).get("principal")
+    return NO_PREFIX if principal is None else principal.tenant
 
 
 class AccessGate:

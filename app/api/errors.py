@@ -35,6 +35,7 @@ is 422, the rule and its setting named. Nothing a client sends can produce a 500
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -219,21 +220,22 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(CommandError)
     async def command_error(request: Request, exc: CommandError) -> Response:
         services_of(request).metrics.error(exc.text)
+        text = _shown(request, exc.text)
         if not _is_rest(request):
             status = command_status(exc)
-            return json_response({"error": exc.text}, status, retry_headers(status))
+            return json_response({"error": text}, status, retry_headers(status))
         index = exc.index if isinstance(exc, BatchItemError) else None
         status = status_of(exc)
-        detail, members = about(exc, request.path_params, _document(request), request.query_params)
+        detail, members = about(exc, _asked(request), _document(request), request.query_params)
         return problem(
-            request, status, exc.text, retry_headers(status), detail=detail, index=index, **members
+            request, status, text, retry_headers(status), detail=detail, index=index, **members
         )
 
     @app.exception_handler(Refused)
     async def destination_refused(request: Request, exc: Refused) -> Response:
         text = f"ERR webhook destination refused: {exc}"
         services_of(request).metrics.error(text)
-        return answer(request, 422, text, None, parameter="url", **subjects(request.path_params))
+        return answer(request, 422, text, None, parameter="url", **subjects(_asked(request)))
 
     @app.exception_handler(TooManyHeld)
     async def too_many_held(request: Request, exc: TooManyHeld) -> Response:
@@ -255,3 +257,19 @@ def install(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error serving %s %s", request.method, request.url.path)
         return answer(request, 500, "ERR internal error")
+
+
+def _asked(request: Request) -> Mapping[str, Any]:
+    """The path's names as the client sent them: before a credential's prefix was put in
+    front of the stream (app/api/rest/common.py ``inward_path``)."""
+    asked: Mapping[str, Any] = (
+        request.scope.get("xstreams.asked_path_params") or request.path_params
+    )
+    return asked
+
+
+def _shown(request: Request, text: str) -> str:
+    """An error text quoting a key, with the key as the caller names it (its prefix off)."""
+    # (Not ``access_gate.tenant_of``: the gate imports this module for its 401's shape.)
+    principal = request.scope.get("state", {}).get("principal")
+    return text if principal is None else str(principal.tenant.error(text))

@@ -40,7 +40,7 @@ import orjson
 from starlette.routing import Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.access_gate import principal_of
+from app.api.access_gate import principal_of, tenant_of
 from app.api.errors import error_body
 from app.api.replay import REPLAYED, SCOPE_KEY, KeyAnswer
 from app.api.rest.fallback import unrouted
@@ -196,13 +196,15 @@ def _anchor(scope: Scope, body: bytes) -> str | None:
     """A key the request names, for Redis Cluster to keep its response in that key's slot
     (so one script writes both): the stream of the /v1 route that serves it, or the command
     endpoint's first key. Which route serves it is the app's routing's to say (``table_of``),
-    not this layer's: it runs before the routing."""
+    not this layer's: it runs before the routing. Keys are the server's: a credential's
+    prefix in front (app/access/prefix.py), as the request will run them."""
+    tenant = tenant_of(scope)
     router = getattr(scope.get("app"), "router", None)
     served = table_of(router).serving(scope) if isinstance(router, Router) else None
     route = getattr(served[0], "path", None) if served is not None else None
     if served is not None and isinstance(route, str) and route.startswith("/v1"):
         stream = served[1].get("path_params", {}).get("stream")
-        return stream or None
+        return tenant.inward(stream) if stream else None
     path: str = scope["path"]
     try:
         if route in ("/pipeline", "/multi-exec"):
@@ -219,7 +221,10 @@ def _anchor(scope: Scope, body: bytes) -> str | None:
                 ]
             ]
         for args in commands:
-            keys = lookup(args).keys(args) if args else None
+            if not args:
+                continue
+            cmd = lookup(args)
+            keys = cmd.keys(tenant.argv(cmd, args))
             if keys:
                 return keys[0]
     except (CommandError, ValueError, TypeError, orjson.JSONDecodeError):

@@ -73,6 +73,13 @@ def create(
             "bytes=1GB (either part); default: the service's --storage-quota."
         ),
     ] = None,
+    prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="Bind the key to a tenant prefix (tenant-a:): added to every stream name it"
+            " sends, removed from every name it sees; its globs are relative to it."
+        ),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -93,6 +100,17 @@ def create(
             err=True,
         )
         raise typer.Exit(2)
+    if prefix is not None:
+        from app.access.prefix import PrefixError, check_prefix
+
+        try:
+            check_prefix(prefix)
+        except PrefixError as e:
+            typer.echo(f"error: --prefix: {e}", err=True)
+            raise typer.Exit(2) from None
+        if admin:
+            typer.echo("error: a key with --prefix cannot be --admin", err=True)
+            raise typer.Exit(2)
     now = _now_ms()
     expires_at: int | None = None
     if expires is not None:
@@ -127,6 +145,7 @@ def create(
         created_at_ms=now,
         expires_at_ms=expires_at,
         limits=limits,
+        prefix=prefix or "",
     )
     db = open_database(_settings(data_dir, database_url))
     try:
@@ -189,6 +208,8 @@ def list_keys(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> Non
                 scope += f" storage={r.limits.storage}"
             else:
                 scope += f" rate={rate}" if policy == "requests" else f" rate_{policy}={rate}"
+        if r.prefix:
+            scope += f" prefix={r.prefix}"
         typer.echo(
             f"{r.name}\t{state}\t{scope}\tcreated {_when(r.created_at_ms)}"
             f"\texpires {_when(r.expires_at_ms)}"

@@ -116,6 +116,7 @@ def insert_key(engine: Engine, record: KeyRecord) -> None:
                         if record.limits.limited
                         else None
                     ),
+                    prefix=record.prefix or None,
                 )
             )
     except IntegrityError as e:
@@ -139,6 +140,7 @@ def load_keys(engine: Engine) -> list[KeyRecord]:
                 if r.limits_json is None
                 else CredentialLimits.from_json(orjson.loads(r.limits_json))
             ),
+            prefix=r.prefix or "",
         )
         for r in rows
     ]

@@ -62,6 +62,8 @@ api_keys = Table(
     Column("revoked_at_ms", BigInteger, nullable=True),
     # The key's own limits as JSON (app/access/rates.py), or NULL: the settings' defaults.
     Column("limits_json", Text, nullable=True),
+    # The key's tenant prefix (app/access/prefix.py), or NULL: none.
+    Column("prefix", String(200), nullable=True),
 )
 
 meta = Table(

@@ -399,3 +399,35 @@ def test_downgrade_of_0006_with_format_3_records_only(db_url: str) -> None:
         assert db.record_format() == "3"
     finally:
         engine.dispose()
+
+
+def test_downgrade_of_0008_revokes_the_keys_bound_to_a_prefix(db_url: str) -> None:
+    """Without the column a key would reach names outside its tenant: it is revoked first;
+    keys without a prefix stay live."""
+    from app.access import Grant, KeyRecord
+    from app.storage.keys import insert_key, load_keys
+
+    engine = create_db_engine(db_url)
+    try:
+        migrate.upgrade(engine)
+        for name, prefix in (("plain", ""), ("tenant", "a:")):
+            insert_key(
+                engine,
+                KeyRecord(
+                    key_id=name[:12],
+                    name=name,
+                    secret_hash="0" * 64,
+                    grant=Grant.of(read=["*"]),
+                    created_at_ms=1,
+                    prefix=prefix,
+                ),
+            )
+        assert {r.name: r.prefix for r in load_keys(engine)} == {"plain": "", "tenant": "a:"}
+        _downgrade(engine, "0007")
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT name, revoked_at_ms FROM xstreams_api_keys")).all()
+        revoked = {name: at is not None for name, at in rows}
+        assert revoked == {"plain": False, "tenant": True}
+        assert migrate.upgrade(engine) == migrate.head_revision()
+    finally:
+        engine.dispose()

@@ -29,6 +29,7 @@ from starlette.convertors import Convertor, register_url_convertor
 from starlette.routing import Route
 
 from app.access import Grant, NoPerm, check_command, readable
+from app.access.prefix import TenantPrefix
 from app.api.access_gate import principal_of
 from app.api.commands.resp import Shaper
 from app.api.commands.upstash import command_args, command_list, path_args
@@ -105,6 +106,7 @@ async def _listings_again(
     if grant.admin:
         return {}
     backend: CommandEndpointRoles = services_of(request).backend
+    tenant = principal_of(request.scope).tenant
     shaper = _shaper(request)
     items: dict[int, dict[str, Any]] = {}
     for i, args in enumerate(commands):
@@ -116,7 +118,8 @@ async def _listings_again(
             continue  # answered as it was (the table refuses it alike)
         if _lists(grant, cmd):
             try:
-                items[i] = {"result": shaper(_listed(grant, cmd, await backend.command(args)))}
+                listed = _listed(grant, cmd, await backend.command(args))
+                items[i] = {"result": shaper(tenant.reply(cmd, listed))}
             except CommandError as e:
                 items[i] = {"error": e.text}
     return items
@@ -177,11 +180,13 @@ async def _run_one(request: Request, args: list[str]) -> Response:
     (durable before it returns: docs/architecture.md, "The request protocol"), its shape."""
     services = services_of(request)
     backend: CommandEndpointRoles = services.backend
+    tenant = principal_of(request.scope).tenant
     try:
         try:
             cmd = _lookup(args, backend)
         except CommandError as e:
             raise await _refused(backend, args, e) from None
+        args = tenant.argv(cmd, args)  # its keys inside the credential's prefix
         grant = _permit(request, cmd, args)
         if not _lists(grant, cmd) and (answer := key_answer(request.scope)) is not None:
             return answer  # the Idempotency-Key's, once the check passed (app/api/replay)
@@ -197,10 +202,11 @@ async def _run_one(request: Request, args: list[str]) -> Response:
     except TooManyHeld as e:
         return _too_many(request, e)
     except CommandError as e:
-        return _error(request, e.text, command_status(e))
+        return _error(request, tenant.error(e.text), command_status(e))
     except ClientGone:
         return Response(status_code=499)
-    return json_response({"result": _shaper(request)(_listed(grant, cmd, reply))})
+    reply = tenant.reply(cmd, _listed(grant, cmd, reply))
+    return json_response({"result": _shaper(request)(reply)})
 
 
 def _commands(request: Request, body: bytes) -> list[list[str]]:
@@ -228,6 +234,7 @@ async def run_pipeline(request: Request) -> Response:
         return _error(request, e.text)
     principal = principal_of(request.scope)
     grant = principal.grant
+    tenant = principal.tenant
     refusals: dict[int, CommandError] = {}
     sent: list[list[str]] | None = None  # None while every line so far goes to the backend
     # Of what is sent: each line's check, and SCAN's narrowing. None: nothing to check.
@@ -257,6 +264,12 @@ async def run_pipeline(request: Request) -> Response:
                     continue
                 name, size = args[0], len(args)
                 may_block = Flag.MAY_BLOCK in cmd.flags
+            if tenant:
+                try:
+                    args = commands[i] = tenant.argv(cmd, args)
+                except CommandError as e:  # not for a prefix: this line's error item
+                    sent = _refuse(refusals, i, e, sent, commands)
+                    continue
             if cmds is not None:
                 try:
                     check_command(principal, cmd, args)
@@ -289,7 +302,7 @@ async def run_pipeline(request: Request) -> Response:
         ids = _ids_answer(request, cast("list[StreamID]", results))  # every reply an ID
         if ids is not None:
             return ids
-    return json_response(_items(request, grant, len(commands), refusals, cmds, results))
+    return json_response(_items(request, grant, tenant, len(commands), refusals, cmds, results))
 
 
 def _ids_answer(request: Request, ids: list[StreamID]) -> Response | None:
@@ -317,6 +330,7 @@ def _refuse(
 def _items(
     request: Request,
     grant: Grant,
+    tenant: TenantPrefix,
     n: int,
     refusals: dict[int, CommandError],
     cmds: list[Command | None] | None,
@@ -341,27 +355,29 @@ def _items(
             cmd = None
         if isinstance(r, CommandError):
             metrics.error(r.text)
-            out.append({"error": r.text})
+            out.append({"error": tenant.error(r.text)})
         else:
-            out.append({"result": shaper(_listed(grant, cmd, r))})
+            out.append({"result": shaper(tenant.reply(cmd, _listed(grant, cmd, r)))})
     return out
 
 
 async def run_transaction(request: Request) -> Response:
     services = services_of(request)
     backend: CommandEndpointRoles = services.backend
+    tenant = principal_of(request.scope).tenant
     try:
         commands = _commands(request, await read_body(request))
         # Every command is checked first: one refused, and none runs (Redis's EXECABORT).
         principal = principal_of(request.scope)
         grant = principal.grant
         aborted = False
-        for args in commands:
+        for i, args in enumerate(commands):
             try:
                 cmd = _lookup(args, backend)
             except CommandError:
                 aborted = True  # an unknown command: EXECABORT below, as Redis answers
                 continue
+            args = commands[i] = tenant.argv(cmd, args)  # not for a prefix: none runs
             if not principal.unrestricted:
                 check_command(principal, cmd, args)
         if aborted and not backend.checks_commands:
@@ -372,16 +388,17 @@ async def run_transaction(request: Request) -> Response:
     except NoPerm as e:
         return _error(request, e.text, 403)
     except CommandError as e:
-        return _error(request, e.text, command_status(e))
+        return _error(request, tenant.error(e.text), command_status(e))
     metrics = services.metrics
     shaper = _shaper(request)
     out = []
     for args, r in zip(commands, results, strict=True):
         if isinstance(r, CommandError):
             metrics.error(r.text)
-            out.append({"error": r.text})
+            out.append({"error": tenant.error(r.text)})
         else:
-            out.append({"result": shaper(_listed(grant, None if grant.admin else lookup(args), r))})
+            cmd_of = None if grant.admin else lookup(args)
+            out.append({"result": shaper(tenant.reply(cmd_of, _listed(grant, cmd_of, r)))})
     return json_response(out)
 
 

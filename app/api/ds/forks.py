@@ -12,9 +12,12 @@ from dataclasses import replace
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.access.check import check_keys
+from app.api.access_gate import principal_of
 from app.api.meter import unmetered
 from app.backends import Backend
 from app.engine.commands.streams import RangeArgs, XAddArgs
+from app.engine.commands.table import named
 from app.engine.ids import MAX_ID, MIN_ID, StreamID
 from app.engine.stream import Entry
 
@@ -90,7 +93,10 @@ async def create_fork(
     at_text = request.headers.get(FORK_OFFSET)
     if sub and at_text is None:
         raise h.BadRequest("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
-    source = source_key(request.headers[FORKED_FROM])
+    principal = principal_of(request.scope)
+    source = principal.tenant.inward(source_key(request.headers[FORKED_FROM]))
+    if not principal.unrestricted:  # a fork copies the source: reading it needs read
+        check_keys(principal, named("xrange"), [source])
     if source == key:
         raise h.BadRequest("a stream cannot fork itself")
     asked_type = h.content_type_of(request.headers)

@@ -57,6 +57,7 @@ class Surface:
         if not key:
             return error(404, "no stream")
         principal = principal_of(request.scope)
+        key = principal.tenant.inward(key)  # the credential's prefix (app/access/prefix.py)
         try:
             if not principal.unrestricted:
                 check_keys(principal, _MODELS[request.method], [key])

@@ -22,9 +22,11 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
+from starlette.types import Scope
 
 from app.access import check_keys
-from app.api.access_gate import principal_of
+from app.access.prefix import TenantPrefix
+from app.api.access_gate import principal_of, tenant_of
 from app.api.binary import encode_json, query_pairs, quote_name
 from app.api.deps import wait_for_disconnect
 from app.api.raw_paths import segmented
@@ -129,12 +131,20 @@ class RestRoute(APIRoute):
         return rest
 
     async def admit(self, request: RestRequest) -> None:
-        """The access check, then the body within its limit: before anything is solved."""
+        """The credential's prefix on the path's stream, the access check, then the body
+        within its limit: before anything is solved."""
         principal = principal_of(request.scope)
+        tenant = principal.tenant
+        if tenant:
+            inward_path(request.scope, tenant)
         if not principal.unrestricted:
             # The stream in the path, or the streams a multi-stream read names.
             stream = request.path_params.get("stream")
-            named = [stream] if stream is not None else request.query_params.getlist("stream")
+            named = (
+                [stream]
+                if stream is not None
+                else [tenant.inward(s) for s in request.query_params.getlist("stream")]
+            )
             check_keys(principal, self.model, named or None)
         if request.method in _WRITES:
             await request.load_body(json_only=self.body_field is not None)
@@ -150,9 +160,38 @@ async def answered(request: Request, call: Callable[[], Awaitable[Response]]) ->
         return answer
     try:
         async with services_of(request).backend.answering():
-            return await call()
+            response = await call()
     except ClientGone:
         return Response(status_code=499)
+    tenant = tenant_of(request.scope)
+    if tenant and "location" in response.headers:
+        response.headers["location"] = outward_url(tenant, response.headers["location"])
+    return response
+
+
+ASKED = "xstreams.asked_path_params"  # the path's names as the client sent them
+
+
+def inward_path(scope: Scope, tenant: TenantPrefix) -> None:
+    """The path's stream as the server names it (the credential's prefix in front), for the
+    handler; the client's own names stay in the scope (``ASKED``) for error documents. Run
+    again on a path matched again (the fallback from the fast path): the router sets the
+    path parameters afresh each time."""
+    params = scope.get("path_params")
+    if params and "stream" in params:
+        scope[ASKED] = dict(params)
+        params["stream"] = tenant.inward(params["stream"])
+
+
+def outward_url(tenant: TenantPrefix, url: str) -> str:
+    """A URL this service built from a server name (``Location``), as the client names it."""
+    head = "/v1/streams/" + quote_name(tenant.text)
+    return "/v1/streams/" + url[len(head) :] if url.startswith(head) else url
+
+
+def shown(request: Request, name: str) -> str:
+    """The caller's name for the server's stream ``name`` (its prefix removed)."""
+    return principal_of(request.scope).tenant.outward(name)
 
 
 def sub_response() -> Response:

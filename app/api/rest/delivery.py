@@ -18,7 +18,7 @@ from fastapi import Request, Response
 
 from app.access import check_keys
 from app.api.access_gate import principal_of
-from app.api.rest.common import GroupName, StreamName, errors, page_count, router
+from app.api.rest.common import GroupName, StreamName, errors, page_count, router, shown
 from app.api.rest.explain import on_group, parsed_on_group
 from app.api.rest.models import model_of
 from app.api.rest.schemas.delivery import (
@@ -56,14 +56,19 @@ def no_retention(stream: str) -> NotFound:
     response_model=Policy,
     responses=errors(404),
 )
-async def get_policy(stream: StreamName, group: GroupName, backend: BackendDep) -> Policy:
+async def get_policy(
+    stream: StreamName, group: GroupName, backend: BackendDep, request: Request
+) -> Policy:
     """The group's delivery policy: what its consumers' XREADGROUP `>` reads take back first
     (visibility timeout, back-off) and when an entry goes to the dead-letter stream. A group
     without one (plain Redis) is a 404, as is a missing group."""
     policy = await on_group(backend, stream, group, backend.delivery_policy(stream, group))
     if policy is None:
         raise no_policy(stream, group)
-    return policy_json(policy)
+    shown_policy = policy_json(policy)
+    if shown_policy.dead_letter_stream is not None:
+        shown_policy.dead_letter_stream = shown(request, shown_policy.dead_letter_stream)
+    return shown_policy
 
 
 @api.put(
@@ -116,14 +121,14 @@ async def delete_policy(stream: StreamName, group: GroupName, backend: BackendDe
     response_model=RetentionView,
     responses=errors(404),
 )
-async def get_retention(stream: StreamName, backend: BackendDep) -> Retention:
+async def get_retention(stream: StreamName, backend: BackendDep, request: Request) -> Retention:
     """The retention set for this stream name (the service trims it in the background with
     XTRIM MINID, and MAXLEN `~`); 404 when none is set. A glob-wide default from the settings
     is not shown here."""
     retention = await backend.retention(stream)
     if retention is None:
         raise no_retention(stream)
-    return retention_json(retention, stream, await _exists(backend, stream))
+    return retention_json(retention, shown(request, stream), await _exists(backend, stream))
 
 
 @api.put(
@@ -189,11 +194,16 @@ async def redrive_entries(
         ids = tuple(parse_strict_id(x) for x in body.ids)
     count = page_count(request, body.count, zero_allowed=False)
     principal = principal_of(request.scope)
+    tenant = principal.tenant
+    to = None if body.to is None else tenant.inward(body.to)
     if not principal.unrestricted:
-        ids, targets = await _targets(backend, stream, ids, count, body.to)
+        ids, targets = await _targets(backend, stream, ids, count, to)
         check_keys(principal, model_of("redrive_entries"), targets)
-    args = RedriveArgs(stream, ids, body.to, count)
-    return redriven(await backend.redrive(args))
+    args = RedriveArgs(stream, ids, to, count)
+    result = redriven(await backend.redrive(args))
+    for moved in result.moved:
+        moved.stream = tenant.outward(moved.stream)
+    return result
 
 
 async def _targets(

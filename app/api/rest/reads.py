@@ -6,6 +6,7 @@ from typing import Annotated, cast
 
 from fastapi import Query, Request
 
+from app.api.access_gate import principal_of
 from app.api.encoding import rest_entries
 from app.api.rest.common import Encoded, FieldsParam, errors, page_count, read_or_wait, router
 from app.api.rest.schemas.entries import FieldsForm, StreamsRead
@@ -56,12 +57,17 @@ async def read_streams(
     for, as Redis does."""
     ids = after * len(stream) if len(after) == 1 else after
     page = page_count(request, count, zero_allowed=False)
-    reads = await read_or_wait(request, backend, ReadRequest(stream, ids, page, block_ms))
+    tenant = principal_of(request.scope).tenant
+    keys = [tenant.inward(s) for s in stream]
+    reads = await read_or_wait(request, backend, ReadRequest(keys, ids, page, block_ms))
     # A plain XREAD never gives a MissingEntry (only a group's history does).
     return Encoded(
         {
             "streams": [
-                {"stream": r.key, "entries": rest_entries(cast(list[Entry], r.entries), fields)}
+                {
+                    "stream": tenant.outward(r.key),
+                    "entries": rest_entries(cast(list[Entry], r.entries), fields),
+                }
                 for r in reads
             ]
         }

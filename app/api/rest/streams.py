@@ -10,7 +10,7 @@ from fastapi import Query, Request, Response
 from app.access import readable
 from app.api.access_gate import principal_of
 from app.api.errors import no_such_stream
-from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router
+from app.api.rest.common import FieldsParam, StreamName, errors, page_count, router, shown
 from app.api.rest.explain import explained
 from app.api.rest.schemas.entries import FieldsForm
 from app.api.rest.schemas.streams import (
@@ -49,13 +49,19 @@ async def list_streams(
     length, groups, last ID, entries added and first and last entry IDs (XINFO STREAM). As
     SCAN guarantees, a stream present for the whole iteration is listed at least once; a page
     may be empty before the end. Only the streams the caller may read are listed."""
+    principal = principal_of(request.scope)
+    tenant = principal.tenant
+    if tenant:  # only the credential's own streams (app/access/prefix.py)
+        match = tenant.glob("*" if match is None else match)
     page = await backend.scan(cursor, match, count)
-    keys = readable(principal_of(request.scope).grant, page.keys)
+    keys = [k for k in readable(principal.grant, page.keys) if tenant.owns(k)]
     # One call for the page (one round trip on Redis), not one per key; None: deleted (or
     # replaced by another type) since the page was read.
     infos = await backend.stream_infos(keys)
     pairs = zip(keys, infos, strict=True)
-    summaries = [stream_summary(key, info) for key, info in pairs if info is not None]
+    summaries = [
+        stream_summary(tenant.outward(key), info) for key, info in pairs if info is not None
+    ]
     return StreamPage(streams=summaries, next_cursor=page.cursor or None)
 
 
@@ -96,8 +102,9 @@ async def get_stream(
                     f"count=0 (everything) needs a stream of at most {most} entries and "
                     f"pending entries per group (rest_max_count); pass a count"
                 )
-        return stream_full_info(stream, await backend.stream_full_info(stream, count), fields)
-    return stream_info(stream, await backend.stream_info(stream), fields)
+        full_info = await backend.stream_full_info(stream, count)
+        return stream_full_info(shown(request, stream), full_info, fields)
+    return stream_info(shown(request, stream), await backend.stream_info(stream), fields)
 
 
 @api.delete(

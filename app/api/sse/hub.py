@@ -201,7 +201,7 @@ class DetachedStream:
         if e is None and task.result() is PARKED:
             return  # live without a task: its tails feed it
         if isinstance(e, CommandError):
-            self.outbox.push(error_event(e))
+            self.outbox.push(error_event(e, self.principal.tenant))
         elif e is not None:
             log.error("event stream source failed", exc_info=e)
         self.outbox.close(CloseReason.ENDED)

@@ -40,7 +40,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from app.access import Principal
-from app.api.access_gate import principal_of
+from app.api.access_gate import principal_of, tenant_of
 from app.api.errors import problem
 from app.api.services import services_of
 from app.api.sse.flush import DirectWrite, direct_writer
@@ -234,7 +234,7 @@ class EventStream(Response):
             if await self.source(outbox) is PARKED:
                 return  # it goes on without this task (and ends when the outbox closes)
         except CommandError as e:
-            outbox.push(error_event(e))
+            outbox.push(error_event(e, tenant_of(self.request.scope)))
         except Exception:
             log.exception("event stream source failed")
         outbox.close(CloseReason.ENDED)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from starlette.responses import Response
 
+from app.api.access_gate import principal_of
 from app.api.meter import METER, patiently
 from app.api.rest.common import ConsumerName, GroupName, RestRoute, StreamName, errors
 from app.api.rest.schemas.entries import FieldsForm
@@ -89,9 +90,10 @@ def _tail(request: Request, positions: dict[str, StreamID], form: FieldsForm,
         meter.patient = True
     else:
         meter = None
+    tenant = principal_of(request.scope).tenant
 
     async def source(outbox: Outbox) -> Parked | None:
-        return await follow(tails, Subscriber(outbox, positions, form, multi, meter))
+        return await follow(tails, Subscriber(outbox, positions, form, multi, meter, tenant))
 
     return EventStream(request, source)
 
@@ -140,11 +142,13 @@ async def streams_events(
 ) -> Response:
     """Events carry `"stream"` in their data; the event ID holds every stream's position
     (`a=1-0&b=5-2`, names percent-encoded), so `Last-Event-ID` resumes all of them."""
-    keys = list(dict.fromkeys(stream))
+    tenant = principal_of(request.scope).tenant
+    keys = [tenant.inward(s) for s in dict.fromkeys(stream)]
     positions = await _positions(services, keys, last_id)
     if last_event_id:
         resumed = parse_positions(last_event_id)
-        positions.update((k, v) for k, v in resumed.items() if k in positions)
+        named = ((tenant.inward(k), v) for k, v in resumed.items())
+        positions.update((k, v) for k, v in named if k in positions)
     return _tail(request, positions, fields, multi=True)
 
 

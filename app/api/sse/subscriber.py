@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.api.binary import quote_name
 from app.api.meter import Meter
 from app.api.rest.schemas.entries import FieldsForm
@@ -48,6 +49,7 @@ class Subscriber:
         "outbox",
         "positions",
         "task",
+        "tenant",
     )
 
     def __init__(
@@ -57,6 +59,7 @@ class Subscriber:
         form: FieldsForm,
         multi: bool,
         meter: Meter | None = None,
+        tenant: TenantPrefix = NO_PREFIX,
     ) -> None:
         self.outbox = outbox
         self.positions = positions
@@ -67,14 +70,17 @@ class Subscriber:
         # starts the task that replays from its positions.
         self.on_behind: Callable[[], None] | None = None
         self.task: asyncio.Task[None] | None = None  # that task, while it runs
-        self._names = {key: quote_name(key).encode() for key in positions}
+        # The names a multi-stream connection shows (event IDs, ``stream`` in the data): the
+        # credential's, its prefix off (app/access/prefix.py).
+        self.tenant = tenant
+        self._names = {key: quote_name(tenant.outward(key)).encode() for key in positions}
         self.meter = meter  # None: its entries are not counted
         self._unspent = 0  # entries the tails handed it, not spent yet
         self._spending: asyncio.Task[None] | None = None
 
     def _event(self, encoded: EncodedEntry) -> bytes:
         if self.multi:
-            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form))
+            return b"id: %s\n%s" % (self._event_id(), encoded.multi(self.form, self.tenant))
         return encoded.single(self.form)
 
     def _event_id(self) -> bytes:
@@ -148,7 +154,8 @@ class Subscriber:
         """Entries after this subscriber's position, before ``first``, went unread."""
         after = self.positions[key]
         if first is None or after < first:
-            self.outbox.push(gap_event(after, first, key if self.multi else None))
+            shown = self.tenant.outward(key) if self.multi else None
+            self.outbox.push(gap_event(after, first, shown))
 
     def live_gap(self, key: str, first: StreamID | None) -> None:
         if self.live:

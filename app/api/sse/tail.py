@@ -206,7 +206,7 @@ class StreamTail:
             self._on_failure(self)
             for sub in list(self.subscribers):
                 if isinstance(e, CommandError):
-                    sub.outbox.push(error_event(e))
+                    sub.outbox.push(error_event(e, sub.tenant))
                 sub.outbox.close(CloseReason.ENDED)
 
     async def _next_batch(self) -> tuple[Batch, int | None] | None:
@@ -381,7 +381,7 @@ async def _again(tails: Tails, sub: Subscriber, held: list[StreamTail]) -> None:
             sub.task = None
             return
     except CommandError as e:
-        sub.outbox.push(error_event(e))
+        sub.outbox.push(error_event(e, sub.tenant))
     except Exception:
         log.exception("event stream source failed")
     sub.outbox.close(CloseReason.ENDED)

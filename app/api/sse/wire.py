@@ -25,6 +25,7 @@ entry is delivered like any other, never ending the connection.
 
 from __future__ import annotations
 
+from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.api.binary import encode_json, unquote_name
 from app.api.encoding import rest_maybe_entry, sse_entry_data
 from app.api.rest.schemas.entries import FieldsForm
@@ -61,7 +62,8 @@ class EncodedEntry:
         self.stream = stream
         self.entry = entry
         self._single: dict[FieldsForm, bytes] = {}
-        self._multi: dict[FieldsForm, bytes] = {}
+        # By form and tenant prefix: the ``stream`` in the data is the subscriber's name.
+        self._multi: dict[tuple[FieldsForm, str], bytes] = {}
 
     def single(self, form: FieldsForm) -> bytes:
         """The whole event for a one-stream connection: ``id`` is the entry ID."""
@@ -75,13 +77,14 @@ class EncodedEntry:
             )
         return out
 
-    def multi(self, form: FieldsForm) -> bytes:
-        """The event without its ``id`` line, which each multi-stream connection adds."""
-        out = self._multi.get(form)
+    def multi(self, form: FieldsForm, tenant: TenantPrefix = NO_PREFIX) -> bytes:
+        """The event without its ``id`` line, which each multi-stream connection adds; its
+        data names the stream as ``tenant``'s credentials do."""
+        out = self._multi.get((form, tenant.text))
         if out is None:
             e = self.entry
-            data = sse_entry_data(e, form, self.stream)
-            out = self._multi[form] = b"event: entry\ndata: %s\n\n" % data
+            data = sse_entry_data(e, form, tenant.outward(self.stream))
+            out = self._multi[form, tenant.text] = b"event: entry\ndata: %s\n\n" % data
         return out
 
 
@@ -118,8 +121,9 @@ def deleted_event(entry_id: StreamID) -> bytes:
     )
 
 
-def error_event(error: CommandError) -> bytes:
-    body = {"code": error.code, "error": error.text}
+def error_event(error: CommandError, tenant: TenantPrefix = NO_PREFIX) -> bytes:
+    """An error ending the stream, a key it quotes named as ``tenant``'s credential does."""
+    body = {"code": error.code, "error": tenant.error(error.text)}
     return b"event: error\ndata: %s\n\n" % encode_json(body)
 
 

@@ -48,16 +48,23 @@ def key_at(index: int) -> KeysOf:
     return KeyAt(index)
 
 
-def keys_from(index: int) -> KeysOf:
+class KeysFrom:
     """Every argument from ``argv[index]`` on (DEL, EXISTS)."""
 
-    def keys(argv: list[str]) -> list[str]:
-        return argv[index:]
+    __slots__ = ("index",)
 
-    return keys
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __call__(self, argv: list[str]) -> list[str]:
+        return argv[self.index :]
 
 
-def streams_keys(argv: list[str]) -> list[str]:
+def keys_from(index: int) -> KeysOf:
+    return KeysFrom(index)
+
+
+def streams_positions(argv: list[str]) -> list[int]:
     """XREAD / XREADGROUP: the first half of what follows the STREAMS option, found as Redis's
     ``xreadGetKeys`` finds it (option values skipped, so a stream named "streams" after COUNT
     is not taken for the option). A malformed line names no key: the command fails before it
@@ -67,9 +74,30 @@ def streams_keys(argv: list[str]) -> list[str]:
         option = argv[i].lower()
         if option == "streams":
             rest = n - i - 1
-            return [] if rest % 2 else argv[i + 1 : i + 1 + rest // 2]
+            return [] if rest % 2 else list(range(i + 1, i + 1 + rest // 2))
         i += {"block": 2, "count": 2, "group": 3}.get(option, 1)
     return []
+
+
+def streams_keys(argv: list[str]) -> list[str]:
+    """XREAD / XREADGROUP's keys (``streams_positions``)."""
+    return [argv[i] for i in streams_positions(argv)]
+
+
+def key_positions(keys: KeysOf, argv: list[str]) -> list[int] | None:
+    """Where in ``argv`` the keys ``keys(argv)`` gives stand: what a caller that rewrites keys
+    (a credential's prefix, app/access/prefix.py) needs beside the keys themselves. None for a
+    command over the whole keyspace, or key positions this function does not know: such a
+    line cannot be rewritten key by key."""
+    if keys is no_keys:
+        return []
+    if isinstance(keys, KeyAt):
+        return [keys.index] if keys.index < len(argv) else []
+    if isinstance(keys, KeysFrom):
+        return list(range(keys.index, len(argv)))
+    if keys is streams_keys:
+        return streams_positions(argv)
+    return None
 
 
 class Flag(StrEnum):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.access import Grant, Principal, Verb, verbs_on
+from app.access.prefix import TenantPrefix
 
 
 class GrantDoc(BaseModel):
@@ -71,6 +72,7 @@ class Whoami(BaseModel):
                     },
                     "expires_at_ms": 1767225600000,
                     "rate": "100/s:300",
+                    "prefix": "",
                     "limits": [
                         {
                             "policy": "requests",
@@ -107,13 +109,19 @@ class Whoami(BaseModel):
         " limited.",
     )
     streams: list[StreamAccess] = Field(description="One row per `stream` asked about.")
+    prefix: str = Field(
+        default="",
+        description="The credential's key prefix: added to every stream name it sends and"
+        " removed from every name it sees; its grant's globs are relative to it. Empty: none.",
+    )
 
 
-def _grant(g: Grant) -> GrantDoc:
+def _grant(g: Grant, tenant: TenantPrefix) -> GrantDoc:
+    """The grant as the credential holds it: its globs relative to its prefix."""
     return GrantDoc(
-        read=list(g.read),
-        consume=list(g.consume),
-        write=list(g.write),
+        read=[tenant.unglob(p) for p in g.read],
+        consume=[tenant.unglob(p) for p in g.consume],
+        write=[tenant.unglob(p) for p in g.write],
         admin=g.admin,
         metrics=g.metrics,
     )
@@ -127,7 +135,7 @@ def whoami(
 ) -> Whoami:
     rows = []
     for name in streams:
-        verbs = verbs_on(principal.grant, name)
+        verbs = verbs_on(principal.grant, principal.tenant.inward(name))
         rows.append(
             StreamAccess(
                 name=name,
@@ -139,9 +147,10 @@ def whoami(
     return Whoami(
         name=principal.name,
         kind=principal.kind.value,
-        grant=_grant(principal.grant),
+        grant=_grant(principal.grant, principal.tenant),
         expires_at_ms=principal.expires_at_ms,
         rate=rate,
         limits=limits or [],
         streams=rows,
+        prefix=principal.prefix,
     )
