@@ -24,6 +24,7 @@ from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
 from app.api.loading import LoadingGate
 from app.api.metered import metered
+from app.api.quotas import StorageBook
 from app.api.rates import RateDefaults, RateGate
 from app.api.raw_paths import RawPaths
 from app.api.rest import (
@@ -283,6 +284,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
         metrics=services.metrics,
         defaults=RateDefaults.of(settings),
         open_paths=open_paths,
+        book=StorageBook(lambda: services.backend, settings.storage_refresh_s),
     )
     app.add_middleware(AccessGate, authenticator=services.access, open_paths=open_paths)
     app.add_middleware(LoadingGate, readiness=services.readiness)

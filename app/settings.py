@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field, PositiveInt, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.access.quotas import QuotaError, StorageQuota
 from app.access.rates import Rate, RateError
 from app.engine.delivery import Retention
 from app.engine.errors import CommandError
@@ -333,6 +334,19 @@ class Settings(BaseSettings):
         default=None,
         description="The same for the admin token and an open service; default: none.",
     )
+    storage_quota: str | None = Field(
+        default=None,
+        description="What the streams under an API key's or JWT's tenant prefix may hold, where"
+        " the credential sets no quota of its own (`xstreams keys create --storage`, the JWT's"
+        " `xstreams_limits` claim): entries=1000000,bytes=1GB (either part). Past it an append"
+        " is refused with 507. A credential without a prefix is held to none. Default: none.",
+    )
+    storage_refresh_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often a prefix's storage is measured for its quota, in seconds; the"
+        " appends a front-end serves in between are counted as they go.",
+    )
 
     # Metrics (GET /metrics). A label per group could be unbounded: none by default.
     metrics_group_streams: Annotated[list[str], NoDecode] = Field(
@@ -438,6 +452,16 @@ class Settings(BaseSettings):
             try:
                 Rate.parse(value)
             except RateError as e:
+                raise ValueError(str(e)) from None
+        return value
+
+    @field_validator("storage_quota")
+    @classmethod
+    def _storage_quota(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                StorageQuota.parse(value)
+            except QuotaError as e:
                 raise ValueError(str(e)) from None
         return value
 

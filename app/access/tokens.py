@@ -97,6 +97,8 @@ class JwtVerifier:
                 if LIMITS_CLAIM in claims
                 else CredentialLimits()
             )
+            if limits.storage is not None and not prefix:
+                raise ValueError("a storage quota counts under a prefix: xstreams_prefix")
         except (jwt.PyJWTError, GrantError, PrefixError, ValueError):
             return None
         exp = claims["exp"]

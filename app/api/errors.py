@@ -16,7 +16,8 @@ Status for an engine error, by its class alone (``status_of``, the one table): N
 (credentials that do not reach) is 403; ``NotFound`` (a missing stream, group, consumer or
 entry) is 404; ``Conflict`` (BUSYGROUP, an ID not greater than the stream's top) is 409;
 ``OverBudget`` (the credential's bytes appended or entries read spent: app/api/meter.py)
-is 429, its ``Retry-After`` added by the rate gate; ``BackendUnavailable`` (Redis
+is 429, its ``Retry-After`` added by the rate gate; ``QuotaFull`` (an append past the storage
+quota of the credential's prefix: app/api/quotas.py) is 507; ``BackendUnavailable`` (Redis
 unreachable or refusing for a passing state of its own: CLUSTERDOWN, LOADING, READONLY...,
 too few replicas, no connection for a blocking read) is 503 with ``Retry-After``; every
 other Redis error is a client mistake, 400, ``NotAvailable``
@@ -51,6 +52,7 @@ from app.api.deps import BodyTooLarge
 from app.api.holds import TooManyHeld
 from app.api.meter import OverBudget
 from app.api.problem_detail import about, field_errors, subjects, validation_detail
+from app.api.quotas import QuotaFull
 from app.api.rest.request import DOCUMENT, UnsupportedMediaType
 from app.api.services import services_of
 from app.backends.errors import BackendUnavailable, StorageUnavailable
@@ -74,12 +76,13 @@ RETRY_AFTER_S = 1
 _STATUS: tuple[tuple[type[CommandError], int], ...] = (
     (NoPerm, 403),
     (OverBudget, 429),
+    (QuotaFull, 507),
     (NotFound, 404),
     (Conflict, 409),
     (BackendUnavailable, 503),
 )
 # What the command endpoint answers other than Upstash's 400 for an error reply.
-_COMMAND_STATUSES = frozenset({403, 429, 503})
+_COMMAND_STATUSES = frozenset({403, 429, 503, 507})
 
 
 def no_such_stream() -> NoSuchKey:

@@ -31,7 +31,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from app.access.quotas import StorageQuota
 from app.access.rates import Decision, Mode, Policy, Rate
+from app.api.quotas import StorageBook
 from app.backends.roles import RatesRole
 from app.engine.errors import CommandError
 
@@ -87,6 +89,10 @@ class Meter:
     patient: bool = False
     told: dict[Policy, Decision] = field(default_factory=dict)
     refused: OverBudget | None = None
+    # The storage quota of the credential's prefix (app/api/quotas.py); None: not held to one.
+    quota: StorageQuota | None = None
+    prefix: str = ""
+    book: StorageBook | None = None
 
     async def _spend(self, policy: Policy, rate: Rate, cost: int, mode: Mode) -> Decision | None:
         try:
@@ -98,9 +104,16 @@ class Meter:
         self.told[policy] = decision
         return decision
 
-    async def append(self, size: int) -> None:
-        """Spend ``size`` bytes before an append; ``OverBudget`` when they do not fit now, a
-        plain error (400) when they never will: waiting would not help a client that retries."""
+    async def append(self, size: int, entries: int) -> None:
+        """Spend ``size`` bytes before an append of ``entries`` entries; ``OverBudget`` when
+        they do not fit now, a plain error (400) when they never will: waiting would not help
+        a client that retries. Then hold them to the prefix's storage quota (``QuotaFull``,
+        507)."""
+        await self._spend_bytes(size)
+        if self.quota is not None and self.book is not None and entries > 0:
+            await self.book.admit(self.prefix, self.quota, entries, size)
+
+    async def _spend_bytes(self, size: int) -> None:
         rate = self.bytes
         if rate is None or size <= 0:
             return

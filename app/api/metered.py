@@ -82,7 +82,7 @@ class MeteredBackend:
     async def append(self, batch: Sequence[XAddArgs]) -> list[StreamID | None]:
         meter = METER.get()
         if meter is not None:
-            await meter.append(sum(fields_bytes(a.fields) for a in batch))
+            await meter.append(sum(fields_bytes(a.fields) for a in batch), len(batch))
         return await self.inner.append(batch)
 
     async def append_guarded(
@@ -91,7 +91,7 @@ class MeteredBackend:
         """The caller's entries are spent; the record beside them is the service's own."""
         meter = METER.get()
         if meter is not None:
-            await meter.append(sum(fields_bytes(a.fields) for a in batch))
+            await meter.append(sum(fields_bytes(a.fields) for a in batch), len(batch))
         return await self.inner.append_guarded(batch, guard, record)
 
     async def range(self, args: RangeArgs, rev: bool = False) -> list[Entry]:
@@ -118,7 +118,7 @@ class MeteredBackend:
         if meter is None or (name != "xadd" and name not in READS):
             return await self.inner.command(argv, gone)
         if name == "xadd":
-            await meter.append(fields_bytes(xadd_fields(argv)))
+            await meter.append(fields_bytes(xadd_fields(argv)), 1)
             return await self.inner.command(argv, gone)
         await meter.before_read()
         reply = await self.inner.command(argv, gone)
@@ -147,7 +147,8 @@ class MeteredBackend:
         names = [args[0].lower() if args else "" for args in commands]
         if any(n in READS for n in names):
             await meter.before_read()  # first: a refused batch has spent no bytes
-        await meter.append(command_bytes(commands))
+        appends = sum(1 for n in names if n == "xadd")
+        await meter.append(command_bytes(commands), appends)
         return names
 
     async def _after(self, names: list[str] | None, results: Sequence[object]) -> None:

@@ -18,18 +18,21 @@ from dataclasses import dataclass
 
 from app.access.quotas import StorageQuota
 from app.backends.roles import KeyspaceRole
+from app.engine.errors import CommandError
 from app.engine.replies import Storage
 
 __all__ = ["QuotaFull", "StorageBook"]
 
 
-class QuotaFull(Exception):
-    """The append would take the prefix past ``quota``; ``text`` names the bound."""
+class QuotaFull(CommandError):
+    """The append would take the prefix past its quota: 507, the text naming the bound."""
 
     def __init__(self, part: str, used: int, adding: int, limit: int) -> None:
+        super().__init__(
+            f"ERR storage quota full: {part} {used} + {adding} would pass the quota of"
+            f" {limit} {part}; delete or trim streams to make room"
+        )
         self.part, self.used, self.adding, self.limit = part, used, adding, limit
-        self.text = f"storage quota full: {part} {used} + {adding} would pass the quota of {limit}"
-        super().__init__(self.text)
 
 
 @dataclass(slots=True)

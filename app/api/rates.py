@@ -34,9 +34,11 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.access import Principal
+from app.access.quotas import StorageQuota
 from app.access.rates import UNLIMITED, CredentialLimits, Decision, Mode, Policy, Rate
 from app.api.errors import error_body
 from app.api.meter import METER, Meter, budget_key
+from app.api.quotas import StorageBook
 from app.backends.roles import RatesRole
 from app.observe.metrics import Metrics
 from app.settings import Settings
@@ -61,11 +63,13 @@ class RateDefaults:
 
     @classmethod
     def of(cls, settings: Settings) -> RateDefaults:
+        quota = settings.storage_quota
         return cls(
             CredentialLimits(
                 parsed(settings.rate_requests),
                 parsed(settings.rate_bytes),
                 parsed(settings.rate_entries),
+                None if quota is None else StorageQuota.parse(quota),
             ),
             CredentialLimits(
                 parsed(settings.rate_requests_admin),
@@ -77,6 +81,14 @@ class RateDefaults:
     def rates_of(self, principal: Principal) -> dict[Policy, Rate]:
         """The rates ``principal`` is held to, by policy (absent: not limited)."""
         return self.rates_for(principal.limits, principal.scoped)
+
+    def quota_of(self, principal: Principal) -> StorageQuota | None:
+        """The storage quota of ``principal``'s prefix: its own, else the settings' for API
+        keys and JWTs; None without a prefix (there is no namespace to count)."""
+        if not principal.prefix:
+            return None
+        own = principal.limits.storage
+        return own if own is not None or not principal.scoped else self.scoped.storage
 
     def rates_for(self, own: CredentialLimits, scoped: bool) -> dict[Policy, Rate]:
         """A credential's ``own`` limits over the defaults for its kind."""
@@ -124,8 +136,10 @@ class RateGate:
         metrics: Metrics,
         defaults: RateDefaults,
         open_paths: frozenset[str],
+        book: StorageBook | None = None,
     ) -> None:
         self.app = app
+        self.book = book  # None: storage quotas are not enforced (a test's gate)
         self.backend = backend  # asked per request: tests swap the backend after start
         self.metrics = metrics
         self.defaults = defaults
@@ -157,13 +171,17 @@ class RateGate:
                 await _too_many(scope, send, rate, decision, _headers(rates, told))
                 return
         meter = None
-        if Policy.BYTES in rates or Policy.ENTRIES in rates:
+        quota = self.defaults.quota_of(principal) if self.book is not None else None
+        if Policy.BYTES in rates or Policy.ENTRIES in rates or quota is not None:
             meter = Meter(
                 self.backend(),
                 principal.limit_key,
                 rates.get(Policy.BYTES),
                 rates.get(Policy.ENTRIES),
                 told=told,  # what it spends joins the request's, for the headers
+                quota=quota,
+                prefix=principal.prefix,
+                book=self.book,
             )
 
         async def with_headers(message: Message) -> None:

@@ -130,6 +130,9 @@ def create(
         except RateError as e:
             typer.echo(f"error: {option}: {e}", err=True)
             raise typer.Exit(2) from None
+    if storage is not None and not prefix:
+        typer.echo("error: --storage counts what the key's --prefix holds: give one", err=True)
+        raise typer.Exit(2)
     try:
         quota = None if storage is None else StorageQuota.parse(storage)
     except QuotaError as e:

@@ -108,3 +108,21 @@ def test_a_key_may_limit_bytes_appended_and_entries_read(tmp_path: Path) -> None
     assert listed[2] == "write=x rate_bytes=1000000/s:5000000 rate_entries=100000/min"
     code, _, err = run("create", "--name", "b", "--read", "x", "--rate-entries", "0/s", *db)
     assert code == 2 and "--rate-entries: a rate's count" in err
+
+
+def test_a_key_with_a_prefix_may_carry_a_storage_quota(tmp_path: Path) -> None:
+    db = ["--data-dir", str(tmp_path)]
+    quota = ["--storage", "entries=1000,bytes=1MiB"]
+    code, _, err = run("create", "--name", "t", "--write", "*", "--prefix", "t:", *quota, *db)
+    assert code == 0, err
+    (record,) = _records(tmp_path)
+    assert (record.limits.storage.entries, record.limits.storage.bytes) == (1000, 2**20)  # type: ignore[union-attr]
+    listed = run("list", *db)[1].strip().split("\t")
+    assert listed[2] == "write=* storage=entries=1000,bytes=1048576 prefix=t:"
+    code, _, err = run("create", "--name", "u", "--write", "*", *quota, *db)
+    assert code == 2 and "--storage counts what the key's --prefix holds" in err
+    code, _, err = run(
+        "create", "--name", "v", "--write", "*", "--prefix", "v:", "--storage", "rows=3", *db
+    )
+    assert code == 2 and "--storage: unknown storage quota parts: rows" in err
+    assert len(_records(tmp_path)) == 1

@@ -11,6 +11,7 @@ from app.api.access_gate import principal_of
 from app.api.deps import BodyTooLarge, read_body
 from app.api.holds import TooManyHeld
 from app.api.meter import OverBudget
+from app.api.quotas import QuotaFull
 from app.api.services import services_of
 from app.engine.commands.table import named
 from app.engine.waiting import ClientGone
@@ -74,6 +75,8 @@ class Surface:
             return error(429, exc.text, {"retry-after": "1"})
         except OverBudget as exc:  # the rate gate adds Retry-After and RateLimit
             return error(429, exc.text)
+        except QuotaFull as exc:
+            return error(507, exc.text)
         except BodyTooLarge:
             return error(413, "the body is larger than max_body_bytes")
         except (ClientGone, ClientDisconnect):
