@@ -67,6 +67,8 @@ PANELS: dict[str, tuple[str, ...]] = {
         "rate_bytes_admin",
         "rate_entries",
         "rate_entries_admin",
+        "storage_quota",
+        "storage_refresh_s",
     ),
     "Connections": (
         "max_connections",
@@ -93,6 +95,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "idempotency_max_keys",
         "idempotency_max_bytes",
         "idmp_max_producers",
+        "ds_max_producers",
     ),
     "SSE": (
         "sse_heartbeat_ms",
