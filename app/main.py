@@ -273,7 +273,7 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
     app.add_middleware(Idempotency, services=services)
     open_paths = PROBES | dashboard.served_paths()
     settings = services.settings
-    # Just inside the rate: past fair_slots at once, credentials take turns (fairness.py).
+    # Just inside the rate: past fair_slots a loop turn, credentials take turns (fairness.py).
     if settings.fair_slots:
         app.add_middleware(
             FairGate,

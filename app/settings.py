@@ -296,11 +296,10 @@ class Settings(BaseSettings):
 
     # app/api/fairness.py: admission by turns once the process is busy.
     fair_slots: NonNegativeInt = Field(
-        default=64,
-        description="Requests that may run at once in one process; past it requests queue"
-        " per credential and credentials take turns (round-robin), so one flooding client"
-        " cannot starve the others. Event streams and long polls give their slot back while"
-        " they wait. 0: no limit, first come first served.",
+        default=4,
+        description="Requests admitted per turn of the event loop; past it requests queue"
+        " per credential and the next turns take credentials round-robin, so one flooding"
+        " client cannot starve the others. 0: no limit, first come first served.",
     )
     fair_queue_per_key: PositiveInt = Field(
         default=1_000,

@@ -10,10 +10,6 @@ thousands of long polls instead.
 The admin token and an open service stand for every client alike (``Principal.scoped``), so
 they are not counted here; the global caps (``sse_max_connections``, ``max_connections``)
 bound them.
-
-Taking a hold is also where a request says it is about to wait on purpose: it gives its
-admission slot back (``app/api/parking.park``), whoever the credential, so a parked reader
-never keeps another request from running.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from app.access import Principal
-from app.api.parking import park
 from app.engine.errors import CommandError
 
 __all__ = ["Holds", "TooManyHeld"]
@@ -40,7 +35,6 @@ class Holds:
     def take(self, principal: Principal) -> TooManyHeld | None:
         """Count one more request held by ``principal``: None, or the refusal (nothing
         counted)."""
-        park()  # about to wait: the admission slot goes to the next in turn
         if not principal.scoped:
             return None
         key = principal.limit_key

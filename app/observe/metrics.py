@@ -68,8 +68,7 @@ class SseFigures:
 
 @dataclass(frozen=True, slots=True)
 class FairFigures:
-    slots: int  # requests that may run at once (fair_slots)
-    running: int  # requests holding a slot now
+    slots: int  # requests admitted per turn of the event loop (fair_slots)
     queued: int  # requests waiting for their credential's turn
 
 
@@ -425,19 +424,18 @@ def _responses(ks: Keyspace) -> Iterator[Metric]:
 
 def _fair_families(f: FairFigures, m: Metrics) -> Iterator[Metric]:
     yield GaugeMetricFamily(
-        "xstreams_fair_slots", "Requests that may run at once (fair_slots).", value=f.slots
-    )
-    yield GaugeMetricFamily(
-        "xstreams_fair_running_requests", "Requests holding a slot now.", value=f.running
+        "xstreams_fair_slots",
+        "Requests admitted per turn of the event loop before credentials take turns (fair_slots).",
+        value=f.slots,
     )
     yield GaugeMetricFamily(
         "xstreams_fair_queued_requests",
-        "Requests waiting for their credential's turn for a slot (all credentials).",
+        "Requests waiting for their credential's turn (all credentials).",
         value=f.queued,
     )
     yield _histogram(
         "xstreams_fair_wait_seconds",
-        "Time a request that found every slot taken waited for its turn.",
+        "Time a request that found the loop turn full waited for its credential's turn.",
         [],
         m.fair_wait,
     )

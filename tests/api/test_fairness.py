@@ -1,9 +1,10 @@
-"""Admission by turns (app/api/fairness.py): past ``fair_slots`` requests at once, credentials
-take turns for a freed slot, FIFO within one; a request parked on purpose (a hold) or whose
-response has started gives its slot back; a credential's full queue is refused with 429.
+"""Admission by turns (app/api/fairness.py): past ``fair_slots`` requests a turn of the event
+loop, requests queue per credential (FIFO within one) and the next turns take credentials
+round-robin; a parked request holds nothing; a credential's full queue is refused with 429.
 
-The gate's order is checked on the gate itself, with requests parked on events, so nothing
-depends on timing; the end-to-end tests run the real app on the three targets."""
+The order is checked on the gate itself: every request of a case is sent in the same loop
+turn, so which ones are admitted, queued and woken is decided by the gate alone, not by
+timing. The end-to-end tests run the real app on the three targets."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from starlette.types import Receive, Scope, Send
 
 from app.access.principal import OPEN, Kind, Principal
 from app.api.fairness import FairGate, Scheduler
-from app.api.parking import park
 from app.observe.metrics import Metrics
 from tests.conftest import Server
 from tests.storage.conftest import pg_schema, pg_url  # noqa: F401  (pg_schema: a fixture)
@@ -33,31 +33,19 @@ BOB = Principal("bob", OPEN.grant, Kind.KEY, key_id="k-bob")
 
 
 class Inner:
-    """An app whose request for ``path`` runs until ``release(path)``; it notes the order
-    requests start in. ``/park`` parks first (as a hold does); ``/stream`` starts its
-    response first (as an event stream does)."""
+    """An app that notes the order requests reach it in; ``/park...`` then waits until
+    ``release`` (an event stream or a long poll, parked)."""
 
     def __init__(self) -> None:
         self.started: list[str] = []
-        self.gates: dict[str, asyncio.Event] = {}
-
-    def gate(self, path: str) -> asyncio.Event:
-        return self.gates.setdefault(path, asyncio.Event())
-
-    def release(self, *paths: str) -> None:
-        for path in paths:
-            self.gate(path).set()
+        self.parked = asyncio.Event()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         self.started.append(path)
         if path.startswith("/park"):
-            park()
-        if path.startswith("/stream"):
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-        await self.gate(path).wait()
-        if not path.startswith("/stream"):
-            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await self.parked.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
 
@@ -89,114 +77,75 @@ async def _nothing() -> dict[str, Any]:
 
 
 def request(gate: FairGate, principal: Principal, path: str) -> tuple[asyncio.Task[None], Sent]:
+    """One request, started in the coming loop turn (with every other one made before it)."""
     scope = {"type": "http", "path": path, "method": "POST", "state": {"principal": principal}}
     sent = Sent()
     return asyncio.create_task(gate(scope, _nothing, sent)), sent
 
 
-async def queued(scheduler: Scheduler, n: int) -> None:
-    await until_async(lambda: scheduler.queued == n, what=f"{n} requests queued")
+def together(gate: FairGate, *sent: tuple[Principal, str]) -> list[asyncio.Task[None]]:
+    return [request(gate, who, path)[0] for who, path in sent]
 
 
-async def started(inner: Inner, path: str) -> None:
-    await until_async(lambda: path in inner.started, what=f"{path} running")
-
-
-async def test_credentials_take_turns_for_a_freed_slot_fifo_within_one() -> None:
-    gate, inner, scheduler, _ = gate_of(slots=1)
-    holder, _ = request(gate, ALICE, "/hold")
-    await started(inner, "/hold")
-    tasks = []
-    # Alice queues three before Bob's two arrive: first come would serve her three first.
-    for n, (who, path) in enumerate(
-        [(ALICE, "/a1"), (ALICE, "/a2"), (ALICE, "/a3"), (BOB, "/b1"), (BOB, "/b2")], 1
-    ):
-        tasks.append(request(gate, who, path)[0])
-        await queued(scheduler, n)
-    assert inner.started == ["/hold"]  # one slot, taken: the rest wait
-    inner.release("/a1", "/a2", "/a3", "/b1", "/b2", "/hold")
-    await asyncio.gather(holder, *tasks)
-    assert inner.started == ["/hold", "/a1", "/b1", "/a2", "/b2", "/a3"]
-    assert (scheduler.running, scheduler.queued, scheduler.queues) == (0, 0, {})
-
-
-async def test_below_the_slots_nothing_waits() -> None:
-    gate, inner, scheduler, metrics = gate_of(slots=3)
-    tasks = [request(gate, ALICE, f"/r{n}")[0] for n in range(3)]
-    await until_async(lambda: len(inner.started) == 3, what="three running")
-    assert (scheduler.running, scheduler.queued) == (3, 0)
-    inner.release("/r0", "/r1", "/r2")
+async def test_credentials_take_turns_past_the_slots_fifo_within_one() -> None:
+    gate, inner, scheduler, metrics = gate_of(slots=1)
+    # Alice's three reach the gate before Bob's two: first come would serve hers first.
+    tasks = together(
+        gate, (ALICE, "/a1"), (ALICE, "/a2"), (ALICE, "/a3"), (BOB, "/b1"), (BOB, "/b2")
+    )
     await asyncio.gather(*tasks)
-    assert scheduler.running == 0 and not metrics.fair_wait.by_labels  # nobody waited
+    assert inner.started == ["/a1", "/a2", "/b1", "/a3", "/b2"]
+    assert (scheduler.queued, scheduler.queues, list(scheduler.turns)) == (0, {}, [])
+    assert sum(h.count for _, h in metrics.fair_wait) == 4  # all but the first waited
 
 
-async def test_a_parked_request_gives_its_slot_back() -> None:
-    gate, inner, scheduler, _ = gate_of(slots=1)
-    poll, _ = request(gate, ALICE, "/park")  # a long poll: takes a hold, then waits
-    await started(inner, "/park")
-    other, _ = request(gate, BOB, "/xadd")
-    await started(inner, "/xadd")  # ran while the long poll is parked
-    assert (scheduler.running, scheduler.queued) == (1, 0)
-    inner.release("/xadd", "/park")
-    await asyncio.gather(poll, other)
-    assert scheduler.running == 0  # the parked one's slot was given back once, not twice
+async def test_below_the_slots_nothing_waits_or_moves() -> None:
+    gate, inner, _scheduler, metrics = gate_of(slots=3)
+    await asyncio.gather(*together(gate, (ALICE, "/a1"), (BOB, "/b1"), (ALICE, "/a2")))
+    assert inner.started == ["/a1", "/b1", "/a2"]  # first come, as without the gate
+    assert not metrics.fair_wait.by_labels
 
 
-async def test_a_started_response_gives_its_slot_back() -> None:
-    gate, inner, scheduler, _ = gate_of(slots=1)
-    stream, sent = request(gate, ALICE, "/stream")  # an event stream: streams after its head
-    await until_async(lambda: bool(sent.messages), what="the stream's head sent")
-    other, _ = request(gate, ALICE, "/xadd")
-    await started(inner, "/xadd")
-    inner.release("/xadd", "/stream")
-    await asyncio.gather(stream, other)
-    assert scheduler.running == 0
+async def test_a_parked_request_holds_no_slot() -> None:
+    gate, inner, _scheduler, _ = gate_of(slots=1)
+    poll, _ = request(gate, ALICE, "/park")  # a long poll or an event stream, parked
+    await until_async(lambda: "/park" in inner.started, what="the long poll parked")
+    later = together(gate, (BOB, "/b1"), (ALICE, "/a1"))
+    await asyncio.gather(*later)  # served while the long poll waits
+    assert inner.started == ["/park", "/b1", "/a1"] and not poll.done()
+    inner.parked.set()
+    await poll
 
 
 async def test_a_full_queue_is_refused_with_429_and_retry_after() -> None:
-    gate, inner, scheduler, metrics = gate_of(slots=1, queue=2)
-    holder, _ = request(gate, ALICE, "/hold")
-    await started(inner, "/hold")
-    waiting = [request(gate, ALICE, f"/a{n}")[0] for n in range(2)]
-    await queued(scheduler, 2)
+    gate, inner, _scheduler, metrics = gate_of(slots=1, queue=2)
+    tasks = together(gate, (ALICE, "/a0"), (ALICE, "/a1"), (ALICE, "/a2"))
     refused, sent = request(gate, ALICE, "/a-too-many")
-    await refused
+    bobs = together(gate, (BOB, "/b"))  # the bound is Alice's: Bob still queues
+    await asyncio.gather(refused, *tasks, *bobs)
     assert sent.status == 429 and sent.headers[b"retry-after"] == b"1"
     body = sent.messages[1]["body"]
     assert b"ERR too many requests queued for this credential (at most 2" in body
     assert metrics.fair_refused.by_labels == {(): 1}
-    bobs, _ = request(gate, BOB, "/b")  # the bound is Alice's: Bob still queues
-    await queued(scheduler, 3)
-    inner.release("/hold", "/a0", "/a1", "/b")
-    await asyncio.gather(holder, bobs, *waiting)
-    assert "/a-too-many" not in inner.started
-    assert sum(h.count for _, h in metrics.fair_wait) == 3  # the three that queued
+    assert inner.started == ["/a0", "/a1", "/b", "/a2"]
 
 
 async def test_a_request_cancelled_in_the_queue_leaves_it() -> None:
     gate, inner, scheduler, _ = gate_of(slots=1)
-    holder, _ = request(gate, ALICE, "/hold")
-    await started(inner, "/hold")
-    gone, _ = request(gate, BOB, "/gone")
-    await queued(scheduler, 1)
-    kept, _ = request(gate, BOB, "/kept")
-    await queued(scheduler, 2)
-    gone.cancel()
-    await queued(scheduler, 1)
-    inner.release("/hold", "/kept")
-    await asyncio.gather(holder, kept)
-    assert inner.started == ["/hold", "/kept"] and scheduler.running == 0
+    first, gone, kept = together(gate, (ALICE, "/a0"), (BOB, "/gone"), (BOB, "/kept"))
+    asyncio.get_running_loop().call_soon(gone.cancel)  # in the same turn, once it queued
+    await asyncio.gather(first, kept)
+    assert gone.cancelled()
+    assert inner.started == ["/a0", "/kept"]
+    assert (scheduler.queued, scheduler.queues, list(scheduler.turns)) == (0, {}, [])
 
 
-async def test_open_paths_and_requests_without_a_principal_pass_untouched() -> None:
-    gate, inner, scheduler, _ = gate_of(slots=1)
-    holder, _ = request(gate, ALICE, "/hold")
-    await started(inner, "/hold")
-    probe, _ = request(gate, ALICE, "/healthz")
-    await started(inner, "/healthz")
-    inner.release("/healthz", "/hold")
-    await asyncio.gather(holder, probe)
-    assert scheduler.running == 0
+async def test_the_probes_pass_untouched() -> None:
+    gate, inner, _scheduler, metrics = gate_of(slots=1)
+    tasks = together(gate, (ALICE, "/a0"), (ALICE, "/healthz"), (ALICE, "/a1"))
+    await asyncio.gather(*tasks)
+    assert inner.started == ["/a0", "/healthz", "/a1"]  # the probe never queued
+    assert sum(h.count for _, h in metrics.fair_wait) == 1
 
 
 # End to end, on the three targets: one slot, yet parked readers never hold it.
@@ -236,7 +185,7 @@ async def test_parked_reads_hold_no_slot_through_the_real_app(served: Served) ->
         assert [r.status_code for r in woke] == [200, 201, 204], [r.text for r in woke]
         got = await asyncio.wait_for(asyncio.gather(*waiting), 10)
         assert [r.status_code for r in got] == [200, 200, 200], [r.text for r in got]
-        assert "xstreams_fair_running_requests" in (await c.get("/metrics")).text
+        assert "xstreams_fair_queued_requests 0.0" in (await c.get("/metrics")).text
 
 
 # End to end on the journaled embedded engine (SQLite, PostgreSQL) under ``xstreams serve``:
@@ -292,6 +241,6 @@ async def test_a_journaled_service_with_one_slot_serves_a_second_key_past_parked
             await until_async(lambda: "id: 1-1" in tail.lines, what="the event streamed")
             metrics = (await c.get("/metrics", headers={"Authorization": "Bearer admin"})).text
         assert "xstreams_fair_slots 1.0" in metrics
-        assert "xstreams_fair_running_requests 1.0" in metrics  # the scrape itself, no other
+        assert "xstreams_fair_queued_requests 0.0" in metrics
     finally:
         srv.stop()
