@@ -296,10 +296,12 @@ class Settings(BaseSettings):
 
     # app/api/fairness.py: admission by turns once the process is busy.
     fair_slots: NonNegativeInt = Field(
-        default=4,
+        default=16,
         description="Requests admitted per turn of the event loop; past it requests queue"
         " per credential and the next turns take credentials round-robin, so one flooding"
-        " client cannot starve the others. 0: no limit, first come first served.",
+        " client cannot starve the others. 16 leaves one client on 50 connections as fast as"
+        " without it; 1 is fairest, at 10-20% of a single client's rate (bench/REPORT.md,"
+        " workload 10). 0: no limit, first come first served.",
     )
     fair_queue_per_key: PositiveInt = Field(
         default=1_000,
