@@ -63,6 +63,8 @@ PANELS: dict[str, tuple[str, ...]] = {
         "insecure_no_auth",
         "rate_requests",
         "rate_requests_admin",
+        "fair_slots",
+        "fair_queue_per_key",
     ),
     "Connections": (
         "max_connections",
