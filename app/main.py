@@ -19,6 +19,7 @@ from app.access import Authenticator, JwtVerifier, KeyRing
 from app.api import dashboard, ds, errors, openapi
 from app.api.access_gate import PROBES, AccessGate
 from app.api.commands import routes as commands
+from app.api.fairness import FairGate, Scheduler
 from app.api.holds import Holds
 from app.api.home import BrowserHome
 from app.api.idempotency import Idempotency
@@ -276,8 +277,16 @@ def _install_middleware(app: FastAPI, services: Services) -> None:
     # Inside the gate: a kept response is the credential's (app/api/idempotency.py).
     app.add_middleware(Idempotency, services=services)
     open_paths = PROBES | dashboard.served_paths()
-    # Inside the gate, outside all else: a request past its credential's rate runs nothing.
     settings = services.settings
+    # Just inside the rate: past fair_slots a loop turn, credentials take turns (fairness.py).
+    if settings.fair_slots:
+        app.add_middleware(
+            FairGate,
+            scheduler=Scheduler(settings.fair_slots, settings.fair_queue_per_key),
+            metrics=services.metrics,
+            open_paths=open_paths,
+        )
+    # Inside the gate, outside all else: a request past its credential's rate runs nothing.
     app.add_middleware(
         RateGate,
         backend=lambda: services.backend,

@@ -6,7 +6,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, PositiveInt, field_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from app.access.quotas import QuotaError, StorageQuota
@@ -298,6 +298,21 @@ class Settings(BaseSettings):
         default=100,
         description="Event streams, long polls and blocking reads one API key or JWT subject"
         " may hold open together; past it 429.",
+    )
+
+    # app/api/fairness.py: admission by turns once the process is busy.
+    fair_slots: NonNegativeInt = Field(
+        default=16,
+        description="Requests admitted per turn of the event loop; past it requests queue"
+        " per credential and the next turns take credentials round-robin, so one flooding"
+        " client cannot starve the others. 16 leaves one client on 50 connections as fast as"
+        " without it; 1 is fairest, at 10-20% of a single client's rate (bench/REPORT.md,"
+        " workload 10). 0: no limit, first come first served.",
+    )
+    fair_queue_per_key: PositiveInt = Field(
+        default=1_000,
+        description="Requests one credential may have queued for a slot; past it 429 with"
+        " Retry-After.",
     )
 
     # app/api/rates.py: requests per credential (app/access/rates.py writes how).

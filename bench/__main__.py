@@ -6,7 +6,9 @@ anchors from the same run (issue 7). Workloads: 1 XADD, 2 batch append, 3 XRANGE
 consume+ack, 5 memory, 6 the Redis backend with 1 and 2 workers (bench/workloads.py), 7
 recovery from the journal and from a snapshot (bench/recovery.py), 8 SCAN / KEYS / REST list
 pages over 100,000 streams (bench/keyspace.py), 9 the cost of an Idempotency-Key in
-throughput and memory (bench/idempotency.py); ``--only 7,8`` picks some. Outputs go to
+throughput and memory (bench/idempotency.py), 10 fairness: one credential flooding beside
+another's single appends, the admission gate off and on (bench/fairness.py); ``--only 7,8``
+(or ``--only fairness``) picks some. Outputs go to
 ``--out`` (default bench/results/, git-ignored); the table also replaces the generated part of
 bench/REPORT.md.
 """
@@ -23,21 +25,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import harness, idempotency, report, workloads
+from bench import fairness, harness, idempotency, report, workloads
 from bench.keyspace import keyspace
 from bench.machine import facts
 from bench.recovery import recovery
 from bench.workloads import Cell, Plan, Row, log_stderr
 
 HERE = Path(__file__).resolve().parent
-ALL_STEPS = frozenset(range(1, 10))
+ALL_STEPS = frozenset(range(1, 11))
+NAMED_STEPS = {"fairness": 10}
 
 
 def _steps(text: str) -> frozenset[int]:
     """``--only 2,3``: the workload numbers to measure (1 XADD ... 5 memory, 6 scale-out,
-    7 recovery, 8 keyspace pages, 9 Idempotency-Key)."""
+    7 recovery, 8 keyspace pages, 9 Idempotency-Key, 10 or ``fairness``)."""
     try:
-        chosen = frozenset(int(x) for x in text.split(","))
+        chosen = frozenset(NAMED_STEPS.get(x) or int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 2,3, got {text!r}") from None
     if not chosen or not chosen <= ALL_STEPS:
@@ -100,6 +103,11 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
             group, group_rows = idempotency.memory(fleet, plan, log_stderr)
             cells += group
             rows += group_rows
+        if 10 in only:
+            log_stderr(f"10) fairness ({time.monotonic() - t0:.0f} s)")
+            group, group_rows = fairness.fairness(fleet, plan, log_stderr)
+            cells += group
+            rows += group_rows
         if 5 in only:
             log_stderr(f"5) memory ({time.monotonic() - t0:.0f} s)")
             group, group_rows = workloads.memory(fleet, plan, log_stderr)
@@ -124,6 +132,7 @@ def run(plan: Plan, out: Path, only: frozenset[int] = ALL_STEPS) -> dict[str, An
     ]
     notes += workloads.scaling_notes(cells)
     notes += idempotency.key_notes(cells)
+    notes += fairness.notes(cells)
     if plan.quick:
         notes.append(
             f"--quick: memory measured with {plan.memory_entries:,} entries, recovery with "
@@ -166,7 +175,8 @@ def main() -> None:
         default=ALL_STEPS,
         help="measure only these workloads, e.g. 2,3 (1 XADD, 2 batch append, 3 XRANGE, "
         "4 consume+ack, 5 memory, 6 Redis backend with 1 and 2 workers, 7 recovery from "
-        "journal and snapshot, 8 SCAN/KEYS/REST list pages, 9 Idempotency-Key cost); "
+        "journal and snapshot, 8 SCAN/KEYS/REST list pages, 9 Idempotency-Key cost, "
+        "10 or fairness: a flooding credential beside a modest one); "
         "implies --no-report",
     )
     args = parser.parse_args()

@@ -36,15 +36,18 @@ FIELDS = ["f1", "v1", "f2", "v2", "f3", "v3"]  # three small fields, as the issu
 class Http:
     """One keep-alive HTTP/1.1 connection, one request in flight."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str | None = None
+    ) -> None:
         self.reader, self.writer = reader, writer
+        self.auth = f"Authorization: Bearer {token}\r\n" if token is not None else ""
 
     @classmethod
-    async def open(cls, port: int) -> Http:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
+    async def open(cls, port: int, token: str | None = None) -> Http:
+        return cls(*await asyncio.open_connection("127.0.0.1", port), token)
 
     async def post(self, path: str, body: bytes, key: str | None = None) -> Any:
-        extra = f"Idempotency-Key: {key}\r\n" if key is not None else ""
+        extra = self.auth + (f"Idempotency-Key: {key}\r\n" if key is not None else "")
         self.writer.write(
             f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
             f"{extra}Content-Length: {len(body)}\r\n\r\n".encode()

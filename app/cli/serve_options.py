@@ -69,6 +69,8 @@ PANELS: dict[str, tuple[str, ...]] = {
         "rate_entries_admin",
         "storage_quota",
         "storage_refresh_s",
+        "fair_slots",
+        "fair_queue_per_key",
     ),
     "Connections": (
         "max_connections",

@@ -45,7 +45,7 @@ from app.engine.keyspace import Keyspace
 from app.observe.delivery_families import delivery_families, webhook_families
 from app.observe.tallies import Counts, Histogram, Timings
 
-__all__ = ["CONTENT_TYPE", "JournalFigures", "Metrics", "SseFigures", "error_kind"]
+__all__ = ["CONTENT_TYPE", "FairFigures", "JournalFigures", "Metrics", "SseFigures", "error_kind"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Records per group commit: 1 (a lone writer) to thousands (a burst of pipelines).
@@ -64,6 +64,12 @@ class SseFigures:
     open: int
     closed: Mapping[str, int]  # by close reason
     fell_behind: int  # times a live subscriber's buffer was full (it reads from its cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class FairFigures:
+    slots: int  # requests admitted per turn of the event loop (fair_slots)
+    queued: int  # requests waiting for their credential's turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,11 @@ class Metrics:
     # Requests refused past their credential's rate (app/api/rates.py), by credential: at
     # most ``max_groups`` credentials get a series, the rest count as "other".
     throttled: Counts = field(default_factory=Counts)  # (credential, limit)
+    # Admission by turns (app/api/fairness.py): how long queued requests waited for a slot,
+    # requests refused past their credential's queue, and the slots and queue now.
+    fair_wait: Timings = field(default_factory=Timings)  # ()
+    fair_refused: Counts = field(default_factory=Counts)  # ()
+    fair: Callable[[], FairFigures] | None = None
     # Retention (app/delivery): entries the background sweeps trimmed, and steps that failed.
     retention_trimmed_entries: int = 0
     retention_failures: int = 0
@@ -292,6 +303,8 @@ class ServiceCollector(Collector):
             ["credential", "limit"],
             m.throttled,
         )
+        if m.fair is not None:
+            yield from _fair_families(m.fair(), m)
         yield CounterMetricFamily(
             "xstreams_retention_failures",
             "Retention steps (or listings of the streams to trim) that failed; retried at the"
@@ -408,6 +421,31 @@ def _responses(ks: Keyspace) -> Iterator[Metric]:
         "Kept responses dropped before their window ended, to stay within the budget"
         " (XSTREAMS_IDEMPOTENCY_MAX_KEYS, XSTREAMS_IDEMPOTENCY_MAX_BYTES).",
         value=r.evicted,
+    )
+
+
+def _fair_families(f: FairFigures, m: Metrics) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "xstreams_fair_slots",
+        "Requests admitted per turn of the event loop before credentials take turns (fair_slots).",
+        value=f.slots,
+    )
+    yield GaugeMetricFamily(
+        "xstreams_fair_queued_requests",
+        "Requests waiting for their credential's turn (all credentials).",
+        value=f.queued,
+    )
+    yield _histogram(
+        "xstreams_fair_wait_seconds",
+        "Time a request that found the loop turn full waited for its credential's turn.",
+        [],
+        m.fair_wait,
+    )
+    yield _counter(
+        "xstreams_fair_refused_requests",
+        "Requests refused with 429 because their credential's queue was full (fair_queue_per_key).",
+        [],
+        m.fair_refused,
     )
 
 

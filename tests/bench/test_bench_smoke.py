@@ -95,6 +95,8 @@ def test_report_keeps_hand_written_text(tmp_path: Path) -> None:
         ("7,8", {7, 8}),
         ("1,2,3,4,5", {1, 2, 3, 4, 5}),
         ("3,3", {3}),
+        ("fairness", {10}),
+        ("1,fairness", {1, 10}),
     ],
 )
 def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None:
@@ -103,7 +105,7 @@ def test_only_names_the_workloads_to_measure(text: str, steps: set[int]) -> None
     assert _steps(text) == steps
 
 
-@pytest.mark.parametrize("text", ["", "0", "10", "2,x", "1;2"])
+@pytest.mark.parametrize("text", ["", "0", "11", "2,x", "1;2", "fair"])
 def test_only_refuses_what_names_no_workload(text: str) -> None:
     import argparse
 
@@ -145,3 +147,21 @@ def test_a_baseline_target_compares_with_the_row_without_the_feature() -> None:
     figures["rows"] = [{**row, "target": {**row["target"], "baseline": "nowhere"}}]
     with pytest.raises(report.MissingFigure):
         report.markdown(figures)
+
+
+def test_the_fairness_note_judges_the_victims_p99_against_alone() -> None:
+    from bench.fairness import notes
+    from bench.harness import Sample
+    from bench.workloads import Cell
+
+    def cell(key: str, p99: float) -> Cell:
+        c = Cell(key, key, "ms", lambda _r: Sample(p99, None, p99, 0.0, None))
+        c.samples = [Sample(p99, None, p99, 0.0, None)]
+        return c
+
+    cells = [cell("fair_alone_off", 4.0), cell("fair_flood_off_off", 200.0),
+             cell("fair_flood_on_off", 40.0), cell("fair_flood_at-1_off", 8.0)]  # fmt: skip
+    assert notes(cells) == [
+        "fairness, fsync off: the victim's p99 under the flood is 50.0x its p99 alone with the"
+        " gate off, 10.0x at the default fair_slots 16, 2.0x at fair_slots 1 (target ≤ 2x: met)."
+    ]
