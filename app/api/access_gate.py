@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.access import Authenticator, Principal
 from app.access.prefix import NO_PREFIX, TenantPrefix
 from app.access.principal import OPEN
-from app.api.errors import error_body
+from app.api.errors import send_error
 
 __all__ = ["OPEN_METHODS", "PROBES", "AccessGate", "principal_of", "tenant_of"]
 
@@ -79,16 +79,4 @@ class AccessGate:
 
 
 async def _unauthorized(scope: Scope, send: Send) -> None:
-    media, body = error_body(scope["path"], 401, "Unauthorized")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", media.encode()),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_error(scope, send, 401, "Unauthorized", [(b"www-authenticate", b"Bearer")])

@@ -36,7 +36,7 @@ is 422, the rule and its setting named. Nothing a client sends can produce a 500
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -45,6 +45,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.types import Scope, Send
 
 from app.access import NoPerm
 from app.api.binary import encode_json
@@ -130,6 +131,18 @@ def error_body(path: str, status: int, text: str, **extra: Any) -> tuple[str, by
     if is_rest(path):
         return PROBLEM_JSON, _problem_json(path, status, text, extra)
     return "application/json", encode_json({"error": text})
+
+
+async def send_error(
+    scope: Scope, send: Send, status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """An error answered by an ASGI layer before any route (the access gate's 401, the rate
+    and fairness gates' 429, the loading gate's 503), in the surface's shape, with
+    ``headers`` after the content type and length."""
+    media, body = error_body(scope["path"], status, text)
+    start = [(b"content-type", media.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _problem_json(path: str, status: int, text: str, extra: dict[str, Any]) -> bytes:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.errors import error_body
+from app.api.errors import send_error
 from app.observe.metrics import FairFigures, Metrics
 
 __all__ = ["FairGate", "QueueFull", "Scheduler"]
@@ -172,16 +172,4 @@ async def _queue_full(scope: Scope, send: Send, bound: int) -> None:
         f"ERR too many requests queued for this credential (at most {bound},"
         " fair_queue_per_key); retry after 1000 ms"
     )
-    media, body = error_body(scope["path"], 429, text)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 429,
-            "headers": [
-                (b"content-type", media.encode()),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", b"1"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_error(scope, send, 429, text, [(b"retry-after", b"1")])

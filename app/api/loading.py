@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.errors import error_body
+from app.api.errors import send_error
 from app.durability import Readiness, ReadyState
 
 LOADING_WAIT_S = 10.0
@@ -45,12 +45,4 @@ class LoadingGate:
             text = f"LOADING xstreams is waiting for its database: {ready.waiting}"
         else:
             text = LOADING
-        media, body = error_body(scope["path"], 503, text)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 503,
-                "headers": [(b"content-type", media.encode()), (b"retry-after", b"1")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(scope, send, 503, text, [(b"retry-after", b"1")])

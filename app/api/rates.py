@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.access import Principal
 from app.access.quotas import StorageQuota
 from app.access.rates import UNLIMITED, CredentialLimits, Decision, Mode, Policy, Rate
-from app.api.errors import error_body
+from app.api.errors import send_error
 from app.api.meter import METER, Meter, budget_key
 from app.api.quotas import StorageBook
 from app.backends.roles import RatesRole
@@ -207,17 +207,4 @@ async def _too_many(
         f"ERR too many requests for this credential (at most {rate}); retry after"
         f" {decision.retry_after_ms} ms"
     )
-    media, body = error_body(scope["path"], 429, text)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 429,
-            "headers": [
-                (b"content-type", media.encode()),
-                (b"content-length", str(len(body)).encode()),
-                _retry_after(decision),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await send_error(scope, send, 429, text, [_retry_after(decision), *headers])

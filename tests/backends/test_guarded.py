@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from app.backends.embedded import EmbeddedBackend
 from app.backends.redis import RedisBackend
 from app.backends.roles import StreamsRole
 from app.engine.clock import ManualClock
@@ -91,14 +90,22 @@ async def test_a_record_key_holding_another_type_is_wrongtype(in_redis: RedisBac
     assert await everything(streams, DATA) == []
 
 
-async def test_calls_that_could_write_half_are_refused_before_anything() -> None:
-    b = EmbeddedBackend(Store())
+@pytest.mark.redis
+async def test_calls_that_could_write_half_are_refused_before_anything(
+    streams: StreamsRole,
+) -> None:
+    b = streams
     with pytest.raises(ValueError):  # the record to another key than the guard's
         await b.append_guarded([], Guard(RECORD, None), XAddArgs(DATA, ("v", "1")))
     with pytest.raises(ValueError):  # a record with an ID of its own could be refused
         await b.append_guarded([], Guard(RECORD, None), XAddArgs(RECORD, ("v", "1"), id=MAX_ID))
     with pytest.raises(ValueError):
         await b.append_guarded([*entries("a"), XAddArgs("other", ("f", "v"))], Guard(RECORD, None))
+    # An entry that might not land (NOMKSTREAM on a missing key) would leave the record
+    # claiming an append that did not happen.
+    missing = XAddArgs(DATA, ("f", "v"), nomkstream=True)
+    with pytest.raises(ValueError):
+        await b.append_guarded([missing], Guard(RECORD, None), rec("1"))
     assert await everything(b, DATA) == [] and await everything(b, RECORD) == []
 
 

@@ -261,15 +261,12 @@ class Streams:
             assert features is not None
             delref = _batch_delref(features, batch)
         for _ in range(APPEND_RETRIES):
-            last_raw, sec, usec = await self._router.script(PROBE, key)
-            last_text = decode(last_raw)
-            if last_text == "WRONGTYPE":
-                raise WrongType()
-            ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
+            last_raw, last_text, now_ms = await self._probe(key)
+            ids = _decide_ids(batch, last_text, now_ms)
             if all(i is None for i in ids):
                 return ids  # NOMKSTREAM on a missing stream: nothing happens
             if idmp is not None:
-                deadline = _deadline(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
+                deadline = _deadline(batch, last_text, now_ms)
                 argv: list[Arg] = [last_raw, len(batch), "" if deadline is None else deadline]
                 for a in batch:
                     one = xadd_args(a, nomkstream=False)
@@ -289,15 +286,21 @@ class Streams:
                 raise features.refuse("XADD with DELREF and ~ past its LIMIT", REF_POLICIES)
         raise CommandError.err("the stream kept changing; the batch was not appended")
 
+    async def _probe(self, key: str) -> tuple[Raw, str, int]:
+        """The stream's last ID as Redis gave it and as text ('' : no key), and the server's
+        clock in ms: what a batch is planned on (``_decide_ids``)."""
+        last_raw, sec, usec = await self._router.script(PROBE, key)
+        last_text = decode(last_raw)
+        if last_text == "WRONGTYPE":
+            raise WrongType()
+        return last_raw, last_text, int(sec) * 1000 + int(usec) // 1000
+
     async def append_guarded(
         self, batch: Sequence[XAddArgs], guard: Guard, record: XAddArgs | None = None
     ) -> list[StreamID | None] | None:
         """One script checks the guard and writes (lua/append_guarded.lua). A batch of plain
         ``*`` entries, which nothing can refuse, is sent as it is; any other is planned on
         the stream first (``_decide_ids``), as ``append`` plans one."""
-        if any(a.idmp is not None or (a.trim and a.trim.policy is not RefPolicy.KEEPREF)
-               for a in batch):  # fmt: skip
-            raise ValueError("a guarded append carries no IDMP and no reference policy")
         guarded.check(batch, guard, record)
         key = batch[0].key if batch else guard.key
         tail: list[Arg] = ["" if guard.last_id is None else id_arg(guard.last_id)]
@@ -306,7 +309,7 @@ class Streams:
         else:
             one = xadd_args(record, nomkstream=False)
             tail += [len(one), *one]
-        plain = all(a.id is None and not a.nomkstream for a in batch)
+        plain = all(a.id is None for a in batch)
         for _ in range(APPEND_RETRIES):
             argv: list[Arg] = ["*", len(batch)]
             if plain:
@@ -314,15 +317,9 @@ class Streams:
                     one = xadd_args(a, nomkstream=False)
                     argv += [len(one), *one]
             else:
-                last_raw, sec, usec = await self._router.script(PROBE, key)
-                last_text = decode(last_raw)
-                if last_text == "WRONGTYPE":
-                    raise WrongType()
-                ids = _decide_ids(batch, last_text, int(sec) * 1000 + int(usec) // 1000)
-                if all(i is None for i in ids):
-                    return ids  # NOMKSTREAM on a missing stream: nothing happens
+                last_raw, last_text, now_ms = await self._probe(key)
                 argv[0] = last_raw
-                for a, sid in zip(batch, ids, strict=True):
+                for a, sid in zip(batch, _decide_ids(batch, last_text, now_ms), strict=True):
                     one = xadd_args(a, sid, nomkstream=False)
                     argv += [len(one), *one]
             line = eval_keys(APPEND_GUARDED, [key, guard.key], [*argv, *tail])

@@ -20,6 +20,7 @@ from app.engine.commands.streams import XADD_EXHAUSTED, XAddArgs, xadd
 from app.engine.errors import Conflict
 from app.engine.ids import MAX_ID, StreamID
 from app.engine.keyspace import Keyspace
+from app.engine.refs import RefPolicy
 
 __all__ = ["Guard", "append_guarded", "check"]
 
@@ -57,9 +58,16 @@ def append_guarded(
 
 
 def check(batch: Sequence[XAddArgs], guard: Guard, record: XAddArgs | None) -> None:
-    """What every backend refuses before it looks at a key: a call that could write half."""
+    """What every backend refuses before it looks at a key: a call that could write half, or
+    whose entries could land as anything but appended (NOMKSTREAM, an IDMP repeat, a trim
+    that takes a reference policy)."""
     if batch and any(a.key != batch[0].key for a in batch):
         raise ValueError("a batch appends to one stream")
+    for a in batch:
+        if a.nomkstream or a.idmp is not None:
+            raise ValueError("a guarded append takes no NOMKSTREAM and no IDMP")
+        if a.trim is not None and a.trim.policy is not RefPolicy.KEEPREF:
+            raise ValueError("a guarded append's trim keeps references (KEEPREF)")
     if record is None:
         return
     if record.key != guard.key:
