@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.access.prefix import escape_glob
-from app.engine.glob import glob_match
+from app.engine.glob import escape, glob_match
 
 __all__ = ["ADMIN", "Grant", "GrantError", "Verb"]
 
@@ -77,7 +76,7 @@ class Grant:
             return self
         if self.admin:
             raise GrantError("a credential with a key prefix cannot hold admin")
-        head = escape_glob(prefix)
+        head = escape(prefix)
         return Grant(
             read=tuple(head + g for g in self.read),
             consume=tuple(head + g for g in self.consume),

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from app.engine.commands.table import Access, Command, key_positions
 from app.engine.errors import CommandError
+from app.engine.glob import escape
 from app.engine.replies import CommandReply, ScanPage, StreamRead
 
-__all__ = ["NO_PREFIX", "NotForPrefix", "PrefixError", "TenantPrefix", "escape_glob"]
+__all__ = ["NO_PREFIX", "NotForPrefix", "PrefixError", "TenantPrefix"]
 
 MAX_PREFIX = 200  # characters: a prefix is a short namespace, not a key
-_GLOB = frozenset("*?[]\\")
 
 
 class NotForPrefix(CommandError):
@@ -46,11 +46,6 @@ class NotForPrefix(CommandError):
 
 class PrefixError(ValueError):
     """A prefix that is not of the documented shape (a key's, a JWT claim's)."""
-
-
-def escape_glob(text: str) -> str:
-    """``text`` as a glob that matches only itself (Redis's ``\\`` escapes)."""
-    return "".join("\\" + c if c in _GLOB else c for c in text)
 
 
 def check_prefix(prefix: str) -> str:
@@ -84,11 +79,11 @@ class TenantPrefix:
 
     def glob(self, pattern: str) -> str:
         """A pattern over the credential's names as one over the server's."""
-        return escape_glob(self.text) + pattern
+        return escape(self.text) + pattern
 
     def unglob(self, pattern: str) -> str:
         """``glob``'s inverse: a server pattern as the credential wrote it."""
-        head = escape_glob(self.text)
+        head = escape(self.text)
         return pattern[len(head) :] if pattern.startswith(head) else pattern
 
     def argv(self, cmd: Command, argv: list[str]) -> list[str]:
